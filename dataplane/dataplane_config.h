@@ -1,0 +1,58 @@
+// The dataplane's own view of its configuration: plain structs, no protobuf
+// (control/config_loader.cc converts a validated spinnic.v1.Config into
+// these; tests build them directly).
+#ifndef SPINNIC_DATAPLANE_DATAPLANE_CONFIG_H_
+#define SPINNIC_DATAPLANE_DATAPLANE_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "dataplane/match_rule.h"
+
+namespace spinnic {
+
+enum class PortRole : uint8_t { kWire, kHost };
+
+struct PortConfig {
+  std::string name;
+  // Exactly one of: a PCI address, a vdev string, or the name of an ethdev
+  // that already exists in this process (tests: rte_eth_from_rings).
+  std::string pci;
+  std::string vdev;
+  std::string existing;
+  PortRole role = PortRole::kWire;
+  uint16_t queues = 0;  // 0: one per worker
+  uint16_t mtu = 0;     // 0: device default
+  uint16_t rx_descriptors = 1024;
+  uint16_t tx_descriptors = 1024;
+  bool promiscuous = true;
+};
+
+struct HandlerConfig {
+  std::string name;
+  std::string kind;
+  absl::flat_hash_map<std::string, std::string> params;
+  uint32_t state_size = 0;
+  std::vector<uint8_t> initial_state;
+  MatchRule match;
+  uint64_t cycle_budget = 0;
+  uint32_t disable_after_overruns = 0;
+  uint32_t priority = 0;
+};
+
+struct DataplaneConfig {
+  std::vector<PortConfig> ports;
+  // Index pairs into `ports`.
+  std::vector<std::pair<uint16_t, uint16_t>> port_pairs;
+  // CPU core per HPU worker; EAL lcore ids are assigned 1..N in this order.
+  std::vector<uint32_t> worker_cores;
+  std::vector<HandlerConfig> handlers;
+  uint32_t mbufs = 0;  // 0: sized from ports and queues
+  uint16_t burst = 32;
+};
+
+}  // namespace spinnic
+
+#endif  // SPINNIC_DATAPLANE_DATAPLANE_CONFIG_H_

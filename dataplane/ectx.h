@@ -1,0 +1,76 @@
+// An execution context (ECTX): one installed handler with its state memory,
+// parameters, bound regions, match rule and cycle budget. Immutable after
+// Create() except for the disable flag and the overrun count, which HPUs
+// update atomically on the (rare) over-budget path.
+#ifndef SPINNIC_DATAPLANE_ECTX_H_
+#define SPINNIC_DATAPLANE_ECTX_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dataplane/dataplane_config.h"
+#include "dataplane/match_rule.h"
+#include "handlers/api/handler.h"
+
+namespace spinnic {
+
+class Ectx {
+ public:
+  // Largest state memory an ECTX may ask for.
+  static constexpr uint32_t kMaxStateSize = 1u << 20;
+  // ECTX ids index per-lcore counter arrays: [0, kMaxEctxs).
+  static constexpr uint32_t kMaxEctxs = 4096;
+
+  // Looks up the kind, validates parameters against its schema, allocates and
+  // initialises state (initial_state, then zeros). INVALID_ARGUMENT names the
+  // handler and what to fix.
+  static absl::StatusOr<std::unique_ptr<Ectx>> Create(
+      uint32_t id, const HandlerConfig& config);
+
+  ~Ectx();
+  Ectx(const Ectx&) = delete;
+  Ectx& operator=(const Ectx&) = delete;
+
+  uint32_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const HandlerKind& kind() const { return *kind_; }
+  const HandlerInstance& instance() const { return instance_; }
+  const MatchRule& match() const { return match_; }
+  uint32_t priority() const { return priority_; }
+  uint64_t cycle_budget() const { return cycle_budget_; }
+  std::span<uint8_t> state() const { return {state_, state_size_}; }
+  std::span<const BoundRegion> regions() const { return regions_; }
+
+  bool disabled() const { return disabled_.load(std::memory_order_relaxed); }
+  // Records one over-budget invocation; true if this one disabled the ECTX.
+  bool RecordOverrun();
+  uint64_t overruns() const {
+    return overruns_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  Ectx() = default;
+
+  uint32_t id_ = 0;
+  std::string name_;
+  const HandlerKind* kind_ = nullptr;
+  HandlerInstance instance_;
+  MatchRule match_;
+  uint32_t priority_ = 0;
+  uint64_t cycle_budget_ = 0;
+  uint32_t disable_after_overruns_ = 0;
+  uint8_t* state_ = nullptr;
+  uint32_t state_size_ = 0;
+  std::vector<BoundRegion> regions_;
+  std::atomic<bool> disabled_{false};
+  std::atomic<uint64_t> overruns_{0};
+};
+
+}  // namespace spinnic
+
+#endif  // SPINNIC_DATAPLANE_ECTX_H_

@@ -1,0 +1,51 @@
+// A 5-tuple/ethertype wildcard rule deciding which passthrough packets an
+// ECTX's handlers run on. Compiled from config/gRPC text once (Compile*),
+// matched per packet with a handful of compares (Matches).
+#ifndef SPINNIC_DATAPLANE_MATCH_RULE_H_
+#define SPINNIC_DATAPLANE_MATCH_RULE_H_
+
+#include <array>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "dataplane/classifier.h"
+
+namespace spinnic {
+
+// An address prefix over the 16-byte form ParsedFrame uses (IPv4 mapped).
+struct AddressPrefix {
+  std::array<uint8_t, 16> address{};
+  uint8_t length = 0;  // bits of `address` that must match; 0 matches all
+  bool is_ipv4 = false;
+
+  // "10.0.0.0/8", "10.1.2.3" (a /32), "fd00::/64", "fd00::1" (a /128).
+  // INVALID_ARGUMENT says what is wrong, e.g. host bits set or length > 32.
+  static absl::StatusOr<AddressPrefix> Parse(absl::string_view text);
+
+  bool Contains(const std::array<uint8_t, 16>& candidate) const;
+};
+
+struct MatchRule {
+  static constexpr uint64_t kAllPorts = ~uint64_t{0};
+
+  uint64_t in_port_mask = kAllPorts;  // bit i: port id i
+  uint16_t ethertype = 0;             // 0: any
+  bool match_ip_proto = false;
+  uint8_t ip_proto = 0;
+  bool match_src = false;
+  AddressPrefix src;
+  bool match_dst = false;
+  AddressPrefix dst;
+  uint16_t src_port_first = 0, src_port_last = 0xffff;
+  uint16_t dst_port_first = 0, dst_port_last = 0xffff;
+
+  // True when every set field matches. A rule that names L4 ports never
+  // matches a frame without TCP/UDP ports; a rule with an address prefix never
+  // matches a frame of the other family or without L3.
+  bool Matches(const ParsedFrame& frame, uint16_t in_port) const;
+};
+
+}  // namespace spinnic
+
+#endif  // SPINNIC_DATAPLANE_MATCH_RULE_H_

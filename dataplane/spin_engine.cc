@@ -1,0 +1,154 @@
+#include "dataplane/spin_engine.h"
+
+#include <rte_cycles.h>
+
+namespace spinnic {
+namespace {
+
+HandlerContext MakeContext(const Ectx& ectx, ActionSink* sink,
+                           uint32_t lcore_index) {
+  return HandlerContext(ectx.state(), ectx.regions(), sink, lcore_index,
+                        ectx.id());
+}
+
+void RaiseEngineEvent(ActionSink* sink, EngineEvent event, const Ectx& ectx) {
+  if (sink == nullptr) return;
+  uint32_t id = ectx.id();
+  sink->RaiseEvent(
+      event, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&id),
+                                      sizeof id));
+}
+
+}  // namespace
+
+void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
+                              EctxCounters& counters) {
+  counters.invocations.Add();
+  counters.cycles.Add(cycles);
+  uint64_t budget = ectx.cycle_budget();
+  if (budget != 0 && cycles > budget) [[unlikely]] {
+    counters.over_budget.Add();
+    if (const_cast<Ectx&>(ectx).RecordOverrun()) {
+      RaiseEngineEvent(sink_, kEventEctxDisabled, ectx);
+    }
+  }
+}
+
+void SpinEngine::Fail(const Ectx& ectx, MessageState& message,
+                      EngineEvent event, EctxCounters& counters) {
+  message.mode = MessageState::Mode::kFailed;
+  if (event == kEventHandlerInvalid) {
+    counters.invalid.Add();
+  } else {
+    counters.failed.Add();
+  }
+  RaiseEngineEvent(sink_, event, ectx);
+}
+
+void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
+                         PacketView& packet, bool first, bool last) {
+  EctxCounters& counters = counters_[ectx.id()];
+  counters.packets.Add();
+  counters.bytes.Add(packet.Length());
+  if (ectx.disabled()) [[unlikely]] {
+    // A disabled ECTX is transparent: the packet takes the default action.
+    counters.bypassed.Add();
+    return;
+  }
+  const HandlerOps& ops = *ectx.instance().ops();
+  void* self = ectx.instance().self();
+  HandlerContext ctx = MakeContext(ectx, sink_, lcore_index_);
+
+  if (first) {
+    counters.messages.Add();
+    message = MessageState();
+    if (ops.header != nullptr) {
+      uint64_t start = rte_rdtsc();
+      HandlerResult result = ops.header(self, ctx, packet);
+      RecordCycles(ectx, rte_rdtsc() - start, counters);
+      switch (result) {
+        case HandlerResult::kProcessData:
+          message.mode = MessageState::Mode::kPayload;
+          break;
+        case HandlerResult::kSuccess:
+          message.mode = MessageState::Mode::kDefault;
+          break;
+        case HandlerResult::kDrop:
+          message.mode = MessageState::Mode::kDropAll;
+          break;
+        case HandlerResult::kFail:
+          Fail(ectx, message, kEventHandlerFailed, counters);
+          break;
+        default:
+          Fail(ectx, message, kEventHandlerInvalid, counters);
+          break;
+      }
+    } else {
+      message.mode = MessageState::Mode::kPayload;
+    }
+  }
+
+  switch (message.mode) {
+    case MessageState::Mode::kPayload:
+      if (ops.payload != nullptr) {
+        uint64_t start = rte_rdtsc();
+        HandlerResult result = ops.payload(self, ctx, packet);
+        RecordCycles(ectx, rte_rdtsc() - start, counters);
+        switch (result) {
+          case HandlerResult::kSuccess:
+            break;
+          case HandlerResult::kDrop:
+            packet.Drop();
+            break;
+          case HandlerResult::kFail:
+            Fail(ectx, message, kEventHandlerFailed, counters);
+            packet.Drop();
+            break;
+          default:  // PROCESS_DATA is a header-only code
+            Fail(ectx, message, kEventHandlerInvalid, counters);
+            packet.Drop();
+            break;
+        }
+      }
+      break;
+    case MessageState::Mode::kDefault:
+      break;
+    case MessageState::Mode::kStart:  // unreachable: set above when first
+    case MessageState::Mode::kDropAll:
+    case MessageState::Mode::kFailed:
+      packet.Drop();
+      break;
+  }
+  if (packet.GetDisposition() == Disposition::kDrop) {
+    counters.dropped.Add();
+    message.dropped_bytes += packet.Length();
+  }
+  if (last)
+    RunCompletion(ectx, message, /*flow_control_triggered=*/false, counters);
+}
+
+void SpinEngine::RunCompletion(const Ectx& ectx, MessageState& message,
+                               bool flow_control_triggered,
+                               EctxCounters& counters) {
+  const HandlerOps& ops = *ectx.instance().ops();
+  if (ops.completion == nullptr) return;
+  HandlerContext ctx = MakeContext(ectx, sink_, lcore_index_);
+  uint64_t start = rte_rdtsc();
+  HandlerResult result =
+      ops.completion(ectx.instance().self(), ctx, message.dropped_bytes,
+                     flow_control_triggered);
+  RecordCycles(ectx, rte_rdtsc() - start, counters);
+  if (result == HandlerResult::kSuccess) return;
+  Fail(ectx, message,
+       result == HandlerResult::kFail ? kEventHandlerFailed
+                                      : kEventHandlerInvalid,
+       counters);
+}
+
+void SpinEngine::Abort(const Ectx& ectx, MessageState& message,
+                       bool flow_control_triggered) {
+  if (ectx.disabled()) return;
+  RunCompletion(ectx, message, flow_control_triggered, counters_[ectx.id()]);
+}
+
+}  // namespace spinnic

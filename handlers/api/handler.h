@@ -1,0 +1,205 @@
+// The sPIN handler API. Read this file to write a handler.
+//
+// A handler kind is a C++ class with up to three member functions, called by
+// the sPIN engine on the HPU lcores with sPIN's ordering (docs/handlers.md):
+//
+//   HandlerResult Header(HandlerContext&, PacketView&);      // first packet
+//   HandlerResult Payload(HandlerContext&, PacketView&);     // every packet
+//   HandlerResult Completion(HandlerContext&, uint64_t dropped_bytes,
+//                            bool flow_control_triggered);   // after the last
+//
+// Header: PROCESS_DATA (run Payload on every packet of the message), DROP (drop
+// the whole message), SUCCESS (default action, no payload handler), FAIL.
+// Payload: SUCCESS (packet goes on per its disposition), DROP (packet dropped,
+// counted into dropped_bytes), FAIL (message failed: the packet and the rest
+// of the message are dropped, an event is raised). Completion: SUCCESS or FAIL.
+// Any other code is counted as invalid and treated like FAIL.
+//
+// The class also declares its kind:
+//
+//   class MyHandler {
+//    public:
+//     static constexpr absl::string_view kName = "my_handler";
+//     static constexpr absl::string_view kDescription = "one line";
+//     static constexpr uint32_t kMinStateSize = 0;  // bytes of ECTX state
+//     static constexpr ParamSpec kParams[] = {{...}};  // may be empty: {}
+//     static absl::StatusOr<std::unique_ptr<MyHandler>> Create(
+//         const HandlerParams& params);
+//     HandlerResult Payload(HandlerContext& ctx, PacketView& packet);
+//   };
+//   SPINNIC_HANDLER(MyHandler);
+//
+// One instance exists per installed ECTX and is shared by all HPU lcores:
+// member data is read-only after Create(); mutable state lives in
+// ctx.State() (use std::atomic_ref for words several lcores update).
+// Handlers must not allocate, lock, block or throw: they run on the hot path
+// under a cycle budget.
+#ifndef SPINNIC_HANDLERS_API_HANDLER_H_
+#define SPINNIC_HANDLERS_API_HANDLER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "handlers/api/context.h"
+#include "handlers/api/packet.h"
+#include "handlers/api/params.h"
+
+namespace spinnic {
+
+enum class HandlerResult : uint8_t {
+  kProcessData = 0,
+  kDrop = 1,
+  kSuccess = 2,
+  kFail = 3,
+};
+
+// Type-erased entry points, one table per handler kind (no per-packet virtual
+// dispatch: the engine calls through these pointers, null when absent).
+struct HandlerOps {
+  HandlerResult (*header)(void* self, HandlerContext&, PacketView&);
+  HandlerResult (*payload)(void* self, HandlerContext&, PacketView&);
+  HandlerResult (*completion)(void* self, HandlerContext&,
+                              uint64_t dropped_bytes,
+                              bool flow_control_triggered);
+  void (*destroy)(void* self);
+};
+
+// An installed handler object with its entry points. Move-only owner.
+class HandlerInstance {
+ public:
+  HandlerInstance() = default;
+  HandlerInstance(void* self, const HandlerOps* ops) : self_(self), ops_(ops) {}
+  HandlerInstance(HandlerInstance&& other) noexcept {
+    *this = std::move(other);
+  }
+  HandlerInstance& operator=(HandlerInstance&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      self_ = other.self_;
+      ops_ = other.ops_;
+      other.self_ = nullptr;
+      other.ops_ = nullptr;
+    }
+    return *this;
+  }
+  HandlerInstance(const HandlerInstance&) = delete;
+  HandlerInstance& operator=(const HandlerInstance&) = delete;
+  ~HandlerInstance() { Reset(); }
+
+  void* self() const { return self_; }
+  const HandlerOps* ops() const { return ops_; }
+
+ private:
+  void Reset() {
+    if (self_ != nullptr) ops_->destroy(self_);
+    self_ = nullptr;
+  }
+  void* self_ = nullptr;
+  const HandlerOps* ops_ = nullptr;
+};
+
+// A registered handler kind: its name, schema and factory.
+struct HandlerKind {
+  absl::string_view name;
+  absl::string_view description;
+  std::span<const ParamSpec> params;
+  uint32_t min_state_size;
+  bool has_header;
+  bool has_payload;
+  bool has_completion;
+  absl::StatusOr<HandlerInstance> (*create)(const HandlerParams& params);
+};
+
+namespace handler_internal {
+
+template <typename T>
+HandlerResult CallHeader(void* self, HandlerContext& ctx, PacketView& packet) {
+  return static_cast<T*>(self)->Header(ctx, packet);
+}
+template <typename T>
+HandlerResult CallPayload(void* self, HandlerContext& ctx, PacketView& packet) {
+  return static_cast<T*>(self)->Payload(ctx, packet);
+}
+template <typename T>
+HandlerResult CallCompletion(void* self, HandlerContext& ctx, uint64_t dropped,
+                             bool flow_control) {
+  return static_cast<T*>(self)->Completion(ctx, dropped, flow_control);
+}
+template <typename T>
+void Destroy(void* self) {
+  delete static_cast<T*>(self);
+}
+
+template <typename T>
+concept HasHeader = requires(T t, HandlerContext& c, PacketView& p) {
+  { t.Header(c, p) } -> std::same_as<HandlerResult>;
+};
+template <typename T>
+concept HasPayload = requires(T t, HandlerContext& c, PacketView& p) {
+  { t.Payload(c, p) } -> std::same_as<HandlerResult>;
+};
+template <typename T>
+concept HasCompletion = requires(T t, HandlerContext& c) {
+  { t.Completion(c, uint64_t{0}, false) } -> std::same_as<HandlerResult>;
+};
+
+template <typename T>
+constexpr HandlerOps MakeOps() {
+  HandlerOps ops{nullptr, nullptr, nullptr, &Destroy<T>};
+  if constexpr (HasHeader<T>) ops.header = &CallHeader<T>;
+  if constexpr (HasPayload<T>) ops.payload = &CallPayload<T>;
+  if constexpr (HasCompletion<T>) ops.completion = &CallCompletion<T>;
+  return ops;
+}
+
+template <typename T>
+absl::StatusOr<HandlerInstance> Create(const HandlerParams& params) {
+  absl::StatusOr<std::unique_ptr<T>> created = T::Create(params);
+  if (!created.ok()) return created.status();
+  static constexpr HandlerOps kTypeOps = MakeOps<T>();
+  return HandlerInstance(created->release(), &kTypeOps);
+}
+
+template <typename T>
+constexpr std::span<const ParamSpec> ParamsOf() {
+  if constexpr (requires { T::kParams[0]; }) {
+    return std::span<const ParamSpec>(T::kParams);
+  } else {
+    return {};
+  }
+}
+
+template <typename T>
+HandlerKind MakeKind() {
+  return HandlerKind{
+      T::kName,     T::kDescription, ParamsOf<T>(),    T::kMinStateSize,
+      HasHeader<T>, HasPayload<T>,   HasCompletion<T>, &Create<T>,
+  };
+}
+
+// Adds a kind at static-initialisation time. Returns true so that it can
+// initialise a namespace-scope constant.
+bool RegisterKind(const HandlerKind& kind);
+
+}  // namespace handler_internal
+
+// The compiled-in handler kinds, in name order.
+std::span<const HandlerKind> RegisteredHandlerKinds();
+// nullptr when no kind has that name.
+const HandlerKind* FindHandlerKind(absl::string_view name);
+
+}  // namespace spinnic
+
+#define SPINNIC_HANDLER_CONCAT_(a, b) a##b
+#define SPINNIC_HANDLER_CONCAT(a, b) SPINNIC_HANDLER_CONCAT_(a, b)
+// Registers handler class T by its kName. Use once, in T's .cc file.
+#define SPINNIC_HANDLER(T)                                   \
+  [[maybe_unused]] static const bool SPINNIC_HANDLER_CONCAT( \
+      spinnic_handler_registered_, __LINE__) =               \
+      ::spinnic::handler_internal::RegisterKind(             \
+          ::spinnic::handler_internal::MakeKind<T>())
+
+#endif  // SPINNIC_HANDLERS_API_HANDLER_H_
