@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
 
 Ectx::~Ectx() { std::free(state_); }
 
-bool Ectx::RecordOverrun() {
+bool Ectx::RecordOverrun() const {
   uint64_t count = overruns_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (disable_after_overruns_ == 0 || count < disable_after_overruns_) {
     return false;

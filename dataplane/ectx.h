@@ -48,7 +48,7 @@ class Ectx {
 
   bool disabled() const { return disabled_.load(std::memory_order_relaxed); }
   // Records one over-budget invocation; true if this one disabled the ECTX.
-  bool RecordOverrun();
+  bool RecordOverrun() const;
   uint64_t overruns() const {
     return overruns_.load(std::memory_order_relaxed);
   }
@@ -67,8 +67,9 @@ class Ectx {
   uint8_t* state_ = nullptr;
   uint32_t state_size_ = 0;
   std::vector<BoundRegion> regions_;
-  std::atomic<bool> disabled_{false};
-  std::atomic<uint64_t> overruns_{0};
+  // Mutable: HPUs record overruns on a const Ectx from the published table.
+  mutable std::atomic<bool> disabled_{false};
+  mutable std::atomic<uint64_t> overruns_{0};
 };
 
 }  // namespace spinnic

@@ -28,7 +28,7 @@ void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
   uint64_t budget = ectx.cycle_budget();
   if (budget != 0 && cycles > budget) [[unlikely]] {
     counters.over_budget.Add();
-    if (const_cast<Ectx&>(ectx).RecordOverrun()) {
+    if (ectx.RecordOverrun()) {
       RaiseEngineEvent(sink_, kEventEctxDisabled, ectx);
     }
   }

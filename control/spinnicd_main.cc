@@ -1,0 +1,265 @@
+// spinnicd: the appliance daemon. Loads and validates the config, starts the
+// EAL, the ports and the HPU lcores, prints counters while it runs, and on
+// SIGINT/SIGTERM (or after runtime.duration_s) stops the workers, drains and
+// closes the ports and prints the final counters.
+//
+// Exit codes: 0 clean stop, 2 bad config or flags (nothing started), 1 a
+// failure after the config was accepted (EAL, ports).
+#include <rte_eal.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "control/config_loader.h"
+#include "control/stats_format.h"
+#include "dataplane/dataplane.h"
+#include "handlers/api/handler.h"
+
+ABSL_FLAG(
+    std::string, config, "",
+    "Text-format spinnic.v1.Config file; empty: the built-in default "
+    "(the quick-start topology, see deploy/configs/quickstart.textproto)");
+ABSL_FLAG(int64_t, duration_s, -1,
+          "Stop after this many seconds (0: run until a signal); overrides "
+          "runtime.duration_s");
+ABSL_FLAG(int64_t, stats_interval_ms, -1,
+          "Print counters this often (0: only at exit); overrides "
+          "runtime.stats_interval_ms");
+ABSL_FLAG(std::string, workers, "",
+          "Comma-separated CPU cores for the HPU workers, e.g. 1,2; overrides "
+          "`workers`");
+ABSL_FLAG(int64_t, main_lcore, -1, "CPU core of the main (control) lcore");
+ABSL_FLAG(std::string, stats_json, "",
+          "At exit, write the final counters as JSON to this file");
+ABSL_FLAG(bool, check_config, false,
+          "Validate the config, print the effective config, and exit");
+ABSL_FLAG(bool, list_handlers, false,
+          "List the compiled-in handler kinds with their parameters and exit");
+
+namespace spinnic {
+namespace {
+
+constexpr int kExitBadConfig = 2;
+constexpr int kExitFailure = 1;
+
+std::atomic<int> g_signal{0};
+
+void OnSignal(int signal) { g_signal.store(signal); }
+
+void Log(absl::string_view line) {
+  std::printf("spinnicd: %s\n", std::string(line).c_str());
+  std::fflush(stdout);
+}
+
+void ListHandlers() {
+  for (const HandlerKind& kind : RegisteredHandlerKinds()) {
+    std::printf("%s: %s (state >= %u bytes)\n", std::string(kind.name).c_str(),
+                std::string(kind.description).c_str(), kind.min_state_size);
+    for (const ParamSpec& p : kind.params) {
+      std::printf(
+          "  %-16s %-9s %s%s\n", std::string(p.name).c_str(),
+          std::string(ParamTypeName(p.type)).c_str(),
+          p.required
+              ? "required. "
+              : absl::StrCat("default '", p.default_value, "'. ").c_str(),
+          std::string(p.help).c_str());
+    }
+  }
+}
+
+absl::StatusOr<ConfigOverrides> OverridesFromFlags(
+    const std::vector<char*>& positional) {
+  ConfigOverrides overrides;
+  if (int64_t v = absl::GetFlag(FLAGS_duration_s); v >= 0) {
+    overrides.duration_s = static_cast<uint32_t>(v);
+  }
+  if (int64_t v = absl::GetFlag(FLAGS_stats_interval_ms); v >= 0) {
+    overrides.stats_interval_ms = static_cast<uint32_t>(v);
+  }
+  if (int64_t v = absl::GetFlag(FLAGS_main_lcore); v >= 0) {
+    overrides.main_lcore = static_cast<uint32_t>(v);
+  }
+  std::string workers = absl::GetFlag(FLAGS_workers);
+  if (!workers.empty()) {
+    std::vector<uint32_t> cores;
+    for (absl::string_view part : absl::StrSplit(workers, ',')) {
+      uint32_t core;
+      if (!absl::SimpleAtoi(part, &core)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("command line: --workers: '", part,
+                         "' is not a core number; write e.g. --workers=1,2"));
+      }
+      cores.push_back(core);
+    }
+    overrides.workers = cores;
+  }
+  // argv[0] is the program; the rest came after "--": extra EAL arguments.
+  for (size_t i = 1; i < positional.size(); ++i) {
+    overrides.extra_eal_args.emplace_back(positional[i]);
+  }
+  return overrides;
+}
+
+void PrintEvents(Dataplane& dataplane, std::vector<Event>& events) {
+  events.clear();
+  dataplane.DrainEvents(&events);
+  for (const Event& e : events) {
+    Log(absl::StrFormat("event: hpu %u ectx %u code 0x%08x (%u data bytes)",
+                        e.hpu, e.ectx_id, e.code, e.length));
+  }
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "spinnicd [--config FILE] [flags] [-- extra EAL arguments]\n"
+      "The spinnic software SmartNIC dataplane.");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_list_handlers)) {
+    ListHandlers();
+    return 0;
+  }
+  absl::StatusOr<ConfigOverrides> overrides = OverridesFromFlags(positional);
+  if (!overrides.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(overrides.status().message()).c_str());
+    return kExitBadConfig;
+  }
+  std::string config_path = absl::GetFlag(FLAGS_config);
+  absl::StatusOr<v1::Config> config = LoadConfig(config_path, *overrides);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(config.status().message()).c_str());
+    return kExitBadConfig;
+  }
+  absl::StatusOr<DataplaneConfig> dataplane_config = ToDataplaneConfig(*config);
+  if (!dataplane_config.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(dataplane_config.status().message()).c_str());
+    return kExitBadConfig;
+  }
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::printf("%s: config ok\n",
+                config_path.empty() ? "built-in default" : config_path.c_str());
+    return 0;
+  }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  std::vector<std::string> eal_args = BuildEalArgs(*config);
+  Log(absl::StrCat("EAL arguments: ", absl::StrJoin(eal_args, " ")));
+  if (absl::Status status = InitEal(eal_args); !status.ok()) {
+    Log(status.message());
+    return kExitFailure;
+  }
+  int exit_code = 0;
+  {
+    absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
+        Dataplane::Create(*dataplane_config);
+    if (!dataplane.ok()) {
+      Log(dataplane.status().message());
+      rte_eal_cleanup();
+      return kExitFailure;
+    }
+    Dataplane& dp = **dataplane;
+    if (absl::Status status = dp.Start(); !status.ok()) {
+      Log(status.message());
+      rte_eal_cleanup();
+      return kExitFailure;
+    }
+    for (size_t p = 0; p < dp.port_count(); ++p) {
+      Log(absl::StrCat("port ", dp.port(p).name(), ": ethdev ",
+                       dp.port(p).port_id(), ", ", dp.port(p).queues(),
+                       " queue(s), link ",
+                       dp.port(p).link_up() ? "up" : "down"));
+    }
+    Log(absl::StrCat(
+        "running with ", dp.hpu_count(), " HPU(s)",
+        config->runtime().duration_s() != 0
+            ? absl::StrCat(" for ", config->runtime().duration_s(), " s")
+            : "",
+        "; Ctrl-C to stop"));
+
+    const absl::Time start = absl::Now();
+    const absl::Duration duration =
+        absl::Seconds(config->runtime().duration_s());
+    const absl::Duration interval =
+        absl::Milliseconds(config->runtime().stats_interval_ms());
+    absl::Time next_stats = start + interval;
+    StatsSnapshot previous = dp.Snapshot();
+    absl::Time previous_time = start;
+    std::vector<Event> events;
+    while (g_signal.load() == 0) {
+      absl::SleepFor(absl::Milliseconds(50));
+      absl::Time now = absl::Now();
+      PrintEvents(dp, events);
+      if (duration > absl::ZeroDuration() && now - start >= duration) break;
+      if (interval > absl::ZeroDuration() && now >= next_stats) {
+        StatsSnapshot snapshot = dp.Snapshot();
+        double elapsed = absl::ToDoubleSeconds(now - previous_time);
+        std::printf("--- %.1f s\n%s", absl::ToDoubleSeconds(now - start),
+                    FormatStatsText(snapshot, &previous, elapsed).c_str());
+        std::fflush(stdout);
+        previous = std::move(snapshot);
+        previous_time = now;
+        next_stats += interval;
+        if (next_stats < now) next_stats = now + interval;
+      }
+    }
+    if (int signal = g_signal.load(); signal != 0) {
+      Log(absl::StrCat("signal ", signal, ": stopping"));
+    }
+    const double run_s = absl::ToDoubleSeconds(absl::Now() - start);
+    // Final counters are read with the HPUs stopped, so they add up.
+    StatsSnapshot before_stop = dp.Snapshot();
+    dp.Stop();
+    PrintEvents(dp, events);
+    StatsSnapshot final_stats = dp.Snapshot();
+    // Device counters can only be read while the ports are open.
+    for (size_t p = 0; p < final_stats.ports.size(); ++p) {
+      PortStats& port = final_stats.ports[p];
+      const PortStats& open = before_stop.ports[p];
+      port.hw_ipackets = open.hw_ipackets;
+      port.hw_opackets = open.hw_opackets;
+      port.hw_imissed = open.hw_imissed;
+      port.hw_ierrors = open.hw_ierrors;
+      port.hw_oerrors = open.hw_oerrors;
+      port.hw_rx_nombuf = open.hw_rx_nombuf;
+    }
+    std::printf("--- final counters after %.1f s\n%s", run_s,
+                FormatStatsText(final_stats, nullptr, 0).c_str());
+    std::fflush(stdout);
+    std::string json_path = absl::GetFlag(FLAGS_stats_json);
+    if (!json_path.empty()) {
+      std::ofstream json(json_path);
+      json << FormatStatsJson(final_stats);
+      if (!json) {
+        Log(absl::StrCat("cannot write ", json_path));
+        exit_code = kExitFailure;
+      }
+    }
+  }
+  rte_eal_cleanup();
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace spinnic
+
+int main(int argc, char** argv) { return spinnic::Run(argc, argv); }

@@ -1,0 +1,350 @@
+#include "dataplane/dataplane.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace spinnic {
+namespace {
+
+constexpr uint32_t kEventRingSize = 4096;
+constexpr uint32_t kMempoolCache = 256;
+
+int HpuMain(void* arg) { return static_cast<Hpu*>(arg)->Run(); }
+
+}  // namespace
+
+absl::Status InitEal(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  std::vector<std::string> copies = args;  // rte_eal_init may permute argv
+  for (std::string& arg : copies) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int rc = rte_eal_init(static_cast<int>(copies.size()), argv.data());
+  if (rc < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "EAL initialisation failed (", rte_strerror(rte_errno),
+        "): check eal_args; without hugepages use \"--no-huge\" and \"-m\", "
+        "and give each concurrent DPDK process its own \"--file-prefix\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
+    const DataplaneConfig& config) {
+  std::unique_ptr<Dataplane> dataplane(new Dataplane());
+  dataplane->config_ = config;
+  const size_t workers = config.worker_cores.size();
+  if (workers == 0) {
+    return absl::InvalidArgumentError(
+        "no worker lcores: list at least one "
+        "core in `workers`");
+  }
+  if (config.ports.empty() || config.ports.size() > kMaxPorts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "need 1..", kMaxPorts, " ports, got ", config.ports.size()));
+  }
+  // Worker lcores are the EAL's lcores after the main one, in id order.
+  unsigned lcore_id;
+  RTE_LCORE_FOREACH_WORKER(lcore_id) {
+    if (dataplane->hpu_lcores_.size() < workers) {
+      dataplane->hpu_lcores_.push_back(lcore_id);
+    }
+  }
+  if (dataplane->hpu_lcores_.size() < workers) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        workers, " workers configured but the EAL has only ",
+        dataplane->hpu_lcores_.size(), " worker lcores; check --lcores"));
+  }
+
+  // Enough mbufs to fill every descriptor ring, every HPU's bursts and the
+  // mempool caches, with headroom for handlers' emitted frames.
+  uint32_t mbufs = config.mbufs;
+  uint32_t max_mtu = RTE_ETHER_MTU;
+  if (mbufs == 0) {
+    mbufs = 4096;
+    for (const PortConfig& port : config.ports) {
+      uint32_t queues = port.queues != 0 ? port.queues : workers;
+      mbufs += queues * (port.rx_descriptors + port.tx_descriptors);
+    }
+    mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
+  }
+  for (const PortConfig& port : config.ports) {
+    max_mtu = std::max<uint32_t>(max_mtu, port.mtu);
+  }
+  // One mbuf holds a standard frame; jumbo MTUs scatter over several.
+  uint16_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+  dataplane->pool_ = rte_pktmbuf_pool_create(
+      "spinnic_pkts", mbufs, kMempoolCache, 0, data_room, rte_socket_id());
+  if (dataplane->pool_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot create a pool of ", mbufs, " mbufs (", rte_strerror(rte_errno),
+        "): give the EAL more memory (-m) or set runtime.mbufs lower"));
+  }
+
+  for (const PortConfig& port_config : config.ports) {
+    absl::StatusOr<Port> port = Port::Open(
+        port_config, static_cast<uint16_t>(workers), dataplane->pool_);
+    if (!port.ok()) return port.status();
+    dataplane->ports_.push_back(*std::move(port));
+  }
+
+  for (size_t p = 0; p < dataplane->ports_.size(); ++p) {
+    // Each HPU owns one RX and one TX queue per port: no locks on the path.
+    if (dataplane->ports_[p].queues() < workers) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "port '", config.ports[p].name, "' has ",
+          dataplane->ports_[p].queues(), " queue pair(s) but ", workers,
+          " workers need one each; use fewer workers or a device with more "
+          "queues (net_af_packet: qpairs=N; net_memif: more queues)"));
+    }
+  }
+  std::vector<uint16_t> pair(config.ports.size(), kNoPort);
+  for (const auto& [a, b] : config.port_pairs) {
+    pair[a] = b;
+    pair[b] = a;
+  }
+
+  size_t rcu_size = rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(workers));
+  dataplane->rcu_ = static_cast<rte_rcu_qsbr*>(
+      rte_zmalloc("spinnic_rcu", rcu_size, RTE_CACHE_LINE_SIZE));
+  if (dataplane->rcu_ == nullptr ||
+      rte_rcu_qsbr_init(dataplane->rcu_, static_cast<uint32_t>(workers)) != 0) {
+    return absl::ResourceExhaustedError("cannot allocate the RCU state");
+  }
+
+  dataplane->current_table_ = std::make_unique<EctxTable>();
+  dataplane->table_.store(dataplane->current_table_.get());
+  HpuShared shared;
+  shared.stop = &dataplane->stop_;
+  shared.table = &dataplane->table_;
+  shared.rcu = dataplane->rcu_;
+  shared.pool = dataplane->pool_;
+  shared.burst = config.burst;
+  for (size_t w = 0; w < workers; ++w) {
+    std::vector<HpuPort> hpu_ports(dataplane->ports_.size());
+    for (size_t p = 0; p < dataplane->ports_.size(); ++p) {
+      const Port& port = dataplane->ports_[p];
+      HpuPort& hp = hpu_ports[p];
+      hp.port_id = port.port_id();
+      hp.rx_queue = static_cast<uint16_t>(w);
+      hp.tx_queue = static_cast<uint16_t>(w);
+      hp.pair = pair[p];
+      hp.max_frame = port.max_frame();
+    }
+    std::string ring_name = absl::StrCat("spinnic_ev", w);
+    rte_ring* ring =
+        rte_ring_create_elem(ring_name.c_str(), sizeof(Event), kEventRingSize,
+                             rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (ring == nullptr) {
+      return absl::ResourceExhaustedError("cannot create an event ring");
+    }
+    dataplane->event_rings_.push_back(ring);
+    if (rte_rcu_qsbr_thread_register(dataplane->rcu_,
+                                     static_cast<unsigned>(w)) != 0) {
+      return absl::InternalError("cannot register an HPU with RCU");
+    }
+    dataplane->hpus_.push_back(std::make_unique<Hpu>(static_cast<uint32_t>(w),
+                                                     shared, hpu_ports, ring));
+  }
+
+  for (const HandlerConfig& handler : config.handlers) {
+    absl::StatusOr<uint32_t> id = dataplane->InstallEctx(handler);
+    if (!id.ok()) return id.status();
+  }
+  return dataplane;
+}
+
+Dataplane::~Dataplane() {
+  Stop();
+  for (rte_ring* ring : event_rings_) rte_ring_free(ring);
+  rte_free(rcu_);
+  // Ports closed in Stop(); the pool's mbufs are all back by now.
+  rte_mempool_free(pool_);
+}
+
+absl::Status Dataplane::Start() {
+  if (started_) return absl::FailedPreconditionError("already started");
+  for (size_t w = 0; w < hpus_.size(); ++w) {
+    int rc = rte_eal_remote_launch(HpuMain, hpus_[w].get(), hpu_lcores_[w]);
+    if (rc != 0) {
+      stop_.store(true);
+      rte_eal_mp_wait_lcore();
+      return absl::InternalError(
+          absl::StrCat("cannot launch HPU ", w, " on lcore ", hpu_lcores_[w]));
+    }
+  }
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void Dataplane::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_.store(true, std::memory_order_relaxed);
+  if (started_) rte_eal_mp_wait_lcore();
+  for (Port& port : ports_) port.Close();
+}
+
+absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config) {
+  const EctxTable& current = *current_table_;
+  std::vector<bool> used(Ectx::kMaxEctxs, false);
+  for (const auto& ectx : current.ectxs()) {
+    if (ectx->name() == config.name) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a handler named '", config.name,
+          "' is installed; remove it first or choose another name"));
+    }
+    used[ectx->id()] = true;
+  }
+  uint32_t id = 0;
+  while (id < Ectx::kMaxEctxs && used[id]) ++id;
+  absl::StatusOr<std::unique_ptr<Ectx>> ectx = Ectx::Create(id, config);
+  if (!ectx.ok()) return ectx.status();
+
+  // No HPU writes this id's counters until the publish below (a previous
+  // holder of the id is gone since its removal synchronised), so the sums
+  // now are the new ECTX's zero.
+  ectx_baseline_[id] = SumEctxCounters(id);
+  std::vector<std::shared_ptr<const Ectx>> ectxs = current.ectxs();
+  std::shared_ptr<const Ectx> added(std::move(*ectx));
+  // Stable: equal priorities keep install order.
+  auto at = std::upper_bound(
+      ectxs.begin(), ectxs.end(), added->priority(),
+      [](uint32_t priority, const std::shared_ptr<const Ectx>& e) {
+        return priority < e->priority();
+      });
+  ectxs.insert(at, added);
+  Publish(std::move(ectxs));
+  return id;
+}
+
+absl::Status Dataplane::RemoveEctx(absl::string_view name) {
+  std::vector<std::shared_ptr<const Ectx>> ectxs = current_table_->ectxs();
+  auto it = std::find_if(ectxs.begin(), ectxs.end(),
+                         [&](const auto& e) { return e->name() == name; });
+  if (it == ectxs.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no handler named '", name, "' is installed"));
+  }
+  ectxs.erase(it);
+  Publish(std::move(ectxs));
+  return absl::OkStatus();
+}
+
+void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
+  auto next = std::make_unique<const EctxTable>(std::move(ectxs));
+  table_.store(next.get(), std::memory_order_release);
+  // After this no HPU holds the old version (nor a removed ECTX in it).
+  rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
+  current_table_ = std::move(next);
+}
+
+StatsSnapshot Dataplane::Snapshot() const {
+  StatsSnapshot snapshot;
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    const Port& port = ports_[p];
+    PortStats stats;
+    stats.name = port.name();
+    stats.port_id = port.port_id();
+    stats.queues = port.queues();
+    stats.link_up = !stopped_ && port.link_up();
+    for (const auto& hpu : hpus_) {
+      const PortCounters& c = hpu->port_counters(static_cast<uint16_t>(p));
+      stats.rx_packets += c.rx_packets.Get();
+      stats.rx_bytes += c.rx_bytes.Get();
+      stats.tx_packets += c.tx_packets.Get();
+      stats.tx_bytes += c.tx_bytes.Get();
+      for (size_t r = 0; r < stats.drops.size(); ++r) {
+        stats.drops[r] += c.drops[r].Get();
+      }
+    }
+    rte_eth_stats hw;
+    if (!stopped_ && rte_eth_stats_get(port.port_id(), &hw) == 0) {
+      stats.hw_ipackets = hw.ipackets;
+      stats.hw_opackets = hw.opackets;
+      stats.hw_imissed = hw.imissed;
+      stats.hw_ierrors = hw.ierrors;
+      stats.hw_oerrors = hw.oerrors;
+      stats.hw_rx_nombuf = hw.rx_nombuf;
+    }
+    snapshot.ports.push_back(std::move(stats));
+  }
+  for (size_t w = 0; w < hpus_.size(); ++w) {
+    const Hpu& hpu = *hpus_[w];
+    HpuStats stats;
+    stats.index = static_cast<uint32_t>(w);
+    stats.lcore = hpu_lcores_[w];
+    stats.loops = hpu.counters().loops.Get();
+    stats.busy_loops = hpu.counters().busy_loops.Get();
+    stats.events = hpu.counters().events.Get();
+    stats.event_overflow = hpu.counters().event_overflow.Get();
+    stats.emitted = hpu.counters().emitted.Get();
+    stats.emit_failed = hpu.counters().emit_failed.Get();
+    for (size_t p = 0; p < ports_.size(); ++p) {
+      const PortCounters& c = hpu.port_counters(static_cast<uint16_t>(p));
+      stats.rx_packets += c.rx_packets.Get();
+      stats.tx_packets += c.tx_packets.Get();
+    }
+    snapshot.hpus.push_back(stats);
+  }
+  for (const auto& ectx : current_table_->ectxs()) {
+    EctxStats stats;
+    stats.id = ectx->id();
+    stats.name = ectx->name();
+    stats.kind = std::string(ectx->kind().name);
+    stats.disabled = ectx->disabled();
+    stats.Accumulate(SumEctxCounters(ectx->id()), +1);
+    stats.Accumulate(ectx_baseline_[ectx->id()], -1);
+    // Handlers may be writing concurrently; a copy is what a NIC's state
+    // read would give too: each word as of some moment.
+    auto state = ectx->state();
+    stats.state.assign(state.begin(), state.end());
+    snapshot.ectxs.push_back(std::move(stats));
+  }
+  return snapshot;
+}
+
+EctxStats Dataplane::SumEctxCounters(uint32_t id) const {
+  EctxStats sum;
+  for (const auto& hpu : hpus_) {
+    const EctxCounters& c = hpu->ectx_counters(id);
+    sum.messages += c.messages.Get();
+    sum.packets += c.packets.Get();
+    sum.bytes += c.bytes.Get();
+    sum.invocations += c.invocations.Get();
+    sum.cycles += c.cycles.Get();
+    sum.over_budget += c.over_budget.Get();
+    sum.dropped += c.dropped.Get();
+    sum.failed += c.failed.Get();
+    sum.invalid += c.invalid.Get();
+    sum.bypassed += c.bypassed.Get();
+  }
+  return sum;
+}
+
+size_t Dataplane::DrainEvents(std::vector<Event>* out) {
+  size_t drained = 0;
+  Event events[32];
+  for (rte_ring* ring : event_rings_) {
+    unsigned n;
+    while ((n = rte_ring_sc_dequeue_burst_elem(ring, events, sizeof(Event), 32,
+                                               nullptr)) > 0) {
+      out->insert(out->end(), events, events + n);
+      drained += n;
+    }
+  }
+  return drained;
+}
+
+}  // namespace spinnic

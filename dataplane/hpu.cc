@@ -1,0 +1,215 @@
+#include "dataplane/hpu.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace spinnic {
+namespace {
+
+// tx_burst attempts before the rest of a batch is dropped as kTxFull. The far
+// side of a virtual port drains in bursts; a few retries ride that out
+// without turning a congested peer into a stalled HPU.
+constexpr int kTxRetries = 64;
+
+}  // namespace
+
+Hpu::Hpu(uint32_t index, const HpuShared& shared,
+         std::span<const HpuPort> ports, rte_ring* events)
+    : index_(index),
+      shared_(shared),
+      port_count_(
+          static_cast<uint16_t>(std::min<size_t>(ports.size(), kMaxPorts))),
+      events_(events),
+      engine_(index, this, ectx_counters_) {
+  std::copy_n(ports.begin(), port_count_, ports_.begin());
+  shared_.burst = std::clamp<uint16_t>(shared_.burst, 1, kHpuMaxBurst);
+}
+
+int Hpu::Run() {
+  rte_rcu_qsbr_thread_online(shared_.rcu, index_);
+  while (!shared_.stop->load(std::memory_order_relaxed)) {
+    PollOnce();
+    // Everything read from the table version is out of use now.
+    rte_rcu_qsbr_quiescent(shared_.rcu, index_);
+  }
+  FlushAll();
+  rte_rcu_qsbr_thread_offline(shared_.rcu, index_);
+  return 0;
+}
+
+uint32_t Hpu::PollOnce() {
+  const EctxTable* table = shared_.table->load(std::memory_order_acquire);
+  rte_mbuf* packets[kHpuMaxBurst];
+  uint32_t received = 0;
+  for (uint16_t in = 0; in < port_count_; ++in) {
+    const HpuPort& port = ports_[in];
+    if (port.rx_queue == kNoPort) continue;
+    uint16_t count =
+        rte_eth_rx_burst(port.port_id, port.rx_queue, packets, shared_.burst);
+    if (count == 0) continue;
+    received += count;
+    ProcessBurst(in, packets, count, *table);
+  }
+  FlushAll();
+  counters_.loops.Add();
+  if (received != 0) counters_.busy_loops.Add();
+  return received;
+}
+
+void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
+                       const EctxTable& table) {
+  PortCounters& in_counters = port_counters_[in];
+  const uint16_t pair = ports_[in].pair;
+  uint64_t rx_bytes = 0;
+  for (uint16_t i = 0; i < count; ++i) {
+    rte_mbuf* packet = packets[i];
+    if (i + 1 < count) {
+      rte_prefetch0(rte_pktmbuf_mtod(packets[i + 1], void*));
+    }
+    rx_bytes += packet->pkt_len;
+
+    ParsedFrame frame;
+    ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+               &frame);
+    if (frame.frame_class == FrameClass::kDrop) [[unlikely]] {
+      // Headers split across segments look truncated in the first one; such
+      // frames pass unchanged (there is no handler that could see them).
+      if (packet->nb_segs == 1) {
+        DropPacket(in, packet, frame.drop_reason);
+        continue;
+      }
+      frame = ParsedFrame();
+    }
+    if (pair == kNoPort) [[unlikely]] {
+      DropPacket(in, packet, DropReason::kNoRoute);
+      continue;
+    }
+    uint32_t tags = frame.layers.vlan_tags;
+    if (packet->pkt_len > ports_[pair].max_frame + 4 * tags) [[unlikely]] {
+      DropPacket(in, packet, DropReason::kOversize);
+      continue;
+    }
+
+    uint16_t out = pair;
+    const Ectx* ectx = table.Match(frame, in);
+    if (ectx != nullptr) {
+      if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+        DropPacket(in, packet, DropReason::kMultiSegment);
+        continue;
+      }
+      PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
+                      frame.layers, in);
+      current_in_port_ = in;
+      current_ectx_ = ectx->id();
+      engine_.RunSinglePacketMessage(*ectx, view);
+      current_in_port_ = kNoPort;
+      switch (view.GetDisposition()) {
+        case Disposition::kForward:
+          break;
+        case Disposition::kReply:
+          out = in;
+          break;
+        case Disposition::kDrop:
+          DropPacket(in, packet, DropReason::kHandlerDrop);
+          continue;
+        case Disposition::kConsume:
+          rte_pktmbuf_free(packet);
+          continue;
+      }
+    }
+    Send(out, packet);
+  }
+  in_counters.rx_packets.Add(count);
+  in_counters.rx_bytes.Add(rx_bytes);
+}
+
+void Hpu::DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason) {
+  port_counters_[port].Drop(reason);
+  rte_pktmbuf_free(packet);
+}
+
+void Hpu::Send(uint16_t out, rte_mbuf* packet) {
+  TxBatch& batch = tx_[out];
+  batch.packets[batch.count++] = packet;
+  if (batch.count == shared_.burst) Flush(out);
+}
+
+void Hpu::Flush(uint16_t out) {
+  TxBatch& batch = tx_[out];
+  if (batch.count == 0) return;
+  const HpuPort& port = ports_[out];
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < batch.count; ++i) bytes += batch.packets[i]->pkt_len;
+  uint16_t sent = 0;
+  for (int attempt = 0; attempt < kTxRetries && sent < batch.count; ++attempt) {
+    sent += rte_eth_tx_burst(port.port_id, port.tx_queue, batch.packets + sent,
+                             batch.count - sent);
+  }
+  PortCounters& counters = port_counters_[out];
+  if (sent < batch.count) [[unlikely]] {
+    for (uint16_t i = sent; i < batch.count; ++i) {
+      bytes -= batch.packets[i]->pkt_len;
+      DropPacket(out, batch.packets[i], DropReason::kTxFull);
+    }
+  }
+  counters.tx_packets.Add(sent);
+  counters.tx_bytes.Add(bytes);
+  batch.count = 0;
+}
+
+void Hpu::FlushAll() {
+  for (uint16_t out = 0; out < port_count_; ++out) Flush(out);
+}
+
+bool Hpu::EmitFrame(std::span<const uint8_t> frame, EmitPort port) {
+  uint16_t out = kNoPort;
+  if (current_in_port_ != kNoPort) {
+    out = port == EmitPort::kIngress ? current_in_port_
+                                     : ports_[current_in_port_].pair;
+  }
+  if (out == kNoPort || frame.size() > UINT16_MAX) {
+    counters_.emit_failed.Add();
+    return false;
+  }
+  rte_mbuf* packet = rte_pktmbuf_alloc(shared_.pool);
+  if (packet == nullptr) {
+    counters_.emit_failed.Add();
+    port_counters_[out].Drop(DropReason::kNoBuffer);
+    return false;
+  }
+  char* data = rte_pktmbuf_append(packet, static_cast<uint16_t>(frame.size()));
+  if (data == nullptr) {  // larger than one mbuf's data room
+    rte_pktmbuf_free(packet);
+    counters_.emit_failed.Add();
+    return false;
+  }
+  std::memcpy(data, frame.data(), frame.size());
+  counters_.emitted.Add();
+  Send(out, packet);
+  return true;
+}
+
+bool Hpu::RaiseEvent(uint32_t code, std::span<const uint8_t> data) {
+  Event event;
+  event.code = code;
+  event.ectx_id = current_ectx_;
+  event.hpu = static_cast<uint16_t>(index_);
+  event.length =
+      static_cast<uint16_t>(std::min<size_t>(data.size(), Event::kMaxData));
+  std::memcpy(event.data, data.data(), event.length);
+  if (events_ == nullptr ||
+      rte_ring_sp_enqueue_elem(events_, &event, sizeof(Event)) != 0) {
+    counters_.event_overflow.Add();
+    return false;
+  }
+  counters_.events.Add();
+  return true;
+}
+
+}  // namespace spinnic

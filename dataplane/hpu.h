@@ -1,0 +1,139 @@
+// An HPU: one polled worker lcore running the packet way of ARCHITECTURE.md
+// to completion: rx_burst -> classify -> (match -> sPIN engine) -> TX batch
+// -> tx_burst, then report a quiescent state. Everything here is owned by the
+// one lcore that runs Run(); the control side only reads counters.
+#ifndef SPINNIC_DATAPLANE_HPU_H_
+#define SPINNIC_DATAPLANE_HPU_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+#include "dataplane/classifier.h"
+#include "dataplane/counter.h"
+#include "dataplane/ectx_table.h"
+#include "dataplane/spin_engine.h"
+#include "handlers/api/context.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_ring;
+struct rte_rcu_qsbr;
+
+namespace spinnic {
+
+inline constexpr uint16_t kMaxPorts = 32;
+inline constexpr uint16_t kNoPort = 0xffff;
+inline constexpr uint16_t kHpuMaxBurst = 512;
+
+struct alignas(64) PortCounters {
+  Counter rx_packets;
+  Counter rx_bytes;
+  Counter tx_packets;
+  Counter tx_bytes;
+  std::array<Counter, static_cast<size_t>(DropReason::kCount)> drops;
+
+  void Drop(DropReason reason) { drops[static_cast<size_t>(reason)].Add(); }
+};
+
+struct alignas(64) HpuCounters {
+  Counter loops;
+  Counter busy_loops;  // iterations that received at least one frame
+  Counter events;
+  Counter event_overflow;
+  Counter emitted;
+  Counter emit_failed;
+};
+
+// An event for the control plane (the software counterpart of a NIC's event
+// queue entry). Fixed size so that the ring between HPU and control never
+// allocates.
+struct alignas(64) Event {
+  static constexpr size_t kMaxData = 48;
+  uint32_t code;
+  uint32_t ectx_id;
+  uint16_t hpu;
+  uint16_t length;  // bytes valid in data
+  uint8_t data[kMaxData];
+};
+static_assert(sizeof(Event) == 64);
+
+// Per-port facts every HPU needs, fixed before the HPUs start.
+struct HpuPort {
+  uint16_t port_id = 0;   // ethdev id
+  uint16_t rx_queue = 0;  // this HPU's RX queue, or kNoPort
+  uint16_t tx_queue = 0;
+  uint16_t pair = kNoPort;  // our index of the paired port
+  uint32_t max_frame = 0;   // bytes, without VLAN tags
+};
+
+// What all HPUs share, owned by the Dataplane; read-only while they run.
+struct HpuShared {
+  std::atomic<bool>* stop = nullptr;
+  std::atomic<const EctxTable*>* table = nullptr;
+  rte_rcu_qsbr* rcu = nullptr;
+  rte_mempool* pool = nullptr;
+  uint16_t burst = 32;
+};
+
+class Hpu final : public ActionSink {
+ public:
+  // `ports` holds one entry per dataplane port, in our port-index order.
+  Hpu(uint32_t index, const HpuShared& shared, std::span<const HpuPort> ports,
+      rte_ring* events);
+  Hpu(const Hpu&) = delete;
+  Hpu& operator=(const Hpu&) = delete;
+
+  // The lcore entry point; returns when *shared.stop is set, after flushing.
+  int Run();
+
+  // ActionSink: handler actions.
+  bool EmitFrame(std::span<const uint8_t> frame, EmitPort port) override;
+  bool RaiseEvent(uint32_t code, std::span<const uint8_t> data) override;
+
+  uint32_t index() const { return index_; }
+  const PortCounters& port_counters(uint16_t port) const {
+    return port_counters_[port];
+  }
+  const HpuCounters& counters() const { return counters_; }
+  const EctxCounters& ectx_counters(uint32_t ectx_id) const {
+    return ectx_counters_[ectx_id];
+  }
+
+  // One receive-process-transmit pass over all ports; exposed for tests that
+  // drive an HPU on the calling thread. Returns frames received.
+  uint32_t PollOnce();
+
+ private:
+  struct TxBatch {
+    uint16_t count = 0;
+    rte_mbuf* packets[kHpuMaxBurst];
+  };
+
+  void ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
+                    const EctxTable& table);
+  void Send(uint16_t out, rte_mbuf* packet);
+  void Flush(uint16_t out);
+  void FlushAll();
+  void DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason);
+
+  uint32_t index_;
+  HpuShared shared_;
+  uint16_t port_count_;
+  std::array<HpuPort, kMaxPorts> ports_;
+  rte_ring* events_;
+  SpinEngine engine_;
+  // Set around handler invocations so that actions know their origin.
+  uint16_t current_in_port_ = kNoPort;
+  uint32_t current_ectx_ = 0;
+
+  HpuCounters counters_;
+  std::array<PortCounters, kMaxPorts> port_counters_;
+  std::array<TxBatch, kMaxPorts> tx_;
+  std::array<EctxCounters, Ectx::kMaxEctxs> ectx_counters_;
+};
+
+}  // namespace spinnic
+
+#endif  // SPINNIC_DATAPLANE_HPU_H_

@@ -1,0 +1,67 @@
+// A point-in-time copy of every dataplane counter, summed over HPUs, for the
+// control side to print, serve or write as JSON.
+#ifndef SPINNIC_DATAPLANE_STATS_H_
+#define SPINNIC_DATAPLANE_STATS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/classifier.h"
+
+namespace spinnic {
+
+struct PortStats {
+  std::string name;
+  uint16_t port_id = 0;
+  uint16_t queues = 0;
+  bool link_up = false;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
+  std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
+  // What the device itself reports (rte_eth_stats).
+  uint64_t hw_ipackets = 0, hw_opackets = 0, hw_imissed = 0, hw_ierrors = 0,
+           hw_oerrors = 0, hw_rx_nombuf = 0;
+};
+
+struct HpuStats {
+  uint32_t index = 0;
+  uint32_t lcore = 0;
+  uint64_t loops = 0, busy_loops = 0, rx_packets = 0, tx_packets = 0;
+  uint64_t events = 0, event_overflow = 0, emitted = 0, emit_failed = 0;
+};
+
+struct EctxStats {
+  uint32_t id = 0;
+  std::string name;
+  std::string kind;
+  bool disabled = false;
+  uint64_t messages = 0, packets = 0, bytes = 0, invocations = 0, cycles = 0,
+           over_budget = 0, dropped = 0, failed = 0, invalid = 0, bypassed = 0;
+  std::vector<uint8_t> state;  // a copy of the ECTX state memory
+
+  // Adds (sign +1) or subtracts (-1) the counter fields of `other`.
+  void Accumulate(const EctxStats& other, int sign) {
+    uint64_t s = static_cast<uint64_t>(static_cast<int64_t>(sign));
+    messages += s * other.messages;
+    packets += s * other.packets;
+    bytes += s * other.bytes;
+    invocations += s * other.invocations;
+    cycles += s * other.cycles;
+    over_budget += s * other.over_budget;
+    dropped += s * other.dropped;
+    failed += s * other.failed;
+    invalid += s * other.invalid;
+    bypassed += s * other.bypassed;
+  }
+};
+
+struct StatsSnapshot {
+  std::vector<PortStats> ports;
+  std::vector<HpuStats> hpus;
+  std::vector<EctxStats> ectxs;
+};
+
+}  // namespace spinnic
+
+#endif  // SPINNIC_DATAPLANE_STATS_H_

@@ -1,0 +1,374 @@
+// The real dataplane (ports, HPU loop, classifier, sPIN engine, handlers) on
+// in-process net_ring ports: frames go in through one ring and are checked
+// byte for byte where they come out. The HPU is polled on the test thread
+// (Hpu::PollOnce), so every expectation is exact and nothing is timed.
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dataplane/dataplane.h"
+#include "gtest/gtest.h"
+#include "tests/common/frames.h"
+
+namespace spinnic {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    // Two lcores on one CPU: HPU 0 is never launched, the test polls it.
+    absl::Status status =
+        InitEal({"ring_dataplane_test", "--no-huge", "-m", "256", "--no-pci",
+                 "--no-shconf", "--lcores", "0@0,1@0", "--log-level", "4"});
+    ASSERT_TRUE(status.ok()) << status;
+  }
+};
+
+// Two ring ethdevs ("wire" and "host") whose rings the test fills and drains.
+class RingDataplaneTest : public ::testing::Test {
+ protected:
+  static constexpr unsigned kRingSize = 1024;
+
+  void SetUp() override {
+    static int instance = 0;
+    ++instance;
+    for (int side = 0; side < 2; ++side) {
+      std::string base = absl::StrCat("t", instance, side ? "h" : "w");
+      rx_[side] = rte_ring_create((base + "rx").c_str(), kRingSize, 0,
+                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
+      tx_[side] = rte_ring_create((base + "tx").c_str(),
+                                  side == 1 ? tx_ring_size_ : kRingSize, 0,
+                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
+      ASSERT_NE(rx_[side], nullptr);
+      ASSERT_NE(tx_[side], nullptr);
+      int port_id =
+          rte_eth_from_rings(base.c_str(), &rx_[side], 1, &tx_[side], 1, 0);
+      ASSERT_GE(port_id, 0);
+      char name[RTE_ETH_NAME_MAX_LEN];
+      ASSERT_EQ(rte_eth_dev_get_name_by_port(port_id, name), 0);
+      names_[side] = name;
+    }
+    // A private pool for frames the test injects, so that the dataplane's own
+    // pool accounting stays exact.
+    inject_pool_ =
+        rte_pktmbuf_pool_create(absl::StrCat("inject", instance).c_str(), 2047,
+                                0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    ASSERT_NE(inject_pool_, nullptr);
+  }
+
+  void TearDown() override {
+    dataplane_.reset();
+    for (int side = 0; side < 2; ++side) {
+      Drain(side);
+      rte_ring_free(rx_[side]);
+      rte_ring_free(tx_[side]);
+    }
+    EXPECT_EQ(rte_mempool_avail_count(inject_pool_), 2047u)
+        << "an injected mbuf leaked";
+    rte_mempool_free(inject_pool_);
+  }
+
+  void Start(std::vector<HandlerConfig> handlers = {}) {
+    DataplaneConfig config;
+    for (int side = 0; side < 2; ++side) {
+      PortConfig port;
+      port.name = side ? "host0" : "wire0";
+      port.existing = names_[side];
+      port.role = side ? PortRole::kHost : PortRole::kWire;
+      port.rx_descriptors = 128;
+      port.tx_descriptors = 128;
+      config.ports.push_back(port);
+    }
+    config.port_pairs = {{0, 1}};
+    config.worker_cores = {0};
+    config.handlers = std::move(handlers);
+    config.mbufs = 8191;
+    absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
+        Dataplane::Create(config);
+    ASSERT_TRUE(dataplane.ok()) << dataplane.status();
+    dataplane_ = *std::move(dataplane);
+  }
+
+  rte_mbuf* MakeMbuf(const Bytes& frame) {
+    rte_mbuf* m = rte_pktmbuf_alloc(inject_pool_);
+    EXPECT_NE(m, nullptr);
+    char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
+    EXPECT_NE(data, nullptr);
+    std::memcpy(data, frame.data(), frame.size());
+    return m;
+  }
+
+  void Inject(int side, const Bytes& frame) {
+    ASSERT_EQ(rte_ring_enqueue(rx_[side], MakeMbuf(frame)), 0);
+  }
+
+  // Everything the dataplane sent out of `side`, freed.
+  std::vector<Bytes> Drain(int side) {
+    std::vector<Bytes> frames;
+    void* object;
+    while (rte_ring_dequeue(tx_[side], &object) == 0) {
+      rte_mbuf* m = static_cast<rte_mbuf*>(object);
+      Bytes bytes(m->pkt_len);
+      // Points into the mbuf when contiguous, else copies into `bytes`.
+      const uint8_t* p = static_cast<const uint8_t*>(
+          rte_pktmbuf_read(m, 0, m->pkt_len, bytes.data()));
+      if (p != bytes.data()) std::memcpy(bytes.data(), p, m->pkt_len);
+      frames.push_back(std::move(bytes));
+      rte_pktmbuf_free(m);
+    }
+    return frames;
+  }
+
+  void Poll() {
+    while (dataplane_->hpu(0).PollOnce() != 0) {
+    }
+  }
+
+  const PortStats& Port(const StatsSnapshot& s, int side) {
+    return s.ports[side];
+  }
+
+  unsigned tx_ring_size_ = kRingSize;
+  rte_ring* rx_[2];
+  rte_ring* tx_[2];
+  std::string names_[2];
+  rte_mempool* inject_pool_ = nullptr;
+  std::unique_ptr<Dataplane> dataplane_;
+};
+
+uint64_t Drops(const PortStats& port, DropReason reason) {
+  return port.drops[static_cast<size_t>(reason)];
+}
+
+TEST_F(RingDataplaneTest, PassthroughKeepsEveryFrameByteIdenticalBothWays) {
+  Start();
+  std::vector<Bytes> to_host = {
+      frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 1000,
+                   2000, Bytes(18, 0xab)),
+      frames::Tcp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 40000,
+                   80, Bytes(1400, 0x5a)),
+      frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1", "fd00::2", 1, 2,
+                   Bytes(100, 0x11)),
+      frames::WithVlan(
+          frames::Icmp4Echo(frames::kMacA, frames::kMacB, "10.0.0.1",
+                            "10.0.0.2", 7, 1, Bytes(56, 0x61)),
+          100),
+      frames::Raw(frames::kMacA, frames::kMacB, 0x88b5, Bytes(46, 0x42)),
+      frames::Arp(frames::kMacA, "10.0.0.1", "10.0.0.2"),
+  };
+  for (const Bytes& frame : to_host) Inject(0, frame);
+  Bytes reply = frames::Udp4(frames::kMacB, frames::kMacA, "10.0.0.2",
+                             "10.0.0.1", 2000, 1000, Bytes(30, 0xcd));
+  Inject(1, reply);
+  Poll();
+  EXPECT_EQ(Drain(1), to_host);
+  EXPECT_EQ(Drain(0), std::vector<Bytes>{reply});
+
+  StatsSnapshot stats = dataplane_->Snapshot();
+  EXPECT_EQ(Port(stats, 0).rx_packets, to_host.size());
+  EXPECT_EQ(Port(stats, 1).tx_packets, to_host.size());
+  EXPECT_EQ(Port(stats, 1).rx_packets, 1u);
+  EXPECT_EQ(Port(stats, 0).tx_packets, 1u);
+  uint64_t bytes = 0;
+  for (const Bytes& f : to_host) bytes += f.size();
+  EXPECT_EQ(Port(stats, 0).rx_bytes, bytes);
+  EXPECT_EQ(Port(stats, 1).tx_bytes, bytes);
+}
+
+TEST_F(RingDataplaneTest, MalformedFramesAreDroppedAndCountedByReason) {
+  Start();
+  Inject(0, Bytes(10, 0xff));  // runt
+  Bytes truncated = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                 "10.0.0.2", 1, 2, Bytes(64, 0));
+  truncated.resize(14 + 20 + 4);  // IPv4 total length now beyond the frame
+  Inject(0, truncated);
+  Bytes good = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                            "10.0.0.2", 1, 2, Bytes(8, 1));
+  Inject(0, good);
+  Poll();
+  EXPECT_EQ(Drain(1), std::vector<Bytes>{good});
+  StatsSnapshot stats = dataplane_->Snapshot();
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kRunt), 1u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kTruncated), 1u);
+  EXPECT_EQ(Port(stats, 0).rx_packets, 3u);
+}
+
+TEST_F(RingDataplaneTest, OversizeFrameIsDroppedNotForwarded) {
+  Start();
+  Bytes big = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2",
+                           1, 2, Bytes(1600, 7));
+  Inject(0, big);
+  Poll();
+  EXPECT_TRUE(Drain(1).empty());
+  EXPECT_EQ(Drops(Port(dataplane_->Snapshot(), 0), DropReason::kOversize), 1u);
+}
+
+class CongestedRingDataplaneTest : public RingDataplaneTest {
+ protected:
+  CongestedRingDataplaneTest() { tx_ring_size_ = 64; }  // holds 63 frames
+};
+
+TEST_F(CongestedRingDataplaneTest, EgressCountsTxFullAndLeaksNothing) {
+  Start();
+  Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                             "10.0.0.2", 1, 2, Bytes(18, 3));
+  for (int i = 0; i < 100; ++i) Inject(0, frame);
+  Poll();
+  StatsSnapshot stats = dataplane_->Snapshot();
+  EXPECT_EQ(Port(stats, 1).tx_packets, 63u);
+  EXPECT_EQ(Drops(Port(stats, 1), DropReason::kTxFull), 37u);
+  EXPECT_EQ(Drain(1).size(), 63u);
+}
+
+HandlerConfig Handler(
+    std::string name, std::string kind, MatchRule match,
+    absl::flat_hash_map<std::string, std::string> params = {}) {
+  HandlerConfig config;
+  config.name = std::move(name);
+  config.kind = std::move(kind);
+  config.match = match;
+  config.params = std::move(params);
+  return config;
+}
+
+MatchRule UdpToPort(uint16_t port) {
+  MatchRule rule;
+  rule.match_ip_proto = true;
+  rule.ip_proto = 17;
+  rule.dst_port_first = rule.dst_port_last = port;
+  return rule;
+}
+
+TEST_F(RingDataplaneTest, CountHandlerCountsOnlyItsFlowAndForwardsIt) {
+  Start({Handler("count-7777", "count", UdpToPort(7777))});
+  Bytes match = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                             "10.0.0.2", 5, 7777, Bytes(20, 1));
+  Bytes other = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                             "10.0.0.2", 5, 7778, Bytes(20, 1));
+  for (int i = 0; i < 3; ++i) Inject(0, match);
+  Inject(0, other);
+  Poll();
+  EXPECT_EQ(Drain(1), (std::vector<Bytes>{match, match, match, other}));
+  StatsSnapshot stats = dataplane_->Snapshot();
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  const EctxStats& e = stats.ectxs[0];
+  EXPECT_EQ(e.packets, 3u);
+  EXPECT_EQ(e.messages, 3u);
+  uint64_t state_packets, state_bytes;
+  ASSERT_GE(e.state.size(), 16u);
+  std::memcpy(&state_packets, e.state.data(), 8);
+  std::memcpy(&state_bytes, e.state.data() + 8, 8);
+  EXPECT_EQ(state_packets, 3u);
+  EXPECT_EQ(state_bytes, 3 * match.size());
+}
+
+TEST_F(RingDataplaneTest, XorPayloadWritesInPlaceAndReachesTheWire) {
+  Start({Handler("xor", "xor_payload", UdpToPort(9),
+                 {{"key", "ff"}, {"fix_checksum", "true"}})});
+  Bytes in = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2",
+                          5, 9, Bytes{0x00, 0x0f, 0xf0, 0xff});
+  Bytes expected =
+      frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 5, 9,
+                   Bytes{0xff, 0xf0, 0x0f, 0x00});
+  Inject(0, in);
+  Poll();
+  EXPECT_EQ(Drain(1), std::vector<Bytes>{expected});
+}
+
+TEST_F(RingDataplaneTest, ReflectSendsTheFrameBackOutOfItsIngressPort) {
+  Start({Handler("reflect", "reflect", UdpToPort(7))});
+  Bytes in = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2",
+                          5000, 7, Bytes(12, 0x33));
+  Bytes expected = frames::Udp4(frames::kMacB, frames::kMacA, "10.0.0.2",
+                                "10.0.0.1", 7, 5000, Bytes(12, 0x33));
+  Inject(0, in);
+  Poll();
+  EXPECT_TRUE(Drain(1).empty());
+  EXPECT_EQ(Drain(0), std::vector<Bytes>{expected});
+}
+
+TEST_F(RingDataplaneTest, FilterDropsItsFlowAndCountsIt) {
+  Start({Handler("filter", "filter", UdpToPort(53))});
+  Bytes dropped = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                               "10.0.0.2", 5, 53, Bytes(10, 0));
+  Bytes kept = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                            "10.0.0.2", 5, 54, Bytes(10, 0));
+  Inject(0, dropped);
+  Inject(0, kept);
+  Poll();
+  EXPECT_EQ(Drain(1), std::vector<Bytes>{kept});
+  StatsSnapshot stats = dataplane_->Snapshot();
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kHandlerDrop), 1u);
+  EXPECT_EQ(stats.ectxs[0].dropped, 1u);
+}
+
+TEST_F(RingDataplaneTest, InstallAndRemoveTakeEffectBetweenBursts) {
+  Start();
+  Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                             "10.0.0.2", 5, 53, Bytes(10, 0));
+  Inject(0, frame);
+  Poll();
+  ASSERT_TRUE(
+      dataplane_->InstallEctx(Handler("filter", "filter", UdpToPort(53))).ok());
+  EXPECT_EQ(
+      dataplane_->InstallEctx(Handler("filter", "count", {})).status().code(),
+      absl::StatusCode::kAlreadyExists);
+  Inject(0, frame);
+  Poll();
+  ASSERT_TRUE(dataplane_->RemoveEctx("filter").ok());
+  EXPECT_EQ(dataplane_->RemoveEctx("filter").code(),
+            absl::StatusCode::kNotFound);
+  Inject(0, frame);
+  Poll();
+  EXPECT_EQ(Drain(1), (std::vector<Bytes>{frame, frame}));
+  EXPECT_EQ(Drops(Port(dataplane_->Snapshot(), 0), DropReason::kHandlerDrop),
+            1u);
+}
+
+TEST_F(RingDataplaneTest, ReinstalledIdStartsFromZeroCounters) {
+  Start({Handler("c", "count", UdpToPort(1))});
+  Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                             "10.0.0.2", 5, 1, Bytes(10, 0));
+  Inject(0, frame);
+  Poll();
+  ASSERT_TRUE(dataplane_->RemoveEctx("c").ok());
+  ASSERT_TRUE(
+      dataplane_->InstallEctx(Handler("c2", "count", UdpToPort(1))).ok());
+  StatsSnapshot stats = dataplane_->Snapshot();
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  EXPECT_EQ(stats.ectxs[0].id, 0u);
+  EXPECT_EQ(stats.ectxs[0].packets, 0u);
+  Drain(1);
+}
+
+TEST_F(RingDataplaneTest, MultiSegmentFramePassesUnchanged) {
+  Start();
+  Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                             "10.0.0.2", 5, 6, Bytes(200, 9));
+  rte_mbuf* head = MakeMbuf(Bytes(frame.begin(), frame.begin() + 60));
+  rte_mbuf* tail = MakeMbuf(Bytes(frame.begin() + 60, frame.end()));
+  ASSERT_EQ(rte_pktmbuf_chain(head, tail), 0);
+  ASSERT_EQ(rte_ring_enqueue(rx_[0], head), 0);
+  Poll();
+  EXPECT_EQ(Drain(1), std::vector<Bytes>{frame});
+}
+
+}  // namespace
+}  // namespace spinnic
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new spinnic::EalEnvironment());
+  return RUN_ALL_TESTS();
+}
