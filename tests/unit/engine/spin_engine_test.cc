@@ -1,0 +1,305 @@
+// The sPIN engine's contract: header before payloads, completion after the
+// last payload, what each return code does to the packet and the message,
+// invalid codes, cycle budgets and auto-disable. Handlers here are test kinds
+// that log their calls and return scripted codes.
+#include "dataplane/spin_engine.h"
+
+#include <rte_cycles.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "handlers/api/handler.h"
+
+namespace spinnic {
+namespace {
+
+// What the scripted handlers return next, and the calls they saw.
+struct Script {
+  HandlerResult header = HandlerResult::kProcessData;
+  std::vector<HandlerResult> payload;  // per packet; kSuccess when exhausted
+  HandlerResult completion = HandlerResult::kSuccess;
+  std::vector<std::string> calls;
+  uint64_t completion_dropped_bytes = 0;
+  int spin_cycles = 0;
+  size_t payload_calls = 0;
+};
+Script* g_script = nullptr;
+
+class Scripted {
+ public:
+  static constexpr absl::string_view kName = "test_scripted";
+  static constexpr absl::string_view kDescription = "engine test";
+  static constexpr uint32_t kMinStateSize = 0;
+  static absl::StatusOr<std::unique_ptr<Scripted>> Create(
+      const HandlerParams&) {
+    return std::make_unique<Scripted>();
+  }
+  HandlerResult Header(HandlerContext&, PacketView& packet) {
+    g_script->calls.push_back("header:" + std::to_string(packet.Length()));
+    return g_script->header;
+  }
+  HandlerResult Payload(HandlerContext&, PacketView& packet) {
+    g_script->calls.push_back("payload:" + std::to_string(packet.Length()));
+    if (g_script->spin_cycles > 0) {
+      uint64_t until = rte_rdtsc() + g_script->spin_cycles;
+      while (rte_rdtsc() < until) {
+      }
+    }
+    size_t i = g_script->payload_calls++;
+    return i < g_script->payload.size() ? g_script->payload[i]
+                                        : HandlerResult::kSuccess;
+  }
+  HandlerResult Completion(HandlerContext&, uint64_t dropped_bytes, bool) {
+    g_script->calls.push_back("completion");
+    g_script->completion_dropped_bytes = dropped_bytes;
+    return g_script->completion;
+  }
+};
+SPINNIC_HANDLER(Scripted);
+
+// A kind with only a payload handler.
+class PayloadOnly {
+ public:
+  static constexpr absl::string_view kName = "test_payload_only";
+  static constexpr absl::string_view kDescription = "engine test";
+  static constexpr uint32_t kMinStateSize = 0;
+  static absl::StatusOr<std::unique_ptr<PayloadOnly>> Create(
+      const HandlerParams&) {
+    return std::make_unique<PayloadOnly>();
+  }
+  HandlerResult Payload(HandlerContext&, PacketView&) {
+    g_script->calls.push_back("payload");
+    return HandlerResult::kSuccess;
+  }
+};
+SPINNIC_HANDLER(PayloadOnly);
+
+class RecordingSink : public ActionSink {
+ public:
+  bool EmitFrame(std::span<const uint8_t>, EmitPort) override { return true; }
+  bool RaiseEvent(uint32_t code, std::span<const uint8_t>) override {
+    events.push_back(code);
+    return true;
+  }
+  std::vector<uint32_t> events;
+};
+
+class SpinEngineTest : public ::testing::Test {
+ protected:
+  SpinEngineTest() : counters_(Ectx::kMaxEctxs), engine_(0, &sink_, counters_) {
+    g_script = &script_;
+  }
+  ~SpinEngineTest() override { g_script = nullptr; }
+
+  std::unique_ptr<Ectx> Make(absl::string_view kind, uint64_t budget = 0,
+                             uint32_t disable_after = 0) {
+    HandlerConfig config;
+    config.name = "t";
+    config.kind = std::string(kind);
+    config.cycle_budget = budget;
+    config.disable_after_overruns = disable_after;
+    absl::StatusOr<std::unique_ptr<Ectx>> ectx = Ectx::Create(3, config);
+    EXPECT_TRUE(ectx.ok()) << ectx.status();
+    return *std::move(ectx);
+  }
+
+  // Delivers a message of packets with the given lengths; returns their
+  // dispositions.
+  std::vector<Disposition> Message(const Ectx& ectx,
+                                   std::vector<uint32_t> lengths) {
+    MessageState message;
+    std::vector<Disposition> out;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      std::vector<uint8_t> bytes(lengths[i]);
+      PacketView packet(bytes.data(), lengths[i], PacketLayers(), 0);
+      engine_.Deliver(ectx, message, packet, i == 0, i + 1 == lengths.size());
+      out.push_back(packet.GetDisposition());
+    }
+    return out;
+  }
+
+  const EctxCounters& Counters() { return counters_[3]; }
+
+  Script script_;
+  RecordingSink sink_;
+  std::vector<EctxCounters> counters_;
+  SpinEngine engine_;
+};
+
+using D = Disposition;
+using R = HandlerResult;
+
+TEST_F(SpinEngineTest, HeaderThenEveryPayloadThenCompletion) {
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {100, 200, 300}),
+            (std::vector<D>{D::kForward, D::kForward, D::kForward}));
+  EXPECT_EQ(script_.calls, (std::vector<std::string>{
+                               "header:100", "payload:100", "payload:200",
+                               "payload:300", "completion"}));
+  EXPECT_EQ(Counters().messages.Get(), 1u);
+  EXPECT_EQ(Counters().packets.Get(), 3u);
+  EXPECT_EQ(Counters().bytes.Get(), 600u);
+  EXPECT_EQ(Counters().invocations.Get(), 5u);
+}
+
+TEST_F(SpinEngineTest, SinglePacketMessageRunsAllThreeInOrder) {
+  auto ectx = Make("test_scripted");
+  std::vector<uint8_t> bytes(64);
+  PacketView packet(bytes.data(), 64, PacketLayers(), 0);
+  engine_.RunSinglePacketMessage(*ectx, packet);
+  EXPECT_EQ(script_.calls, (std::vector<std::string>{"header:64", "payload:64",
+                                                     "completion"}));
+}
+
+TEST_F(SpinEngineTest, HeaderSuccessSkipsPayloadHandlersButNotCompletion) {
+  script_.header = R::kSuccess;
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {10, 20}),
+            (std::vector<D>{D::kForward, D::kForward}));
+  EXPECT_EQ(script_.calls,
+            (std::vector<std::string>{"header:10", "completion"}));
+}
+
+TEST_F(SpinEngineTest, HeaderDropDropsTheWholeMessage) {
+  script_.header = R::kDrop;
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {10, 20}), (std::vector<D>{D::kDrop, D::kDrop}));
+  EXPECT_EQ(script_.calls,
+            (std::vector<std::string>{"header:10", "completion"}));
+  EXPECT_EQ(script_.completion_dropped_bytes, 30u);
+  EXPECT_EQ(Counters().dropped.Get(), 2u);
+  EXPECT_TRUE(sink_.events.empty());
+}
+
+TEST_F(SpinEngineTest, HeaderFailDropsMessageAndRaisesEvent) {
+  script_.header = R::kFail;
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {10, 20}), (std::vector<D>{D::kDrop, D::kDrop}));
+  EXPECT_EQ(Counters().failed.Get(), 1u);
+  EXPECT_EQ(sink_.events, std::vector<uint32_t>{kEventHandlerFailed});
+}
+
+TEST_F(SpinEngineTest, PayloadDropDropsOnlyThatPacket) {
+  script_.payload = {R::kSuccess, R::kDrop, R::kSuccess};
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {10, 20, 30}),
+            (std::vector<D>{D::kForward, D::kDrop, D::kForward}));
+  EXPECT_EQ(script_.completion_dropped_bytes, 20u);
+  EXPECT_EQ(Counters().dropped.Get(), 1u);
+}
+
+TEST_F(SpinEngineTest, PayloadFailDropsTheRestAndStillCompletes) {
+  script_.payload = {R::kSuccess, R::kFail};
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {10, 20, 30}),
+            (std::vector<D>{D::kForward, D::kDrop, D::kDrop}));
+  EXPECT_EQ(script_.calls,
+            (std::vector<std::string>{"header:10", "payload:10", "payload:20",
+                                      "completion"}));
+  EXPECT_EQ(script_.completion_dropped_bytes, 50u);
+  EXPECT_EQ(sink_.events, std::vector<uint32_t>{kEventHandlerFailed});
+}
+
+TEST_F(SpinEngineTest, InvalidCodesAreCountedAndTreatedAsFail) {
+  script_.payload = {R::kProcessData};  // a header-only code
+  auto ectx = Make("test_scripted");
+  EXPECT_EQ(Message(*ectx, {10, 20}), (std::vector<D>{D::kDrop, D::kDrop}));
+  EXPECT_EQ(Counters().invalid.Get(), 1u);
+  EXPECT_EQ(sink_.events, std::vector<uint32_t>{kEventHandlerInvalid});
+
+  script_ = Script();
+  sink_.events.clear();
+  script_.header = static_cast<HandlerResult>(42);  // not a code at all
+  EXPECT_EQ(Message(*ectx, {10}), (std::vector<D>{D::kDrop}));
+  EXPECT_EQ(Counters().invalid.Get(), 2u);
+
+  script_ = Script();
+  script_.completion = R::kProcessData;
+  EXPECT_EQ(Message(*ectx, {10}), (std::vector<D>{D::kForward}));
+  EXPECT_EQ(Counters().invalid.Get(), 3u);
+}
+
+TEST_F(SpinEngineTest, CompletionFailIsCountedWithEvent) {
+  script_.completion = R::kFail;
+  auto ectx = Make("test_scripted");
+  Message(*ectx, {10});
+  EXPECT_EQ(Counters().failed.Get(), 1u);
+  EXPECT_EQ(sink_.events, std::vector<uint32_t>{kEventHandlerFailed});
+}
+
+TEST_F(SpinEngineTest, KindWithoutHeaderRunsPayloadOnEveryPacket) {
+  auto ectx = Make("test_payload_only");
+  Message(*ectx, {10, 20});
+  EXPECT_EQ(script_.calls, (std::vector<std::string>{"payload", "payload"}));
+}
+
+TEST_F(SpinEngineTest, AbortRunsCompletionOnce) {
+  auto ectx = Make("test_scripted");
+  MessageState message;
+  std::vector<uint8_t> bytes(10);
+  PacketView packet(bytes.data(), 10, PacketLayers(), 0);
+  engine_.Deliver(*ectx, message, packet, true, false);
+  engine_.Abort(*ectx, message, /*flow_control_triggered=*/true);
+  EXPECT_EQ(script_.calls, (std::vector<std::string>{"header:10", "payload:10",
+                                                     "completion"}));
+}
+
+TEST_F(SpinEngineTest, OverBudgetIsCountedAndAutoDisableMakesEctxTransparent) {
+  script_.spin_cycles = 20000;
+  auto ectx = Make("test_scripted", /*budget=*/5000, /*disable_after=*/2);
+  Message(*ectx, {10});  // payload over budget once
+  EXPECT_GE(Counters().over_budget.Get(), 1u);
+  EXPECT_FALSE(ectx->disabled());
+  Message(*ectx, {10});
+  EXPECT_TRUE(ectx->disabled());
+  EXPECT_EQ(sink_.events, std::vector<uint32_t>{kEventEctxDisabled});
+  size_t calls = script_.calls.size();
+  EXPECT_EQ(Message(*ectx, {10}), (std::vector<D>{D::kForward}));
+  EXPECT_EQ(script_.calls.size(), calls) << "a disabled ECTX ran a handler";
+  EXPECT_EQ(Counters().bypassed.Get(), 1u);
+}
+
+TEST_F(SpinEngineTest, BudgetWithoutAutoDisableNeverDisables) {
+  script_.spin_cycles = 20000;
+  auto ectx = Make("test_scripted", /*budget=*/5000);
+  for (int i = 0; i < 5; ++i) Message(*ectx, {10});
+  EXPECT_GE(Counters().over_budget.Get(), 5u);
+  EXPECT_FALSE(ectx->disabled());
+}
+
+TEST(EctxTest, CreateValidatesKindStateAndParams) {
+  HandlerConfig config;
+  config.name = "x";
+  config.kind = "no_such_kind";
+  absl::StatusOr<std::unique_ptr<Ectx>> ectx = Ectx::Create(0, config);
+  ASSERT_FALSE(ectx.ok());
+  EXPECT_EQ(ectx.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ectx.status().message().find("test_scripted"),
+            absl::string_view::npos)
+      << "the error should list the known kinds: " << ectx.status();
+
+  config.kind = "test_scripted";
+  config.state_size = Ectx::kMaxStateSize + 1;
+  EXPECT_FALSE(Ectx::Create(0, config).ok());
+  config.state_size = 4;
+  config.initial_state = {1, 2, 3, 4, 5};
+  EXPECT_FALSE(Ectx::Create(0, config).ok());
+  config.initial_state = {1, 2};
+  ectx = Ectx::Create(0, config);
+  ASSERT_TRUE(ectx.ok());
+  EXPECT_EQ(
+      std::vector<uint8_t>((*ectx)->state().begin(), (*ectx)->state().end()),
+      (std::vector<uint8_t>{1, 2, 0, 0}));
+  config.params = {{"unknown", "1"}};
+  EXPECT_FALSE(Ectx::Create(0, config).ok());
+  EXPECT_EQ(Ectx::Create(Ectx::kMaxEctxs,
+                         HandlerConfig{.name = "y", .kind = "test_scripted"})
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace spinnic
