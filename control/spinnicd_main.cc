@@ -243,7 +243,7 @@ int Run(int argc, char** argv) {
       port.hw_rx_nombuf = open.hw_rx_nombuf;
     }
     std::printf("--- final counters after %.1f s\n%s", run_s,
-                FormatStatsText(final_stats, nullptr, 0).c_str());
+                FormatStatsText(final_stats, nullptr, run_s).c_str());
     std::fflush(stdout);
     std::string json_path = absl::GetFlag(FLAGS_stats_json);
     if (!json_path.empty()) {

@@ -55,10 +55,11 @@ std::string FormatStatsText(const StatsSnapshot& now,
   for (size_t i = 0; i < now.ports.size(); ++i) {
     const PortStats& p = now.ports[i];
     double rx_rate = 0, tx_rate = 0;
-    if (previous != nullptr && i < previous->ports.size()) {
-      rx_rate = Rate(p.rx_packets, previous->ports[i].rx_packets, interval_s);
-      tx_rate = Rate(p.tx_packets, previous->ports[i].tx_packets, interval_s);
-    }
+    const PortStats* before =
+        previous != nullptr && i < previous->ports.size() ? &previous->ports[i]
+                                                          : nullptr;
+    rx_rate = Rate(p.rx_packets, before ? before->rx_packets : 0, interval_s);
+    tx_rate = Rate(p.tx_packets, before ? before->tx_packets : 0, interval_s);
     absl::StrAppendFormat(
         &out, "%-10s %12u %14u %12u %14u %10u %10.3f %10.3f\n", p.name,
         p.rx_packets, p.rx_bytes, p.tx_packets, p.tx_bytes, TotalDrops(p),

@@ -9,7 +9,8 @@
 
 namespace spinnic {
 
-// Counters as text tables. With `previous` and `interval_s` > 0 adds rates.
+// Counters as text tables, with packet rates over `interval_s` since
+// `previous` (or since zero when null); no rates when interval_s is 0.
 std::string FormatStatsText(const StatsSnapshot& now,
                             const StatsSnapshot* previous, double interval_s);
 

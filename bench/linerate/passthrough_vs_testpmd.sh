@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Passthrough forwarding rate of spinnicd against dpdk-testpmd (io forwarding)
+# on the same virtual ports in the same run, measured alternately so that
+# the machine's noise hits both alike. Prints Mpps per run and the median
+# ratio spinnicd / testpmd per frame size.
+#
+# Ports: two net_null vdevs (copy=1, so every frame's bytes are written by
+# the PMD as a NIC's DMA would), paired; one forwarding lcore on core 1, the
+# main lcore on core 0, no hugepages.
+#
+# usage: bench/linerate/passthrough_vs_testpmd.sh [BUILD_DIR] [SECONDS] [ROUNDS]
+set -euo pipefail
+build=${1:-build}
+seconds=${2:-5}
+rounds=${3:-3}
+spinnicd="$build/control/spinnicd"
+[[ -x "$spinnicd" ]] || { echo "no $spinnicd: build first (ninja -C $build)" >&2; exit 1; }
+command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd not found (apt-get install dpdk)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+eal=(--no-huge -m 512 --no-pci)
+
+run_spinnicd() {  # size -> Mpps (both directions)
+  local size=$1
+  cat >"$work/null.textproto" <<CONF
+eal_args: ["--no-huge", "-m", "512", "--no-pci", "--file-prefix", "bench-spinnicd"]
+ports { name: "a" vdev: "net_null0,size=$size,copy=1" role: PORT_ROLE_WIRE }
+ports { name: "b" vdev: "net_null1,size=$size,copy=1" role: PORT_ROLE_HOST }
+port_pairs { a: "a" b: "b" }
+workers: [1]
+main_lcore: 0
+runtime { duration_s: $seconds stats_interval_ms: 0 mbufs: 16384 }
+CONF
+  "$spinnicd" --config "$work/null.textproto" --stats_json "$work/s.json" >"$work/s.log" 2>&1
+  python3 - "$work/s.json" "$work/s.log" <<'PY'
+import json, re, sys
+stats = json.load(open(sys.argv[1]))
+secs = float(re.search(r"final counters after ([0-9.]+) s", open(sys.argv[2]).read()).group(1))
+print("%.3f" % (sum(p["tx_packets"] for p in stats["ports"]) / secs / 1e6))
+PY
+}
+
+run_testpmd() {  # size -> Mpps (both directions)
+  local size=$1
+  { echo start; sleep "$seconds"; echo stop; sleep 1; echo quit; } |
+    dpdk-testpmd "${eal[@]}" --file-prefix bench-testpmd --lcores 0@0,1@1 \
+      --vdev "net_null0,size=$size,copy=1" --vdev "net_null1,size=$size,copy=1" \
+      -- -i --forward-mode=io --nb-cores=1 --total-num-mbufs=16384 >"$work/t.log" 2>&1
+  python3 - "$work/t.log" "$seconds" <<'PY'
+import re, sys
+log = open(sys.argv[1]).read()
+acc = log.split("Accumulated forward statistics")[1]
+tx = int(re.search(r"TX-packets:\s+(\d+)", acc).group(1))
+print("%.3f" % (tx / float(sys.argv[2]) / 1e6))
+PY
+}
+
+echo "# passthrough, net_null x2 (copy=1), 1 forwarding lcore, ${seconds}s x ${rounds} rounds"
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')"
+printf "%-6s %-6s %12s %12s %8s\n" size round spinnicd testpmd ratio
+for size in 64 1500; do
+  ratios=()
+  for round in $(seq 1 "$rounds"); do
+    s=$(run_spinnicd "$size")
+    t=$(run_testpmd "$size")
+    r=$(python3 -c "print('%.3f' % ($s / $t))")
+    ratios+=("$r")
+    printf "%-6s %-6s %12s %12s %8s\n" "$size" "$round" "$s" "$t" "$r"
+  done
+  median=$(printf "%s\n" "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  printf "%-6s median ratio spinnicd/testpmd: %s\n" "$size" "$median"
+done
