@@ -1,7 +1,8 @@
 // spinnicd: the appliance daemon. Loads and validates the config, starts the
 // EAL, the ports and the HPU lcores, prints counters while it runs, and on
 // SIGINT/SIGTERM (or after runtime.duration_s) stops the workers, drains and
-// closes the ports and prints the final counters.
+// closes the ports and prints the final counters. SIGUSR1 prints them at
+// once; DPDK telemetry serves them too (dataplane/telemetry.h).
 //
 // Exit codes: 0 clean stop, 2 bad config or flags (nothing started), 1 a
 // failure after the config was accepted (EAL, ports).
@@ -29,6 +30,7 @@
 #include "control/config_loader.h"
 #include "control/stats_format.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/telemetry.h"
 #include "handlers/api/handler.h"
 
 ABSL_FLAG(
@@ -59,8 +61,10 @@ constexpr int kExitBadConfig = 2;
 constexpr int kExitFailure = 1;
 
 std::atomic<int> g_signal{0};
+std::atomic<bool> g_print_stats{false};
 
 void OnSignal(int signal) { g_signal.store(signal); }
+void OnPrintStats(int) { g_print_stats.store(true); }
 
 void Log(absl::string_view line) {
   std::printf("spinnicd: %s\n", std::string(line).c_str());
@@ -161,6 +165,7 @@ int Run(int argc, char** argv) {
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  std::signal(SIGUSR1, OnPrintStats);
 
   std::vector<std::string> eal_args = BuildEalArgs(*config);
   Log(absl::StrCat("EAL arguments: ", absl::StrJoin(eal_args, " ")));
@@ -178,6 +183,7 @@ int Run(int argc, char** argv) {
       return kExitFailure;
     }
     Dataplane& dp = **dataplane;
+    AttachTelemetry(&dp);
     if (absl::Status status = dp.Start(); !status.ok()) {
       Log(status.message());
       rte_eal_cleanup();
@@ -210,7 +216,8 @@ int Run(int argc, char** argv) {
       absl::Time now = absl::Now();
       PrintEvents(dp, events);
       if (duration > absl::ZeroDuration() && now - start >= duration) break;
-      if (interval > absl::ZeroDuration() && now >= next_stats) {
+      const bool on_demand = g_print_stats.exchange(false);
+      if (on_demand || (interval > absl::ZeroDuration() && now >= next_stats)) {
         StatsSnapshot snapshot = dp.Snapshot();
         double elapsed = absl::ToDoubleSeconds(now - previous_time);
         std::printf("--- %.1f s\n%s", absl::ToDoubleSeconds(now - start),
@@ -218,7 +225,7 @@ int Run(int argc, char** argv) {
         std::fflush(stdout);
         previous = std::move(snapshot);
         previous_time = now;
-        next_stats += interval;
+        if (!on_demand) next_stats += interval;
         if (next_stats < now) next_stats = now + interval;
       }
     }
@@ -228,6 +235,7 @@ int Run(int argc, char** argv) {
     const double run_s = absl::ToDoubleSeconds(absl::Now() - start);
     // Final counters are read with the HPUs stopped, so they add up.
     StatsSnapshot before_stop = dp.Snapshot();
+    AttachTelemetry(nullptr);
     dp.Stop();
     PrintEvents(dp, events);
     StatsSnapshot final_stats = dp.Snapshot();

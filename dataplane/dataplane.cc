@@ -123,8 +123,11 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     return absl::ResourceExhaustedError("cannot allocate the RCU state");
   }
 
-  dataplane->current_table_ = std::make_unique<EctxTable>();
-  dataplane->table_.store(dataplane->current_table_.get());
+  {
+    absl::MutexLock lock(&dataplane->mu_);
+    dataplane->current_table_ = std::make_unique<EctxTable>();
+    dataplane->table_.store(dataplane->current_table_.get());
+  }
   HpuShared shared;
   shared.stop = &dataplane->stop_;
   shared.table = &dataplane->table_;
@@ -189,14 +192,19 @@ absl::Status Dataplane::Start() {
 }
 
 void Dataplane::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+  }
   stop_.store(true, std::memory_order_relaxed);
   if (started_) rte_eal_mp_wait_lcore();
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
   for (Port& port : ports_) port.Close();
 }
 
 absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config) {
+  absl::MutexLock lock(&mu_);
   const EctxTable& current = *current_table_;
   std::vector<bool> used(Ectx::kMaxEctxs, false);
   for (const auto& ectx : current.ectxs()) {
@@ -230,6 +238,7 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config) {
 }
 
 absl::Status Dataplane::RemoveEctx(absl::string_view name) {
+  absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<const Ectx>> ectxs = current_table_->ectxs();
   auto it = std::find_if(ectxs.begin(), ectxs.end(),
                          [&](const auto& e) { return e->name() == name; });
@@ -251,6 +260,7 @@ void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
 }
 
 StatsSnapshot Dataplane::Snapshot() const {
+  absl::MutexLock lock(&mu_);
   StatsSnapshot snapshot;
   for (size_t p = 0; p < ports_.size(); ++p) {
     const Port& port = ports_[p];

@@ -2,7 +2,8 @@
 // event rings. Created and driven by the control side on the main lcore; the
 // main lcore itself never touches packets.
 //
-// Threading contract: every public method is called from one control thread.
+// Threading contract: Start, Stop, InstallEctx and RemoveEctx are called from
+// one control thread; Snapshot may also be called from others (telemetry).
 // HPUs see ECTX changes through RCU-published EctxTable versions: a change
 // builds a new version, swaps the pointer, waits until every HPU has passed a
 // quiescent state (rte_rcu_qsbr_synchronize), then frees the old version, so
@@ -18,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "dataplane/dataplane_config.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
@@ -63,10 +65,13 @@ class Dataplane {
  private:
   Dataplane() = default;
   // Builds and publishes a table with `ectxs`, then reclaims the old one.
-  void Publish(std::vector<std::shared_ptr<const Ectx>> ectxs);
+  void Publish(std::vector<std::shared_ptr<const Ectx>> ectxs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The counters of ECTX `id` summed over HPUs (only counter fields set).
   EctxStats SumEctxCounters(uint32_t id) const;
 
+  // Guards what Snapshot reads that the control thread changes.
+  mutable absl::Mutex mu_;
   DataplaneConfig config_;
   rte_mempool* pool_ = nullptr;
   std::vector<Port> ports_;
@@ -76,14 +81,14 @@ class Dataplane {
   rte_rcu_qsbr* rcu_ = nullptr;
   std::atomic<bool> stop_{false};
   std::atomic<const EctxTable*> table_{nullptr};
-  std::unique_ptr<const EctxTable> current_table_;
+  std::unique_ptr<const EctxTable> current_table_ ABSL_GUARDED_BY(mu_);
   // Counter sums per ECTX id when its current holder was installed: ids are
   // reused, HPU counters are never reset (single writer), so snapshots
   // subtract this.
-  std::vector<EctxStats> ectx_baseline_ =
+  std::vector<EctxStats> ectx_baseline_ ABSL_GUARDED_BY(mu_) =
       std::vector<EctxStats>(Ectx::kMaxEctxs);
   bool started_ = false;
-  bool stopped_ = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace spinnic

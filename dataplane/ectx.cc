@@ -1,5 +1,6 @@
 #include "dataplane/ectx.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -32,12 +33,18 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
       HandlerParams::Validate(kind->params, config.params);
   if (!params.ok()) return fail(params.status().message());
 
+  uint32_t needed = kind->min_state_size;
+  if (kind->state_size_for != nullptr) {
+    needed = std::max(needed, kind->state_size_for(*params));
+  }
   uint32_t state_size = config.state_size;
-  if (state_size == 0) state_size = kind->min_state_size;
-  if (state_size < kind->min_state_size) {
-    return fail(absl::StrCat("state_size ", state_size, " is below kind '",
-                             kind->name, "' minimum of ", kind->min_state_size,
-                             " bytes"));
+  if (state_size == 0) state_size = needed;
+  if (state_size < needed) {
+    return fail(absl::StrCat("state_size ", state_size, " is below the ",
+                             needed, " bytes kind '", kind->name,
+                             "' needs with these parameters; set state_size "
+                             "to at least ",
+                             needed, " or leave it 0"));
   }
   if (state_size > kMaxStateSize) {
     return fail(absl::StrCat("state_size ", state_size,

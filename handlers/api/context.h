@@ -48,8 +48,9 @@ class HandlerContext {
         lcore_index_(lcore_index),
         ectx_id_(ectx_id) {}
 
-  // ECTX state memory, initialised at install. Shared by every HPU lcore that
-  // runs this ECTX: update shared words with std::atomic_ref.
+  // ECTX state memory, initialised at install, 64-byte aligned, at least
+  // the kind's state size. Shared by every HPU lcore that runs this ECTX:
+  // update shared words with std::atomic_ref.
   std::span<uint8_t> State() const { return state_; }
 
   // Typed access to the start of the state memory; nullptr when the state is

@@ -22,7 +22,9 @@
 //     static constexpr absl::string_view kName = "my_handler";
 //     static constexpr absl::string_view kDescription = "one line";
 //     static constexpr uint32_t kMinStateSize = 0;  // bytes of ECTX state
-//     static constexpr ParamSpec kParams[] = {{...}};  // may be empty: {}
+//     static constexpr ParamSpec kParams[] = {{...}};  // omit if none
+//     // Optional, when the state needed depends on the parameters:
+//     static uint32_t StateSizeFor(const HandlerParams& params);
 //     static absl::StatusOr<std::unique_ptr<MyHandler>> Create(
 //         const HandlerParams& params);
 //     HandlerResult Payload(HandlerContext& ctx, PacketView& packet);
@@ -107,6 +109,8 @@ struct HandlerKind {
   absl::string_view description;
   std::span<const ParamSpec> params;
   uint32_t min_state_size;
+  // State bytes the given (validated) parameters need; null: min_state_size.
+  uint32_t (*state_size_for)(const HandlerParams& params);
   bool has_header;
   bool has_payload;
   bool has_completion;
@@ -173,10 +177,28 @@ constexpr std::span<const ParamSpec> ParamsOf() {
 }
 
 template <typename T>
+constexpr auto StateSizeForOf() -> uint32_t (*)(const HandlerParams&) {
+  if constexpr (requires(const HandlerParams& p) {
+                  { T::StateSizeFor(p) } -> std::same_as<uint32_t>;
+                }) {
+    return &T::StateSizeFor;
+  } else {
+    return nullptr;
+  }
+}
+
+template <typename T>
 HandlerKind MakeKind() {
   return HandlerKind{
-      T::kName,     T::kDescription, ParamsOf<T>(),    T::kMinStateSize,
-      HasHeader<T>, HasPayload<T>,   HasCompletion<T>, &Create<T>,
+      .name = T::kName,
+      .description = T::kDescription,
+      .params = ParamsOf<T>(),
+      .min_state_size = T::kMinStateSize,
+      .state_size_for = StateSizeForOf<T>(),
+      .has_header = HasHeader<T>,
+      .has_payload = HasPayload<T>,
+      .has_completion = HasCompletion<T>,
+      .create = &Create<T>,
   };
 }
 

@@ -47,7 +47,10 @@ class PacketView {
 
   // Bytes after the L4 header (empty if there is no L4 header).
   std::span<uint8_t> Payload() {
-    if (layers_.payload_offset >= length_) return {};
+    if (layers_.payload_offset == PacketLayers::kAbsent ||
+        layers_.payload_offset >= length_) {
+      return {};
+    }
     return {data_ + layers_.payload_offset, length_ - layers_.payload_offset};
   }
 

@@ -1,0 +1,153 @@
+#include "dataplane/telemetry.h"
+
+#include <rte_telemetry.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "dataplane/dataplane.h"
+
+namespace spinnic {
+namespace {
+
+// Telemetry callbacks run on the EAL's telemetry thread and commands cannot
+// be unregistered, so they reach the dataplane through this guarded pointer.
+absl::Mutex g_mu(absl::kConstInit);
+const Dataplane* g_dataplane ABSL_GUARDED_BY(g_mu) = nullptr;
+
+// Runs `fill` on a fresh snapshot; -EINVAL without a dataplane.
+template <typename Fill>
+int WithSnapshot(Fill fill) {
+  absl::MutexLock lock(&g_mu);
+  if (g_dataplane == nullptr) return -EINVAL;
+  return fill(g_dataplane->Snapshot());
+}
+
+int ListPorts(const char*, const char*, rte_tel_data* d) {
+  return WithSnapshot([d](const StatsSnapshot& s) {
+    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+    for (const PortStats& p : s.ports) {
+      rte_tel_data_add_array_string(d, p.name.c_str());
+    }
+    return 0;
+  });
+}
+
+int ShowPort(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr) return -EINVAL;
+  return WithSnapshot([d, name = std::string(params)](const StatsSnapshot& s) {
+    for (const PortStats& p : s.ports) {
+      if (p.name != name) continue;
+      rte_tel_data_start_dict(d);
+      rte_tel_data_add_dict_u64(d, "rx_packets", p.rx_packets);
+      rte_tel_data_add_dict_u64(d, "rx_bytes", p.rx_bytes);
+      rte_tel_data_add_dict_u64(d, "tx_packets", p.tx_packets);
+      rte_tel_data_add_dict_u64(d, "tx_bytes", p.tx_bytes);
+      for (size_t r = 0; r < p.drops.size(); ++r) {
+        std::string key =
+            std::string("drop_") + DropReasonName(static_cast<DropReason>(r));
+        rte_tel_data_add_dict_u64(d, key.c_str(), p.drops[r]);
+      }
+      rte_tel_data_add_dict_u64(d, "hw_imissed", p.hw_imissed);
+      rte_tel_data_add_dict_u64(d, "hw_rx_nombuf", p.hw_rx_nombuf);
+      return 0;
+    }
+    return -EINVAL;
+  });
+}
+
+int ListEctxs(const char*, const char*, rte_tel_data* d) {
+  return WithSnapshot([d](const StatsSnapshot& s) {
+    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+    for (const EctxStats& e : s.ectxs) {
+      rte_tel_data_add_array_string(d, e.name.c_str());
+    }
+    return 0;
+  });
+}
+
+int ShowEctx(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr) return -EINVAL;
+  return WithSnapshot([d, name = std::string(params)](const StatsSnapshot& s) {
+    for (const EctxStats& e : s.ectxs) {
+      if (e.name != name) continue;
+      rte_tel_data_start_dict(d);
+      rte_tel_data_add_dict_string(d, "kind", e.kind.c_str());
+      rte_tel_data_add_dict_u64(d, "id", e.id);
+      rte_tel_data_add_dict_u64(d, "disabled", e.disabled);
+      rte_tel_data_add_dict_u64(d, "messages", e.messages);
+      rte_tel_data_add_dict_u64(d, "packets", e.packets);
+      rte_tel_data_add_dict_u64(d, "bytes", e.bytes);
+      rte_tel_data_add_dict_u64(d, "invocations", e.invocations);
+      rte_tel_data_add_dict_u64(d, "cycles", e.cycles);
+      rte_tel_data_add_dict_u64(d, "over_budget", e.over_budget);
+      rte_tel_data_add_dict_u64(d, "dropped", e.dropped);
+      rte_tel_data_add_dict_u64(d, "failed", e.failed);
+      rte_tel_data_add_dict_u64(d, "invalid", e.invalid);
+      rte_tel_data_add_dict_u64(d, "bypassed", e.bypassed);
+      return 0;
+    }
+    return -EINVAL;
+  });
+}
+
+int CountHpus(const char*, const char*, rte_tel_data* d) {
+  return WithSnapshot([d](const StatsSnapshot& s) {
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "hpus", s.hpus.size());
+    return 0;
+  });
+}
+
+int ShowHpu(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr) return -EINVAL;
+  char* end = nullptr;
+  unsigned long index = std::strtoul(params, &end, 10);
+  if (end == params || *end != '\0') return -EINVAL;
+  return WithSnapshot([d, index](const StatsSnapshot& s) {
+    if (index >= s.hpus.size()) return -EINVAL;
+    const HpuStats& h = s.hpus[index];
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "lcore", h.lcore);
+    rte_tel_data_add_dict_u64(d, "loops", h.loops);
+    rte_tel_data_add_dict_u64(d, "busy_loops", h.busy_loops);
+    rte_tel_data_add_dict_u64(d, "rx_packets", h.rx_packets);
+    rte_tel_data_add_dict_u64(d, "tx_packets", h.tx_packets);
+    rte_tel_data_add_dict_u64(d, "events", h.events);
+    rte_tel_data_add_dict_u64(d, "event_overflow", h.event_overflow);
+    rte_tel_data_add_dict_u64(d, "emitted", h.emitted);
+    rte_tel_data_add_dict_u64(d, "emit_failed", h.emit_failed);
+    return 0;
+  });
+}
+
+void RegisterOnce() {
+  static const bool registered = [] {
+    rte_telemetry_register_cmd("/spinnic/ports", ListPorts,
+                               "Names of spinnic's ports.");
+    rte_telemetry_register_cmd("/spinnic/port", ShowPort,
+                               "Counters of one port. Parameter: port name");
+    rte_telemetry_register_cmd("/spinnic/ectxs", ListEctxs,
+                               "Names of the installed handlers (ECTXs).");
+    rte_telemetry_register_cmd("/spinnic/ectx", ShowEctx,
+                               "Counters of one ECTX. Parameter: its name");
+    rte_telemetry_register_cmd("/spinnic/hpus", CountHpus,
+                               "Number of HPU worker lcores.");
+    rte_telemetry_register_cmd("/spinnic/hpu", ShowHpu,
+                               "Counters of one HPU. Parameter: its index");
+    return true;
+  }();
+  (void)registered;
+}
+
+}  // namespace
+
+void AttachTelemetry(const Dataplane* dataplane) {
+  RegisterOnce();
+  absl::MutexLock lock(&g_mu);
+  g_dataplane = dataplane;
+}
+
+}  // namespace spinnic
