@@ -20,8 +20,19 @@ namespace {
 
 constexpr uint32_t kEventRingSize = 4096;
 constexpr uint32_t kMempoolCache = 256;
+constexpr uint32_t kSchedulerRingSize = 4096;
 
 int HpuMain(void* arg) { return static_cast<Hpu*>(arg)->Run(); }
+
+// Frees a ring of mbufs and the mbufs still in it.
+void FreeRing(rte_ring* ring) {
+  if (ring == nullptr) return;
+  void* object;
+  while (rte_ring_dequeue(ring, &object) == 0) {
+    rte_pktmbuf_free(static_cast<rte_mbuf*>(object));
+  }
+  rte_ring_free(ring);
+}
 
 }  // namespace
 
@@ -78,6 +89,8 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
       mbufs += queues * (port.rx_descriptors + port.tx_descriptors);
     }
     mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
+    // Frames parked in the software scheduler's rings, if it runs.
+    if (workers > 1) mbufs += kSchedulerRingSize * (workers + kMaxPorts / 8);
   }
   for (const PortConfig& port : config.ports) {
     max_mtu = std::max<uint32_t>(max_mtu, port.mtu);
@@ -99,14 +112,32 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     dataplane->ports_.push_back(*std::move(port));
   }
 
+  // Ports with fewer queue pairs than HPUs go through the software
+  // scheduler (hpu.h): every HPU gets an inbound ring, each such port a TX
+  // ring that HPU 0 drains.
+  bool any_scheduled = false;
   for (size_t p = 0; p < dataplane->ports_.size(); ++p) {
-    // Each HPU owns one RX and one TX queue per port: no locks on the path.
     if (dataplane->ports_[p].queues() < workers) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "port '", config.ports[p].name, "' has ",
-          dataplane->ports_[p].queues(), " queue pair(s) but ", workers,
-          " workers need one each; use fewer workers or a device with more "
-          "queues (net_af_packet: qpairs=N; net_memif: more queues)"));
+      any_scheduled = true;
+      std::string name = absl::StrCat("spinnic_tx", p);
+      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
+                                       rte_socket_id(), RING_F_SC_DEQ);
+      if (ring == nullptr) {
+        return absl::ResourceExhaustedError("cannot create a TX ring");
+      }
+      dataplane->tx_rings_.resize(dataplane->ports_.size(), nullptr);
+      dataplane->tx_rings_[p] = ring;
+    }
+  }
+  if (any_scheduled) {
+    for (size_t w = 0; w < workers; ++w) {
+      std::string name = absl::StrCat("spinnic_in", w);
+      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
+                                       rte_socket_id(), RING_F_SC_DEQ);
+      if (ring == nullptr) {
+        return absl::ResourceExhaustedError("cannot create an inbound ring");
+      }
+      dataplane->inbound_rings_.push_back(ring);
     }
   }
   std::vector<uint16_t> pair(config.ports.size(), kNoPort);
@@ -134,14 +165,22 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
   shared.rcu = dataplane->rcu_;
   shared.pool = dataplane->pool_;
   shared.burst = config.burst;
+  shared.hpu_count = static_cast<uint32_t>(workers);
+  shared.inbound = dataplane->inbound_rings_.empty()
+                       ? nullptr
+                       : dataplane->inbound_rings_.data();
   for (size_t w = 0; w < workers; ++w) {
     std::vector<HpuPort> hpu_ports(dataplane->ports_.size());
     for (size_t p = 0; p < dataplane->ports_.size(); ++p) {
       const Port& port = dataplane->ports_[p];
       HpuPort& hp = hpu_ports[p];
       hp.port_id = port.port_id();
-      hp.rx_queue = static_cast<uint16_t>(w);
-      hp.tx_queue = static_cast<uint16_t>(w);
+      if (w < port.queues()) {
+        hp.rx_queue = static_cast<uint16_t>(w);
+        hp.tx_queue = static_cast<uint16_t>(w);
+      }
+      hp.scheduled = port.queues() < workers;
+      if (hp.scheduled) hp.tx_ring = dataplane->tx_rings_[p];
       hp.pair = pair[p];
       hp.max_frame = port.max_frame();
     }
@@ -171,6 +210,9 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
 Dataplane::~Dataplane() {
   Stop();
   for (rte_ring* ring : event_rings_) rte_ring_free(ring);
+  // Frames still queued between HPUs when they stopped are freed here.
+  for (rte_ring* ring : inbound_rings_) FreeRing(ring);
+  for (rte_ring* ring : tx_rings_) FreeRing(ring);
   rte_free(rcu_);
   // Ports closed in Stop(); the pool's mbufs are all back by now.
   rte_mempool_free(pool_);

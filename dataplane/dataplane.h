@@ -77,6 +77,9 @@ class Dataplane {
   std::vector<Port> ports_;
   std::vector<std::unique_ptr<Hpu>> hpus_;
   std::vector<rte_ring*> event_rings_;
+  // Software scheduler (hpu.h): per HPU, and per port (null if unneeded).
+  std::vector<rte_ring*> inbound_rings_;
+  std::vector<rte_ring*> tx_rings_;
   std::vector<uint32_t> hpu_lcores_;
   rte_rcu_qsbr* rcu_ = nullptr;
   std::atomic<bool> stop_{false};

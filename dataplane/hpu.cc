@@ -56,6 +56,10 @@ uint32_t Hpu::PollOnce() {
     received += count;
     ProcessBurst(in, packets, count, *table);
   }
+  if (shared_.inbound != nullptr) {
+    received += PollInbound(*table);
+    if (index_ == 0) DrainTxRings();
+  }
   FlushAll();
   counters_.loops.Add();
   if (received != 0) counters_.busy_loops.Add();
@@ -65,7 +69,7 @@ uint32_t Hpu::PollOnce() {
 void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                        const EctxTable& table) {
   PortCounters& in_counters = port_counters_[in];
-  const uint16_t pair = ports_[in].pair;
+  const bool scheduled = ports_[in].scheduled;
   uint64_t rx_bytes = 0;
   for (uint16_t i = 0; i < count; ++i) {
     rte_mbuf* packet = packets[i];
@@ -86,47 +90,112 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
       }
       frame = ParsedFrame();
     }
-    if (pair == kNoPort) [[unlikely]] {
-      DropPacket(in, packet, DropReason::kNoRoute);
-      continue;
-    }
-    uint32_t tags = frame.layers.vlan_tags;
-    if (packet->pkt_len > ports_[pair].max_frame + 4 * tags) [[unlikely]] {
-      DropPacket(in, packet, DropReason::kOversize);
-      continue;
-    }
-
-    uint16_t out = pair;
-    const Ectx* ectx = table.Match(frame, in);
-    if (ectx != nullptr) {
-      if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
-        DropPacket(in, packet, DropReason::kMultiSegment);
+    if (scheduled) [[unlikely]] {
+      uint32_t target = ScheduleTarget(frame);
+      if (target != index_) {
+        // The frame's way continues on its flow's HPU, which parses it
+        // again: cheaper than carrying the parse through the ring.
+        packet->port = in;
+        if (rte_ring_mp_enqueue(shared_.inbound[target], packet) != 0) {
+          DropPacket(in, packet, DropReason::kSchedulerFull);
+        }
         continue;
       }
-      PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
-                      frame.layers, in);
-      current_in_port_ = in;
-      current_ectx_ = ectx->id();
-      engine_.RunSinglePacketMessage(*ectx, view);
-      current_in_port_ = kNoPort;
-      switch (view.GetDisposition()) {
-        case Disposition::kForward:
-          break;
-        case Disposition::kReply:
-          out = in;
-          break;
-        case Disposition::kDrop:
-          DropPacket(in, packet, DropReason::kHandlerDrop);
-          continue;
-        case Disposition::kConsume:
-          rte_pktmbuf_free(packet);
-          continue;
-      }
     }
-    Send(out, packet);
+    ProcessPacket(in, packet, frame, table);
   }
   in_counters.rx_packets.Add(count);
   in_counters.rx_bytes.Add(rx_bytes);
+}
+
+uint32_t Hpu::ScheduleTarget(const ParsedFrame& frame) const {
+  if (shared_.hpu_count <= 1) return 0;
+  const PacketLayers& l = frame.layers;
+  if (!l.is_ipv4 && !l.is_ipv6) return index_;
+  // Symmetric in source and destination so that both directions of a flow
+  // meet on one HPU, as the transports' per-flow state will need.
+  uint32_t hash = l.ip_proto;
+  for (size_t i = 0; i < frame.src_addr.size(); ++i) {
+    hash += static_cast<uint32_t>(frame.src_addr[i] ^ frame.dst_addr[i]) *
+            (2654435761u + static_cast<uint32_t>(i));
+    hash ^= hash >> 15;
+  }
+  hash += static_cast<uint32_t>(frame.src_port ^ frame.dst_port) * 40503u;
+  hash ^= hash >> 13;
+  hash *= 0x85ebca6bu;
+  hash ^= hash >> 16;
+  return hash % shared_.hpu_count;
+}
+
+uint32_t Hpu::PollInbound(const EctxTable& table) {
+  rte_mbuf* packets[kHpuMaxBurst];
+  unsigned count = rte_ring_sc_dequeue_burst(shared_.inbound[index_],
+                                             reinterpret_cast<void**>(packets),
+                                             shared_.burst, nullptr);
+  for (unsigned i = 0; i < count; ++i) {
+    rte_mbuf* packet = packets[i];
+    ParsedFrame frame;
+    ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+               &frame);
+    if (frame.frame_class == FrameClass::kDrop) frame = ParsedFrame();
+    ProcessPacket(packet->port, packet, frame, table);
+  }
+  return count;
+}
+
+void Hpu::ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
+                        const EctxTable& table) {
+  const uint16_t pair = ports_[in].pair;
+  if (pair == kNoPort) [[unlikely]] {
+    DropPacket(in, packet, DropReason::kNoRoute);
+    return;
+  }
+  uint32_t tags = frame.layers.vlan_tags;
+  if (packet->pkt_len > ports_[pair].max_frame + 4 * tags) [[unlikely]] {
+    DropPacket(in, packet, DropReason::kOversize);
+    return;
+  }
+
+  uint16_t out = pair;
+  const Ectx* ectx = table.Match(frame, in);
+  if (ectx != nullptr) {
+    if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+      DropPacket(in, packet, DropReason::kMultiSegment);
+      return;
+    }
+    PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
+                    frame.layers, in);
+    current_in_port_ = in;
+    current_ectx_ = ectx->id();
+    engine_.RunSinglePacketMessage(*ectx, view);
+    current_in_port_ = kNoPort;
+    switch (view.GetDisposition()) {
+      case Disposition::kForward:
+        break;
+      case Disposition::kReply:
+        out = in;
+        break;
+      case Disposition::kDrop:
+        DropPacket(in, packet, DropReason::kHandlerDrop);
+        return;
+      case Disposition::kConsume:
+        rte_pktmbuf_free(packet);
+        return;
+    }
+  }
+  Send(out, packet);
+}
+
+void Hpu::DrainTxRings() {
+  for (uint16_t out = 0; out < port_count_; ++out) {
+    rte_ring* ring = ports_[out].tx_ring;
+    if (ring == nullptr) continue;
+    TxBatch& batch = tx_[out];
+    unsigned room = shared_.burst - batch.count;
+    batch.count += static_cast<uint16_t>(rte_ring_sc_dequeue_burst(
+        ring, reinterpret_cast<void**>(batch.packets + batch.count), room,
+        nullptr));
+  }
 }
 
 void Hpu::DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason) {
@@ -135,6 +204,13 @@ void Hpu::DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason) {
 }
 
 void Hpu::Send(uint16_t out, rte_mbuf* packet) {
+  if (ports_[out].tx_queue == kNoPort) [[unlikely]] {
+    // No TX queue of our own on this port: HPU 0 transmits for us.
+    if (rte_ring_mp_enqueue(ports_[out].tx_ring, packet) != 0) {
+      DropPacket(out, packet, DropReason::kTxFull);
+    }
+    return;
+  }
   TxBatch& batch = tx_[out];
   batch.packets[batch.count++] = packet;
   if (batch.count == shared_.burst) Flush(out);
@@ -142,7 +218,7 @@ void Hpu::Send(uint16_t out, rte_mbuf* packet) {
 
 void Hpu::Flush(uint16_t out) {
   TxBatch& batch = tx_[out];
-  if (batch.count == 0) return;
+  if (batch.count == 0) return;  // always so for ports without our TX queue
   const HpuPort& port = ports_[out];
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < batch.count; ++i) bytes += batch.packets[i]->pkt_len;

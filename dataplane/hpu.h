@@ -60,12 +60,20 @@ struct alignas(64) Event {
 static_assert(sizeof(Event) == 64);
 
 // Per-port facts every HPU needs, fixed before the HPUs start.
+//
+// A port with fewer queue pairs than HPUs (no RSS, or fewer queues) is
+// served by the software packet scheduler: the HPUs that own one of its RX
+// queues spread what they receive over all HPUs by flow hash, through each
+// HPU's inbound ring; HPUs without a TX queue on it hand their frames to
+// the port's TX ring, which HPU 0 (owner of queue 0) drains.
 struct HpuPort {
-  uint16_t port_id = 0;   // ethdev id
-  uint16_t rx_queue = 0;  // this HPU's RX queue, or kNoPort
-  uint16_t tx_queue = 0;
-  uint16_t pair = kNoPort;  // our index of the paired port
-  uint32_t max_frame = 0;   // bytes, without VLAN tags
+  uint16_t port_id = 0;         // ethdev id
+  uint16_t rx_queue = kNoPort;  // this HPU's RX queue, or kNoPort
+  uint16_t tx_queue = kNoPort;  // this HPU's TX queue, or kNoPort
+  uint16_t pair = kNoPort;      // our index of the paired port
+  uint32_t max_frame = 0;       // bytes, without VLAN tags
+  bool scheduled = false;       // fewer queues than HPUs: see above
+  rte_ring* tx_ring = nullptr;  // MP/SC, when scheduled
 };
 
 // What all HPUs share, owned by the Dataplane; read-only while they run.
@@ -75,6 +83,9 @@ struct HpuShared {
   rte_rcu_qsbr* rcu = nullptr;
   rte_mempool* pool = nullptr;
   uint16_t burst = 32;
+  uint32_t hpu_count = 1;
+  // Inbound ring of each HPU (MP/SC), for the software scheduler.
+  rte_ring* const* inbound = nullptr;
 };
 
 class Hpu final : public ActionSink {
@@ -113,6 +124,13 @@ class Hpu final : public ActionSink {
 
   void ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                     const EctxTable& table);
+  // Classify, match, run handlers, queue for TX: one frame's whole way.
+  void ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
+                     const EctxTable& table);
+  // The HPU a frame of a scheduled port belongs to (flow hash).
+  uint32_t ScheduleTarget(const ParsedFrame& frame) const;
+  uint32_t PollInbound(const EctxTable& table);
+  void DrainTxRings();
   void Send(uint16_t out, rte_mbuf* packet);
   void Flush(uint16_t out);
   void FlushAll();
