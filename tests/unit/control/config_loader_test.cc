@@ -1,0 +1,1118 @@
+#include "control/config_loader.h"
+
+#include <rte_config.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "dataplane/ectx.h"
+#include "gtest/gtest.h"
+
+namespace spinnic {
+namespace {
+
+constexpr absl::string_view kSource = "t.textproto";
+
+// A config whose line N is lines[N-1].
+std::string Lines(std::initializer_list<absl::string_view> lines) {
+  return absl::StrCat(absl::StrJoin(lines, "\n"), "\n");
+}
+
+// Valid building blocks; each is one line.
+constexpr absl::string_view kWire =
+    R"(ports { name: "wire0" vdev: "net_ring0" role: PORT_ROLE_WIRE })";
+constexpr absl::string_view kHost =
+    R"(ports { name: "host0" vdev: "net_ring1" role: PORT_ROLE_HOST })";
+constexpr absl::string_view kPair = R"(port_pairs { a: "wire0" b: "host0" })";
+constexpr absl::string_view kWorker = "workers: 1";
+
+// Parse + validate, as the daemon does.
+absl::Status Check(absl::string_view text) {
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(text, kSource);
+  if (!parsed.ok()) return parsed.status();
+  return ValidateConfig(parsed->config, &parsed->locations);
+}
+
+// The error starts with `where` ("t.textproto:3:3: ports[0].mtu: "), contains
+// `hint`, is INVALID_ARGUMENT and one line.
+testing::AssertionResult ErrorIs(const absl::Status& status,
+                                 absl::string_view where,
+                                 absl::string_view hint = "") {
+  if (status.ok()) {
+    return testing::AssertionFailure()
+           << "expected an error at '" << where << "', got OK";
+  }
+  std::string message(status.message());
+  if (status.code() != absl::StatusCode::kInvalidArgument) {
+    return testing::AssertionFailure() << "not INVALID_ARGUMENT: " << status;
+  }
+  if (!absl::StartsWith(message, where)) {
+    return testing::AssertionFailure()
+           << "message: " << message << "\nexpected to start with: " << where;
+  }
+  if (!absl::StrContains(message, hint)) {
+    return testing::AssertionFailure()
+           << "message: " << message << "\nexpected to contain: " << hint;
+  }
+  if (absl::StrContains(message, '\n')) {
+    return testing::AssertionFailure() << "not one line: " << message;
+  }
+  return testing::AssertionSuccess();
+}
+
+TEST(ConfigLoaderTest, MinimalConfigIsValid) {
+  EXPECT_TRUE(Check(Lines({kWire, kWorker})).ok())
+      << Check(Lines({kWire, kWorker}));
+  EXPECT_TRUE(Check(Lines({kWire, kHost, kPair, kWorker})).ok());
+}
+
+// --- Syntax errors: protobuf's position, 1-based, plus what would be right.
+
+TEST(SyntaxTest, UnknownFieldListsTheFields) {
+  absl::Status s = Check(Lines({kWire, R"(ports { nme: "x" })"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:2:9: ", "no field named \"nme\""));
+  EXPECT_TRUE(ErrorIs(
+      s, "t.textproto:2:9: ", "The fields of Port are: name, pci, vdev, role"));
+}
+
+TEST(SyntaxTest, WrongValueType) {
+  absl::Status s = Check(Lines({"ports {", "  name: 3", "}"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:2:9: ", "Expected string"));
+}
+
+TEST(SyntaxTest, UnknownEnumNameListsTheValues) {
+  absl::Status s = Check(Lines({"ports {", "  role: WIRE", "}"}));
+  EXPECT_TRUE(ErrorIs(
+      s, "t.textproto:2:9: ", "Write one of: PORT_ROLE_WIRE, PORT_ROLE_HOST"));
+}
+
+TEST(SyntaxTest, OneofSetTwice) {
+  absl::Status s = Check(Lines(
+      {"ports {", "  vdev: \"net_ring0\"", "  pci: \"0000:03:00.0\"", "}"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:3: ", "Keep only one of them"));
+}
+
+TEST(SyntaxTest, UnclosedBlock) {
+  absl::Status s = Check(Lines({kWire, "runtime {"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:1: ", "end of file"));
+}
+
+TEST(SyntaxTest, SingularFieldTwice) {
+  absl::Status s = Check(Lines({"main_lcore: 1", "main_lcore: 2"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:2:1: ", "Write it once"));
+}
+
+TEST(SyntaxTest, ParamGivenTwice) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kWorker,                                         // 1-2
+      "handlers {",                                    // 3
+      "  name: \"c\" kind: \"count\"",                 // 4
+      "  params { key: \"by\" value: \"none\" }",      // 5
+      "  params { key: \"by\" value: \"ip_proto\" }",  // 6
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:6:3: handlers[0].params[\"by\"]: ",
+                      "given twice (first on line 5); keep one"));
+}
+
+// --- Ports.
+
+TEST(PortsTest, NoPorts) {
+  EXPECT_TRUE(ErrorIs(Check(Lines({kWorker})),
+                      "t.textproto: ports: ", "add at least one"));
+}
+
+TEST(PortsTest, TooManyPorts) {
+  std::string text(kWorker);
+  for (int i = 0; i <= RTE_MAX_ETHPORTS; ++i) {
+    absl::StrAppend(&text, "\nports { name: \"p", i, "\" vdev: \"net_ring", i,
+                    "\" role: PORT_ROLE_WIRE }");
+  }
+  EXPECT_TRUE(ErrorIs(Check(text),
+                      absl::StrCat("t.textproto:", RTE_MAX_ETHPORTS + 2,
+                                   ":1: ports[", RTE_MAX_ETHPORTS, "]: "),
+                      "RTE_MAX_ETHPORTS"));
+}
+
+TEST(PortsTest, NameMissing) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kWorker,
+      "ports {",  // 3
+      "  vdev: \"net_ring1\"",
+      "  role: PORT_ROLE_HOST",
+      "}",
+  }));
+  // The field is absent: the error points at its block.
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:1: ports[1].name: ",
+                      "give the port a short unique name"));
+}
+
+TEST(PortsTest, NameWithBadCharacter) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",
+      "  name: \"wire 0\"",  // 3
+      "  vdev: \"net_ring1\"",
+      "  role: PORT_ROLE_HOST",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:3: ports[0].name: ",
+                      "use only letters, digits, '_' and '-'"));
+}
+
+TEST(PortsTest, NameTooLong) {
+  std::string name(33, 'a');
+  std::string line = absl::StrCat("  name: \"", name, "\"");
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",
+      line,  // 3
+      "  vdev: \"net_ring1\"",
+      "  role: PORT_ROLE_HOST",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:3: ports[0].name: ",
+                      "is 33 characters long; use at most 32"));
+  // 32 is fine.
+  std::string ok_line = absl::StrCat("  name: \"", std::string(32, 'a'), "\"");
+  EXPECT_TRUE(Check(Lines({kWorker, "ports {", ok_line, "  vdev: \"net_ring1\"",
+                           "  role: PORT_ROLE_HOST", "}"}))
+                  .ok());
+}
+
+TEST(PortsTest, NameDuplicate) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kWorker,
+      "ports {",
+      "  name: \"wire0\"",  // 4
+      "  vdev: \"net_ring1\"",
+      "  role: PORT_ROLE_HOST",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:4:3: ports[1].name: ",
+                      "is already the name of ports[0] on line 1"));
+}
+
+TEST(PortsTest, NoDevice) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",  // 2
+      "  name: \"wire0\"",
+      "  role: PORT_ROLE_WIRE",
+      "}",
+  }));
+  EXPECT_TRUE(
+      ErrorIs(s, "t.textproto:2:1: ports[0]: ", "set exactly one of pci:"));
+}
+
+TEST(PortsTest, EmptyVdev) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",
+      "  name: \"wire0\"",
+      "  vdev: \"\"",  // 4
+      "  role: PORT_ROLE_WIRE",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:4:3: ports[0].vdev: ",
+                      "empty; write a DPDK virtual device"));
+}
+
+TEST(PortsTest, VdevWithSpaces) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",
+      "  name: \"wire0\"",
+      "  vdev: \"net_af_packet0, iface=veth0\"",  // 4
+      "  role: PORT_ROLE_WIRE",
+      "}",
+  }));
+  EXPECT_TRUE(
+      ErrorIs(s, "t.textproto:4:3: ports[0].vdev: ", "contains white space"));
+}
+
+TEST(PortsTest, VdevWithoutDeviceName) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      R"(ports { name: "wire0" vdev: ",iface=x" role: PORT_ROLE_WIRE })",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:2:23: ports[0].vdev: ",
+                      "does not start with a device name"));
+}
+
+TEST(PortsTest, BadPciAddress) {
+  for (absl::string_view pci :
+       {"03:00", "0000:3:00.0", "0000:03:20.0", "0000:03:00.8", "eth0",
+        "0000:03:00.0.1", "0000:0g:00.0"}) {
+    std::string line = absl::StrCat("  pci: \"", pci, "\"");
+    absl::Status s = Check(Lines({
+        kWorker,
+        "ports {",
+        "  name: \"wire0\"",
+        line,  // 4
+        "  role: PORT_ROLE_WIRE",
+        "}",
+    }));
+    EXPECT_TRUE(ErrorIs(s, "t.textproto:4:3: ports[0].pci: ",
+                        "is not a PCI address; write domain:bus:device"))
+        << pci;
+  }
+}
+
+TEST(PortsTest, GoodPciAddresses) {
+  for (absl::string_view pci :
+       {"0000:03:00.0", "03:00.1", "0000:af:1f.7", "10000:03:00.0",
+        "0000:03:00.0,txq_inline_max=128"}) {
+    std::string line = absl::StrCat("ports { name: \"w\" pci: \"", pci,
+                                    "\" role: PORT_ROLE_WIRE }");
+    EXPECT_TRUE(Check(Lines({kWorker, line})).ok())
+        << pci << ": " << Check(Lines({kWorker, line}));
+  }
+}
+
+TEST(PortsTest, DuplicateDevice) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kWorker,
+      "ports {",
+      "  name: \"host0\"",
+      "  vdev: \"net_ring0,foo=1\"",  // 5
+      "  role: PORT_ROLE_HOST",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:5:3: ports[1].vdev: ",
+                      "device \"net_ring0\" is already ports[0] on line 1"));
+  // The same PCI device written with and without its domain.
+  s = Check(Lines({
+      kWorker,
+      R"(ports { name: "a" pci: "0000:03:00.0" role: PORT_ROLE_WIRE })",
+      R"(ports { name: "b" pci: "03:00.0" role: PORT_ROLE_HOST })",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:19: ports[1].pci: ",
+                      "device \"0000:03:00.0\" is already ports[0]"));
+}
+
+TEST(PortsTest, RoleUnset) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",  // 2
+      "  name: \"wire0\"",
+      "  vdev: \"net_ring0\"",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:2:1: ports[0].role: ",
+                      "not set; write role: PORT_ROLE_WIRE"));
+}
+
+TEST(PortsTest, RoleUnknownNumber) {
+  absl::Status s = Check(Lines({
+      kWorker,
+      "ports {",
+      "  name: \"wire0\"",
+      "  vdev: \"net_ring0\"",
+      "  role: 7",  // 5
+      "}",
+  }));
+  EXPECT_TRUE(
+      ErrorIs(s, "t.textproto:5:3: ports[0].role: ", "7 is not a port role"));
+}
+
+// A port with one extra field on its own line (line 3 of the config).
+std::string PortWith(absl::string_view field) {
+  return Lines({
+      kWorker,
+      R"(ports { name: "wire0" vdev: "net_ring0" role: PORT_ROLE_WIRE)",
+      absl::StrCat("  ", field),  // 3
+      "}",
+  });
+}
+
+TEST(PortsTest, Queues) {
+  EXPECT_TRUE(
+      ErrorIs(Check(PortWith("queues: 65")),
+              "t.textproto:3:3: ports[0].queues: ", "65 is more than 64"));
+  EXPECT_TRUE(Check(PortWith("queues: 64")).ok());
+  EXPECT_TRUE(Check(PortWith("queues: 0")).ok());
+}
+
+TEST(PortsTest, Mtu) {
+  for (absl::string_view bad : {"mtu: 67", "mtu: 9601", "mtu: 1"}) {
+    EXPECT_TRUE(ErrorIs(Check(PortWith(bad)), "t.textproto:3:3: ports[0].mtu: ",
+                        "is outside 68..9600 bytes"))
+        << bad;
+  }
+  for (absl::string_view good : {"mtu: 0", "mtu: 68", "mtu: 9600"}) {
+    EXPECT_TRUE(Check(PortWith(good)).ok()) << good;
+  }
+}
+
+TEST(PortsTest, Descriptors) {
+  for (absl::string_view bad :
+       {"rx_descriptors: 1000", "rx_descriptors: 32", "rx_descriptors: 8192"}) {
+    EXPECT_TRUE(ErrorIs(Check(PortWith(bad)),
+                        "t.textproto:3:3: ports[0].rx_descriptors: ",
+                        "is not a power of two in 64..4096"))
+        << bad;
+  }
+  EXPECT_TRUE(
+      ErrorIs(Check(PortWith("tx_descriptors: 100")),
+              "t.textproto:3:3: ports[0].tx_descriptors: ", "or 0 for 1024"));
+  for (absl::string_view good :
+       {"rx_descriptors: 0", "rx_descriptors: 64", "tx_descriptors: 4096"}) {
+    EXPECT_TRUE(Check(PortWith(good)).ok()) << good;
+  }
+}
+
+// --- Port pairs.
+
+TEST(PortPairsTest, UnknownPort) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kHost,
+      kWorker,
+      "port_pairs {",
+      "  a: \"wire0\"",
+      "  b: \"host1\"",  // 6
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:6:3: port_pairs[0].b: ",
+                      "no port is named \"host1\"; ports are: wire0, host0"));
+}
+
+TEST(PortPairsTest, MissingSide) {
+  absl::Status s =
+      Check(Lines({kWire, kHost, kWorker, "port_pairs { a: \"wire0\" }"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:4:1: port_pairs[0].b: ", "missing"));
+}
+
+TEST(PortPairsTest, SamePortTwice) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kHost,
+      kWorker,
+      "port_pairs {",
+      "  a: \"wire0\"",
+      "  b: \"wire0\"",  // 6
+      "}",
+  }));
+  EXPECT_TRUE(
+      ErrorIs(s, "t.textproto:6:3: port_pairs[0].b: ", "two different ports"));
+}
+
+TEST(PortPairsTest, PortInTwoPairs) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kHost,
+      R"(ports { name: "host1" vdev: "net_ring2" role: PORT_ROLE_HOST })",
+      kWorker,
+      kPair,  // 5
+      "port_pairs {",
+      "  a: \"host1\"",
+      "  b: \"wire0\"",  // 8
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:8:3: port_pairs[1].b: ",
+                      "port \"wire0\" is already in port_pairs[0] on line 5"));
+}
+
+// --- Workers and the main lcore.
+
+TEST(WorkersTest, NoWorkers) {
+  EXPECT_TRUE(
+      ErrorIs(Check(Lines({kWire})), "t.textproto: workers: ", "workers: [1]"));
+}
+
+TEST(WorkersTest, CoreOutOfRange) {
+  EXPECT_TRUE(ErrorIs(Check(Lines({kWire, "workers: 1", "workers: 1024"})),
+                      "t.textproto:3:1: workers[1]: ",
+                      "core 1024 is out of range; cores are 0..1023"));
+  EXPECT_TRUE(Check(Lines({kWire, "workers: 1023"})).ok());
+}
+
+TEST(WorkersTest, WorkerOnMainLcore) {
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines({kWire, "main_lcore: 2", "workers: 1", "workers: 2"})),
+      "t.textproto:4:1: workers[1]: ", "core 2 is also main_lcore"));
+  EXPECT_TRUE(
+      ErrorIs(Check(Lines({kWire, "workers: 0"})),
+              "t.textproto:2:1: workers[0]: ", "core 0 is also main_lcore"));
+}
+
+TEST(WorkersTest, DuplicateCore) {
+  EXPECT_TRUE(
+      ErrorIs(Check(Lines({kWire, "workers: 1", "workers: 2", "workers: 1"})),
+              "t.textproto:4:1: workers[2]: ", "core 1 is already workers[0]"));
+}
+
+TEST(WorkersTest, ListSyntaxPointsAtTheList) {
+  EXPECT_TRUE(
+      ErrorIs(Check(Lines({kWire, "", "workers: [1, 2, 1]"})),
+              "t.textproto:3:1: workers[2]: ", "core 1 is already workers[0]"));
+}
+
+TEST(WorkersTest, MainLcoreOutOfRange) {
+  EXPECT_TRUE(
+      ErrorIs(Check(Lines({kWire, kWorker, "main_lcore: 5000"})),
+              "t.textproto:3:1: main_lcore: ", "core 5000 is out of range"));
+}
+
+TEST(WorkersTest, TooManyWorkers) {
+  std::string text(kWire);
+  for (int i = 1; i <= RTE_MAX_LCORE; ++i) {
+    absl::StrAppend(&text, "\nworkers: ", i);
+  }
+  EXPECT_TRUE(ErrorIs(Check(text),
+                      absl::StrCat("t.textproto:", RTE_MAX_LCORE + 1,
+                                   ":1: workers[", RTE_MAX_LCORE - 1, "]: "),
+                      "RTE_MAX_LCORE"));
+}
+
+// --- Addresses.
+
+std::string AddressesWith(absl::string_view field) {
+  return Lines({
+      kWire,
+      kWorker,
+      "addresses {",
+      absl::StrCat("  ", field),  // 4
+      "}",
+  });
+}
+
+TEST(AddressesTest, Mac) {
+  EXPECT_TRUE(ErrorIs(Check(AddressesWith("mac: \"02:00:00:00:01\"")),
+                      "t.textproto:4:3: addresses.mac: ",
+                      "is not a MAC address; write six hex bytes"));
+  EXPECT_TRUE(ErrorIs(Check(AddressesWith("mac: \"01:00:5e:00:00:01\"")),
+                      "t.textproto:4:3: addresses.mac: ", "not a unicast MAC"));
+  EXPECT_TRUE(ErrorIs(Check(AddressesWith("mac: \"00:00:00:00:00:00\"")),
+                      "t.textproto:4:3: addresses.mac: ", "not a unicast MAC"));
+  EXPECT_TRUE(Check(AddressesWith("mac: \"02:00:00:00:00:01\"")).ok());
+  EXPECT_TRUE(Check(AddressesWith("mac: \"02:AB:cd:00:00:01\"")).ok());
+}
+
+TEST(AddressesTest, Ipv4) {
+  EXPECT_TRUE(ErrorIs(Check(AddressesWith("ipv4: \"192.0.2.10/24\"")),
+                      "t.textproto:4:3: addresses.ipv4[0]: ",
+                      "has a prefix length; write the address alone"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("ipv4: \"192.0.2\"")),
+      "t.textproto:4:3: addresses.ipv4[0]: ", "is not an IPv4 address"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("ipv4: \"fd00::1\"")),
+      "t.textproto:4:3: addresses.ipv4[0]: ", "is not an IPv4 address"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("ipv4: \"224.0.0.1\"")),
+      "t.textproto:4:3: addresses.ipv4[0]: ", "is not a unicast address"));
+  EXPECT_TRUE(
+      ErrorIs(Check(AddressesWith("ipv4: \"192.0.2.1\" ipv4: \"192.0.2.2\" "
+                                  "ipv4: \"192.0.2.1\"")),
+              "t.textproto:4:39: addresses.ipv4[2]: ",
+              "is listed twice (addresses.ipv4[0] on line 4)"));
+  EXPECT_TRUE(
+      Check(AddressesWith("ipv4: [\"192.0.2.10\", \"10.0.0.1\"]")).ok());
+}
+
+TEST(AddressesTest, Ipv6) {
+  EXPECT_TRUE(
+      ErrorIs(Check(AddressesWith("ipv6: \"fd00::1/64\"")),
+              "t.textproto:4:3: addresses.ipv6[0]: ", "has a prefix length"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("ipv6: \"fd00:::1\"")),
+      "t.textproto:4:3: addresses.ipv6[0]: ", "is not an IPv6 address"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("ipv6: \"ff02::1\"")),
+      "t.textproto:4:3: addresses.ipv6[0]: ", "is not a unicast address"));
+  EXPECT_TRUE(Check(AddressesWith("ipv6: \"fd00:1::10\"")).ok());
+}
+
+TEST(AddressesTest, DiadNode) {
+  EXPECT_TRUE(
+      ErrorIs(Check(AddressesWith("diad_node: \"2001:db8::1\"")),
+              "t.textproto:4:3: addresses.diad_node: ", "is not in fc00::/7"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("diad_node: \"10.0.0.1\"")),
+      "t.textproto:4:3: addresses.diad_node: ", "is not an IPv6 address"));
+  EXPECT_TRUE(ErrorIs(
+      Check(AddressesWith("diad_node: \"fd00::/64\"")),
+      "t.textproto:4:3: addresses.diad_node: ", "without prefix length"));
+  EXPECT_TRUE(Check(AddressesWith("diad_node: \"fd00:d1ad::1\"")).ok());
+  EXPECT_TRUE(Check(AddressesWith("diad_node: \"fc00::2\"")).ok());
+}
+
+// --- Handlers.
+
+// A handler block starting on line 3; `fields` go on lines 4, 5, ...
+std::string HandlerWith(std::initializer_list<absl::string_view> fields) {
+  std::vector<std::string> lines = {std::string(kWire), std::string(kWorker),
+                                    "handlers {"};
+  for (absl::string_view field : fields) {
+    lines.push_back(absl::StrCat("  ", field));
+  }
+  lines.push_back("}");
+  return absl::StrCat(absl::StrJoin(lines, "\n"), "\n");
+}
+
+TEST(HandlersTest, NameMissing) {
+  EXPECT_TRUE(ErrorIs(
+      Check(HandlerWith({"kind: \"count\""})),
+      "t.textproto:3:1: handlers[0].name: ", "give the handler a unique name"));
+}
+
+TEST(HandlersTest, NameBad) {
+  EXPECT_TRUE(ErrorIs(Check(HandlerWith({"name: \"a b\"", "kind: \"count\""})),
+                      "t.textproto:4:3: handlers[0].name: ", "use only"));
+}
+
+TEST(HandlersTest, NameDuplicate) {
+  absl::Status s = Check(Lines({
+      kWire,
+      kWorker,
+      R"(handlers { name: "c" kind: "count" })",  // 3
+      "handlers {",
+      "  name: \"c\"",  // 5
+      "  kind: \"count\"",
+      "}",
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:5:3: handlers[1].name: ",
+                      "is already the name of handlers[0] on line 3"));
+}
+
+TEST(HandlersTest, KindMissing) {
+  EXPECT_TRUE(ErrorIs(Check(HandlerWith({"name: \"c\""})),
+                      "t.textproto:3:1: handlers[0].kind: ",
+                      "missing; set the handler kind, one of: "));
+}
+
+TEST(HandlersTest, UnknownKindListsTheKnownOnes) {
+  absl::Status s = Check(HandlerWith({"name: \"c\"", "kind: \"cnt\""}));
+  EXPECT_TRUE(
+      ErrorIs(s, "t.textproto:5:3: handlers[0].kind: ",
+              "\"cnt\" is not a compiled-in handler kind; use one of:"));
+  EXPECT_TRUE(absl::StrContains(s.message(), "count"));
+  EXPECT_TRUE(absl::StrContains(s.message(), "filter"));
+  EXPECT_TRUE(absl::StrContains(s.message(), "xor_payload"));
+}
+
+TEST(HandlersTest, UnknownParamPointsAtItsEntry) {
+  absl::Status s = Check(HandlerWith({
+      "name: \"c\"", "kind: \"count\"",
+      "params { key: \"by\" value: \"none\" }",
+      "params { key: \"bogus\" value: \"1\" }",  // 7
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:7:3: handlers[0].params[\"bogus\"]: ",
+                      "kind \"count\": unknown parameter 'bogus'; this "
+                      "handler takes: by, buckets"));
+}
+
+TEST(HandlersTest, MalformedParamValue) {
+  absl::Status s = Check(HandlerWith({
+      "name: \"c\"", "kind: \"count\"",
+      "params { key: \"buckets\" value: \"many\" }",  // 6
+  }));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:6:3: handlers[0].params[\"buckets\"]: ",
+                      "parameter 'buckets' = 'many': not an unsigned integer"));
+  s = Check(HandlerWith({
+      "name: \"c\"",
+      "kind: \"count\"",
+      "params { key: \"buckets\" value: \"0\" }",
+  }));
+  EXPECT_TRUE(ErrorIs(
+      s, "t.textproto:6:3: handlers[0].params[\"buckets\"]: ", "out of range"));
+}
+
+TEST(HandlersTest, MissingRequiredParam) {
+  absl::Status s = Check(HandlerWith({"name: \"x\"", "kind: \"xor_payload\""}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:3:1: handlers[0].params: ",
+                      "missing required parameter 'key'"));
+}
+
+TEST(HandlersTest, ParamRejectedByTheKind) {
+  // The schema takes any string for `by`; the kind's factory does not.
+  absl::Status s = Check(HandlerWith({
+      "name: \"c\"", "kind: \"count\"",
+      "params { key: \"by\" value: \"colour\" }",  // 6
+  }));
+  EXPECT_TRUE(ErrorIs(
+      s, "t.textproto:6:3: handlers[0].params[\"by\"]: ", "kind \"count\": "));
+  EXPECT_TRUE(absl::StrContains(s.message(), "colour"));
+}
+
+TEST(HandlersTest, StateSize) {
+  EXPECT_TRUE(ErrorIs(
+      Check(
+          HandlerWith({"name: \"c\"", "kind: \"count\"",
+                       absl::StrCat("state_size: ", Ectx::kMaxStateSize + 1)})),
+      "t.textproto:6:3: handlers[0].state_size: ",
+      absl::StrCat("over the limit of ", Ectx::kMaxStateSize)));
+  EXPECT_TRUE(ErrorIs(
+      Check(HandlerWith({"name: \"c\"", "kind: \"count\"", "state_size: 8"})),
+      "t.textproto:6:3: handlers[0].state_size: ",
+      "8 bytes is below the 16 bytes kind \"count\" needs"));
+  EXPECT_TRUE(
+      Check(HandlerWith({"name: \"c\"", "kind: \"count\"",
+                         absl::StrCat("state_size: ", Ectx::kMaxStateSize)}))
+          .ok());
+}
+
+TEST(HandlersTest, InitialStateLargerThanState) {
+  EXPECT_TRUE(ErrorIs(
+      Check(HandlerWith({"name: \"c\"", "kind: \"count\"", "state_size: 16",
+                         "initial_state: \"0123456789abcdefg\""})),
+      "t.textproto:7:3: handlers[0].initial_state: ",
+      "17 bytes do not fit in the 16-byte state"));
+  // The kind's minimum (16 for count) counts when state_size is 0.
+  EXPECT_TRUE(
+      ErrorIs(Check(HandlerWith({"name: \"c\"", "kind: \"count\"",
+                                 "initial_state: \"0123456789abcdefg\""})),
+              "t.textproto:6:3: handlers[0].initial_state: ", "16-byte state"));
+  EXPECT_TRUE(Check(HandlerWith({"name: \"c\"", "kind: \"count\"",
+                                 "initial_state: \"0123456789abcdef\""}))
+                  .ok());
+}
+
+TEST(HandlersTest, OverrunLimitWithoutBudget) {
+  EXPECT_TRUE(ErrorIs(Check(HandlerWith({"name: \"c\"", "kind: \"count\"",
+                                         "disable_after_overruns: 3"})),
+                      "t.textproto:6:3: handlers[0].disable_after_overruns: ",
+                      "set cycle_budget"));
+  EXPECT_TRUE(
+      Check(HandlerWith({"name: \"c\"", "kind: \"count\"", "cycle_budget: 1000",
+                         "disable_after_overruns: 3"}))
+          .ok());
+}
+
+// A count handler whose match block starts on line 5; `fields` go on lines
+// 6, 7, ...
+std::string MatchWith(std::initializer_list<absl::string_view> fields) {
+  std::vector<std::string> lines = {
+      std::string(kWire), std::string(kHost), std::string(kWorker),
+      R"(handlers { name: "c" kind: "count")", "  match {"};
+  for (absl::string_view field : fields) {
+    lines.push_back(absl::StrCat("    ", field));
+  }
+  lines.push_back("  }");
+  lines.push_back("}");
+  return absl::StrCat(absl::StrJoin(lines, "\n"), "\n");
+}
+
+TEST(MatchTest, InPortsMustExist) {
+  EXPECT_TRUE(
+      ErrorIs(Check(MatchWith({"in_ports: \"wire0\"", "in_ports: \"wire9\""})),
+              "t.textproto:7:5: handlers[0].match.in_ports[1]: ",
+              "no port is named \"wire9\"; ports are: wire0, host0"));
+  EXPECT_TRUE(Check(MatchWith({"in_ports: [\"wire0\", \"host0\"]"})).ok());
+}
+
+TEST(MatchTest, Ethertype) {
+  EXPECT_TRUE(ErrorIs(Check(MatchWith({"ethertype: 0x10000"})),
+                      "t.textproto:6:5: handlers[0].match.ethertype: ",
+                      "0x10000 does not fit in 16 bits"));
+  EXPECT_TRUE(ErrorIs(
+      Check(MatchWith({"ethertype: 0x05dc"})),
+      "t.textproto:6:5: handlers[0].match.ethertype: ", "is an 802.3 length"));
+  EXPECT_TRUE(Check(MatchWith({"ethertype: 0x0806"})).ok());
+  EXPECT_TRUE(Check(MatchWith({"ethertype: 0xffff"})).ok());
+}
+
+TEST(MatchTest, IpProto) {
+  EXPECT_TRUE(ErrorIs(Check(MatchWith({"ip_proto: 256"})),
+                      "t.textproto:6:5: handlers[0].match.ip_proto: ",
+                      "256 is not an IP protocol number; use 0..255"));
+  EXPECT_TRUE(ErrorIs(
+      Check(MatchWith({"ethertype: 0x0806", "ip_proto: 6"})),
+      "t.textproto:7:5: handlers[0].match.ip_proto: ", "would never match"));
+  EXPECT_TRUE(Check(MatchWith({"ip_proto: 255"})).ok());
+  EXPECT_TRUE(Check(MatchWith({"ip_proto: 0"})).ok());
+}
+
+TEST(MatchTest, Prefixes) {
+  absl::Status s = Check(MatchWith({"src_prefix: \"10.0.0.1/8\""}));
+  EXPECT_TRUE(ErrorIs(
+      s, "t.textproto:6:5: handlers[0].match.src_prefix: ", "host bits set"));
+  EXPECT_TRUE(
+      ErrorIs(Check(MatchWith({"dst_prefix: \"10.0.0.0/33\""})),
+              "t.textproto:6:5: handlers[0].match.dst_prefix: ", "write e.g."));
+  EXPECT_TRUE(ErrorIs(Check(MatchWith({"src_prefix: \"10.0.0.0/8\"",
+                                       "dst_prefix: \"fd00::/64\""})),
+                      "t.textproto:7:5: handlers[0].match.dst_prefix: ",
+                      "is IPv6 but src_prefix is IPv4"));
+  EXPECT_TRUE(ErrorIs(
+      Check(MatchWith({"ethertype: 0x0800", "dst_prefix: \"fd00::/64\""})),
+      "t.textproto:7:5: handlers[0].match.dst_prefix: ",
+      "but ethertype is 0x0800"));
+  EXPECT_TRUE(Check(MatchWith({"src_prefix: \"10.0.0.0/8\"",
+                               "dst_prefix: \"192.0.2.1\""}))
+                  .ok());
+}
+
+TEST(MatchTest, PortRanges) {
+  EXPECT_TRUE(ErrorIs(Check(MatchWith({"src_port {", "  first: 65536", "}"})),
+                      "t.textproto:7:7: handlers[0].match.src_port.first: ",
+                      "65536 is not a TCP/UDP port"));
+  EXPECT_TRUE(ErrorIs(
+      Check(MatchWith({"dst_port {", "  first: 1", "  last: 70000", "}"})),
+      "t.textproto:8:7: handlers[0].match.dst_port.last: ",
+      "70000 is not a TCP/UDP port"));
+  EXPECT_TRUE(ErrorIs(
+      Check(MatchWith({"dst_port {", "  first: 100", "  last: 50", "}"})),
+      "t.textproto:8:7: handlers[0].match.dst_port.last: ",
+      "50 is below first (100)"));
+  EXPECT_TRUE(
+      ErrorIs(Check(MatchWith({"ip_proto: 1", "dst_port { first: 7 }"})),
+              "t.textproto:7:5: handlers[0].match.dst_port: ",
+              "L4 ports match only TCP and UDP"));
+  EXPECT_TRUE(Check(MatchWith({"ip_proto: 17", "dst_port { first: 53 }",
+                               "src_port { first: 1024 last: 65535 }"}))
+                  .ok());
+}
+
+// --- EAL arguments and runtime.
+
+TEST(EalArgsTest, LcoreOptionsConflict) {
+  for (absl::string_view arg :
+       {"-l", "-l1-3", "-c", "-c0x3", "--lcores", "--lcores=0@1",
+        "--main-lcore", "--master-lcore=0"}) {
+    std::string line = absl::StrCat("eal_args: \"", arg, "\"");
+    EXPECT_TRUE(ErrorIs(
+        Check(Lines({kWire, kWorker, "eal_args: \"-m\"", line})),
+        "t.textproto:4:1: eal_args[1]: ", "conflicts with the lcore layout"))
+        << arg;
+  }
+  EXPECT_TRUE(Check(Lines({kWire, kWorker,
+                           "eal_args: [\"--log-level\", \"lib.eal:debug\"]"}))
+                  .ok());
+}
+
+TEST(EalArgsTest, NoHugeWithInMemory) {
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines({kWire, kWorker, "eal_args: \"--in-memory\"",
+                   "eal_args: [\"-m\", \"64\"]", "eal_args: \"--no-huge\""})),
+      "t.textproto:5:1: eal_args[3]: ",
+      "replace --in-memory with --file-prefix"));
+  EXPECT_TRUE(
+      Check(Lines({kWire, kWorker, "eal_args: [\"--in-memory\"]"})).ok());
+}
+
+TEST(EalArgsTest, EmptyArgument) {
+  EXPECT_TRUE(ErrorIs(Check(Lines({kWire, kWorker, "eal_args: \"\""})),
+                      "t.textproto:3:1: eal_args[0]: ", "empty argument"));
+}
+
+TEST(RuntimeTest, Burst) {
+  EXPECT_TRUE(
+      ErrorIs(Check(Lines({kWire, kWorker, "runtime {", "  burst: 513", "}"})),
+              "t.textproto:4:3: runtime.burst: ",
+              "513 is over 512; use 1..512, or 0 for 32"));
+  EXPECT_TRUE(Check(Lines({kWire, kWorker, "runtime { burst: 512 }"})).ok());
+}
+
+// --- Error format details.
+
+TEST(ErrorFormatTest, WithoutLocationsThePathLeads) {
+  v1::Config config;
+  v1::Port* port = config.add_ports();
+  port->set_vdev("net_ring0");
+  port->set_role(v1::PORT_ROLE_WIRE);
+  config.add_workers(1);
+  absl::Status s = ValidateConfig(config);
+  EXPECT_TRUE(ErrorIs(s, "ports[0].name: missing"));
+}
+
+TEST(ErrorFormatTest, ValuesAreEscapedOntoOneLine) {
+  absl::Status s =
+      Check(Lines({kWorker, R"(ports { name: "a\nb" vdev: "net_ring0" )"
+                            R"(role: PORT_ROLE_WIRE })"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:2:9: ports[0].name: ", "\"a\\nb\""));
+}
+
+TEST(ErrorFormatTest, TabsAdvanceColumnsLikeProtobufSays) {
+  // Protobuf counts a tab as advancing to the next multiple of 8.
+  absl::Status s =
+      Check(Lines({kWire, kWorker, "runtime {", "\tburst: 513", "}"}));
+  EXPECT_TRUE(ErrorIs(s, "t.textproto:4:9: runtime.burst: "));
+}
+
+// --- Files.
+
+TEST(ParseConfigFileTest, MissingFile) {
+  absl::StatusOr<ParsedConfig> parsed =
+      ParseConfigFile("/nonexistent/spinnic.textproto");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StartsWith(parsed.status().message(),
+                               "/nonexistent/spinnic.textproto: cannot read"))
+      << parsed.status();
+}
+
+TEST(ParseConfigFileTest, DirectoryIsNotAConfig) {
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigFile("/");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_TRUE(absl::StrContains(parsed.status().message(), "cannot read"))
+      << parsed.status();
+}
+
+TEST(ParseConfigFileTest, ErrorsNameTheFile) {
+  std::string path = testing::TempDir() + "/bad.textproto";
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fputs("workers: 1\nports { name: \"w\" role: PORT_ROLE_WIRE }\n", file);
+  std::fclose(file);
+  absl::StatusOr<v1::Config> loaded = LoadConfig(path);
+  EXPECT_TRUE(ErrorIs(loaded.status(), absl::StrCat(path, ":2:1: ports[0]: "),
+                      "no device"));
+  std::remove(path.c_str());
+}
+
+std::string DeployConfig(absl::string_view name) {
+  return absl::StrCat(SPINNIC_SOURCE_DIR, "/deploy/configs/", name);
+}
+
+TEST(DeployConfigsTest, EveryExampleValidates) {
+  int count = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(DeployConfig(""))) {
+    if (entry.path().extension() != ".textproto") continue;
+    ++count;
+    absl::StatusOr<v1::Config> loaded = LoadConfig(entry.path().string());
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (!loaded.ok()) continue;
+    absl::StatusOr<DataplaneConfig> converted = ToDataplaneConfig(*loaded);
+    EXPECT_TRUE(converted.ok()) << converted.status();
+  }
+  EXPECT_GE(count, 3);
+}
+
+TEST(ToDataplaneConfigTest, PcapExample) {
+  absl::StatusOr<v1::Config> loaded =
+      LoadConfig(DeployConfig("example-pcap.textproto"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(*loaded);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+
+  ASSERT_EQ(dp->ports.size(), 2u);
+  const PortConfig& wire = dp->ports[0];
+  EXPECT_EQ(wire.name, "wire0");
+  EXPECT_TRUE(absl::StartsWith(wire.vdev, "net_pcap0,rx_pcap="));
+  EXPECT_EQ(wire.pci, "");
+  EXPECT_EQ(wire.existing, "");
+  EXPECT_EQ(wire.role, PortRole::kWire);
+  EXPECT_EQ(wire.queues, 1);
+  EXPECT_EQ(wire.mtu, 1500);
+  EXPECT_EQ(wire.rx_descriptors, 512);
+  EXPECT_EQ(wire.tx_descriptors, 512);
+  EXPECT_TRUE(wire.promiscuous);
+  const PortConfig& host = dp->ports[1];
+  EXPECT_EQ(host.name, "host0");
+  EXPECT_EQ(host.role, PortRole::kHost);
+  EXPECT_EQ(host.mtu, 0);
+  EXPECT_EQ(host.rx_descriptors, 1024);
+  EXPECT_EQ(host.tx_descriptors, 1024);
+
+  ASSERT_EQ(dp->port_pairs.size(), 1u);
+  EXPECT_EQ(dp->port_pairs[0], (std::pair<uint16_t, uint16_t>{0, 1}));
+  EXPECT_EQ(dp->worker_cores, std::vector<uint32_t>{1});
+  EXPECT_EQ(dp->mbufs, 8192u);
+  EXPECT_EQ(dp->burst, 32);
+
+  ASSERT_EQ(dp->handlers.size(), 2u);
+  const HandlerConfig& count = dp->handlers[0];
+  EXPECT_EQ(count.name, "udp-by-port");
+  EXPECT_EQ(count.kind, "count");
+  EXPECT_EQ(count.params.at("by"), "dst_port");
+  EXPECT_EQ(count.params.at("buckets"), "64");
+  EXPECT_EQ(count.state_size, 1024u);
+  EXPECT_EQ(count.cycle_budget, 20000u);
+  EXPECT_EQ(count.disable_after_overruns, 1000u);
+  EXPECT_EQ(count.priority, 10u);
+  EXPECT_EQ(count.match.in_port_mask, 0b01u);
+  EXPECT_EQ(count.match.ethertype, 0x0800);
+  EXPECT_TRUE(count.match.match_ip_proto);
+  EXPECT_EQ(count.match.ip_proto, 17);
+  EXPECT_FALSE(count.match.match_src);
+  EXPECT_FALSE(count.match.match_dst);
+  EXPECT_EQ(count.match.src_port_first, 0);
+  EXPECT_EQ(count.match.src_port_last, 0xffff);
+  EXPECT_EQ(count.match.dst_port_first, 1);
+  EXPECT_EQ(count.match.dst_port_last, 65535);
+
+  const HandlerConfig& filter = dp->handlers[1];
+  EXPECT_EQ(filter.kind, "filter");
+  EXPECT_TRUE(filter.match.match_dst);
+  EXPECT_TRUE(filter.match.dst.is_ipv4);
+  EXPECT_EQ(filter.match.dst.length, 96 + 24);
+  // last 0 means just first.
+  EXPECT_EQ(filter.match.dst_port_first, 80);
+  EXPECT_EQ(filter.match.dst_port_last, 80);
+  EXPECT_EQ(filter.match.ethertype, 0);
+}
+
+TEST(ToDataplaneConfigTest, MemifExample) {
+  absl::StatusOr<v1::Config> loaded =
+      LoadConfig(DeployConfig("example-memif.textproto"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(*loaded);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  ASSERT_EQ(dp->ports.size(), 2u);
+  EXPECT_FALSE(dp->ports[0].promiscuous);
+  EXPECT_FALSE(dp->ports[1].promiscuous);
+  EXPECT_EQ(dp->ports[0].queues, 0);
+  EXPECT_EQ(dp->worker_cores, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(dp->burst, 64);
+  ASSERT_EQ(dp->handlers.size(), 2u);
+  const MatchRule& xor_match = dp->handlers[0].match;
+  EXPECT_EQ(xor_match.in_port_mask, MatchRule::kAllPorts);
+  EXPECT_TRUE(xor_match.match_src);
+  EXPECT_FALSE(xor_match.src.is_ipv4);
+  EXPECT_EQ(xor_match.src.length, 64);
+  EXPECT_EQ(xor_match.src_port_first, 5000);
+  EXPECT_EQ(xor_match.src_port_last, 5099);
+  EXPECT_EQ(dp->handlers[1].match.in_port_mask, 0b10u);
+  EXPECT_FALSE(dp->handlers[1].match.match_ip_proto);
+}
+
+TEST(ToDataplaneConfigTest, DefaultsAreFilled) {
+  absl::StatusOr<v1::Config> loaded = LoadConfig("");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(*loaded);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  ASSERT_EQ(dp->ports.size(), 2u);
+  for (const PortConfig& port : dp->ports) {
+    EXPECT_EQ(port.queues, 0);  // one per worker, decided by the dataplane
+    EXPECT_EQ(port.mtu, 0);
+    EXPECT_EQ(port.rx_descriptors, 1024);
+    EXPECT_EQ(port.tx_descriptors, 1024);
+    EXPECT_TRUE(port.promiscuous);
+  }
+  EXPECT_EQ(dp->burst, 32);
+  EXPECT_EQ(dp->mbufs, 0u);
+  ASSERT_EQ(dp->handlers.size(), 2u);
+  EXPECT_EQ(dp->handlers[0].match.in_port_mask, MatchRule::kAllPorts);
+  EXPECT_TRUE(dp->handlers[0].match.match_ip_proto);
+  EXPECT_EQ(dp->handlers[0].match.ip_proto, 1);
+  EXPECT_EQ(dp->handlers[1].match.ip_proto, 58);
+  EXPECT_TRUE(dp->handlers[0].params.empty());
+}
+
+TEST(ToDataplaneConfigTest, ExplicitIpProtoZeroIsAMatch) {
+  absl::StatusOr<ParsedConfig> parsed =
+      ParseConfigText(MatchWith({"ip_proto: 0"}), kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_TRUE(dp->handlers[0].match.match_ip_proto);
+  EXPECT_EQ(dp->handlers[0].match.ip_proto, 0);
+}
+
+TEST(ToDataplaneConfigTest, RejectsInvalidConfig) {
+  v1::Config config;
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+  EXPECT_TRUE(ErrorIs(dp.status(), "ports: no ports are configured"));
+}
+
+// --- EAL arguments.
+
+TEST(BuildEalArgsTest, DenseLcoresThenConfigArgs) {
+  absl::StatusOr<ParsedConfig> parsed =
+      ParseConfigText(Lines({kWire, "main_lcore: 2", "workers: [3, 5, 7]",
+                             "eal_args: [\"--no-huge\", \"-m\", \"256\"]"}),
+                      kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(BuildEalArgs(parsed->config),
+            (std::vector<std::string>{"spinnicd", "--lcores", "0@2,1@3,2@5,3@7",
+                                      "--main-lcore", "0", "--no-huge", "-m",
+                                      "256"}));
+}
+
+TEST(BuildEalArgsTest, DefaultConfig) {
+  absl::StatusOr<v1::Config> loaded = LoadConfig("");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(
+      BuildEalArgs(*loaded),
+      (std::vector<std::string>{"spinnicd", "--lcores", "0@0,1@1",
+                                "--main-lcore", "0", "--no-huge", "-m", "512",
+                                "--no-pci", "--file-prefix", "spinnic"}));
+}
+
+// --- Overrides.
+
+TEST(OverridesTest, ReplaceAndAppend) {
+  ConfigOverrides overrides;
+  overrides.duration_s = 10;
+  overrides.stats_interval_ms = 250;
+  overrides.workers = std::vector<uint32_t>{4, 5};
+  overrides.main_lcore = 3;
+  overrides.extra_eal_args = {"--log-level", "lib.eal:debug"};
+  absl::StatusOr<v1::Config> loaded = LoadConfig("", overrides);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->runtime().duration_s(), 10u);
+  EXPECT_EQ(loaded->runtime().stats_interval_ms(), 250u);
+  EXPECT_EQ(loaded->main_lcore(), 3u);
+  ASSERT_EQ(loaded->workers_size(), 2);
+  EXPECT_EQ(loaded->workers(0), 4u);
+  EXPECT_EQ(loaded->workers(1), 5u);
+  std::vector<std::string> eal = BuildEalArgs(*loaded);
+  EXPECT_EQ(eal, (std::vector<std::string>{
+                     "spinnicd", "--lcores", "0@3,1@4,2@5", "--main-lcore", "0",
+                     "--no-huge", "-m", "512", "--no-pci", "--file-prefix",
+                     "spinnic", "--log-level", "lib.eal:debug"}));
+}
+
+TEST(OverridesTest, UnsetOverridesChangeNothing) {
+  absl::StatusOr<v1::Config> plain = LoadConfig("");
+  absl::StatusOr<v1::Config> overridden = LoadConfig("", ConfigOverrides{});
+  ASSERT_TRUE(plain.ok() && overridden.ok());
+  EXPECT_EQ(plain->SerializeAsString(), overridden->SerializeAsString());
+}
+
+TEST(OverridesTest, ErrorsInOverriddenFieldsBlameTheCommandLine) {
+  ConfigOverrides overrides;
+  overrides.workers = std::vector<uint32_t>{0};
+  EXPECT_TRUE(
+      ErrorIs(LoadConfig("", overrides).status(),
+              "command line: workers[0]: ", "core 0 is also main_lcore"));
+
+  overrides = {};
+  overrides.workers = std::vector<uint32_t>{};
+  EXPECT_TRUE(ErrorIs(LoadConfig("", overrides).status(),
+                      "command line: workers: ", "no worker cores"));
+
+  overrides = {};
+  overrides.extra_eal_args = {"--no-huge", "-l", "1"};
+  EXPECT_TRUE(ErrorIs(
+      LoadConfig("", overrides).status(),
+      "command line: eal_args[7]: ", "conflicts with the lcore layout"));
+
+  // A file field that conflicts with an overridden one keeps its position.
+  overrides = {};
+  overrides.main_lcore = 1;
+  EXPECT_TRUE(ErrorIs(LoadConfig("", overrides).status(),
+                      absl::StrCat(kDefaultConfigSourceName, ":"),
+                      "workers[0]: core 1 is also main_lcore"));
+}
+
+TEST(OverridesTest, AppliedWithoutLocations) {
+  v1::Config config;
+  ConfigOverrides overrides;
+  overrides.workers = std::vector<uint32_t>{9};
+  overrides.extra_eal_args = {"-m", "64"};
+  ApplyOverrides(overrides, &config);
+  EXPECT_EQ(config.workers_size(), 1);
+  EXPECT_EQ(config.eal_args_size(), 2);
+  // Runtime untouched when not overridden.
+  EXPECT_FALSE(config.has_runtime());
+}
+
+}  // namespace
+}  // namespace spinnic
