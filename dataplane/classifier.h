@@ -43,8 +43,10 @@ struct ParsedFrame {
   PacketLayers layers;
   FrameClass frame_class = FrameClass::kPassthrough;
   DropReason drop_reason = DropReason::kCount;  // valid when kDrop
-  std::array<uint8_t, 16> src_addr{};
-  std::array<uint8_t, 16> dst_addr{};
+  // Valid only when layers.is_ipv4 or layers.is_ipv6 (left unwritten
+  // otherwise: zeroing them costs per frame).
+  std::array<uint8_t, 16> src_addr;
+  std::array<uint8_t, 16> dst_addr;
   uint16_t src_port = 0;  // host order; 0 when there is no TCP/UDP header
   uint16_t dst_port = 0;
   bool has_l4_ports = false;
