@@ -126,6 +126,7 @@ void ParseIpv4(const uint8_t* data, uint32_t l3, uint32_t length,
     return Drop(out, DropReason::kTruncated);
   }
   out->layers.l3_offset = static_cast<uint16_t>(l3);
+  out->layers.l3_end = static_cast<uint16_t>(l3 + total_len);
   out->layers.is_ipv4 = true;
   out->layers.ip_proto = ip[9];
   StoreMappedIpv4(ip + 12, &out->src_addr);
@@ -152,6 +153,7 @@ void ParseIpv6(const uint8_t* data, uint32_t l3, uint32_t length,
   const uint32_t ip_end = l3 + kIpv6HeaderLen + LoadBe16(ip + 4);
   if (ip_end > length) return Drop(out, DropReason::kTruncated);
   out->layers.l3_offset = static_cast<uint16_t>(l3);
+  out->layers.l3_end = static_cast<uint16_t>(ip_end);
   out->layers.is_ipv6 = true;
   std::memcpy(out->src_addr.data(), ip + 8, 16);
   std::memcpy(out->dst_addr.data(), ip + 24, 16);

@@ -12,7 +12,8 @@
 namespace spinnic {
 
 // Why a frame is not forwarded. Every drop in the dataplane has one of these
-// reasons and a counter (see counters.h); names in DropReasonName().
+// reasons and a counter (see hpu.h, docs/counters.md); names in
+// DropReasonName().
 enum class DropReason : uint8_t {
   kRunt = 0,        // shorter than an Ethernet header
   kTruncated,       // an IP/L4 header or IP length runs past the frame end

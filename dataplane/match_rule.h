@@ -16,7 +16,9 @@ namespace spinnic {
 // An address prefix over the 16-byte form ParsedFrame uses (IPv4 mapped).
 struct AddressPrefix {
   std::array<uint8_t, 16> address{};
-  uint8_t length = 0;  // bits of `address` that must match; 0 matches all
+  // Leading bits of the 16-byte `address` that must match, counted in that
+  // 16-byte form: an IPv4 /8 is stored as 104 (96 + 8). 0 matches all.
+  uint8_t length = 0;
   bool is_ipv4 = false;
 
   // "10.0.0.0/8", "10.1.2.3" (a /32), "fd00::/64", "fd00::1" (a /128).

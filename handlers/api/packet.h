@@ -7,6 +7,7 @@
 #ifndef SPINNIC_HANDLERS_API_PACKET_H_
 #define SPINNIC_HANDLERS_API_PACKET_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -27,9 +28,11 @@ struct PacketLayers {
   uint16_t l3_offset = kAbsent;       // IPv4/IPv6 header (after VLAN tags)
   uint16_t l4_offset = kAbsent;       // TCP/UDP/ICMP header
   uint16_t payload_offset = kAbsent;  // first byte after the L4 header
-  uint16_t ethertype = 0;             // innermost ethertype, host order
-  uint8_t ip_proto = 0;               // IPv4 protocol / IPv6 next header
-  uint8_t vlan_tags = 0;              // 0, 1 or 2 (QinQ)
+  // One past the IP datagram's last byte: where Ethernet padding begins.
+  uint16_t l3_end = kAbsent;
+  uint16_t ethertype = 0;  // innermost ethertype, host order
+  uint8_t ip_proto = 0;    // IPv4 protocol / IPv6 next header
+  uint8_t vlan_tags = 0;   // 0, 1 or 2 (QinQ)
   bool is_ipv4 = false;
   bool is_ipv6 = false;
 };
@@ -45,13 +48,17 @@ class PacketView {
   std::span<const uint8_t> Bytes() const { return {data_, length_}; }
   uint32_t Length() const { return length_; }
 
-  // Bytes after the L4 header (empty if there is no L4 header).
+  // Bytes after the L4 header up to the end of the IP datagram (Ethernet
+  // padding excluded); empty if there is no L4 header.
   std::span<uint8_t> Payload() {
+    uint32_t end = layers_.l3_end == PacketLayers::kAbsent
+                       ? length_
+                       : std::min<uint32_t>(layers_.l3_end, length_);
     if (layers_.payload_offset == PacketLayers::kAbsent ||
-        layers_.payload_offset >= length_) {
+        layers_.payload_offset >= end) {
       return {};
     }
-    return {data_ + layers_.payload_offset, length_ - layers_.payload_offset};
+    return {data_ + layers_.payload_offset, end - layers_.payload_offset};
   }
 
   const PacketLayers& Layers() const { return layers_; }
