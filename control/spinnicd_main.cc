@@ -7,6 +7,7 @@
 // Exit codes: 0 clean stop, 2 bad config or flags (nothing started), 1 a
 // failure after the config was accepted (EAL, ports).
 #include <rte_eal.h>
+#include <rte_pdump.h>
 
 #include <atomic>
 #include <chrono>
@@ -173,6 +174,13 @@ int Run(int argc, char** argv) {
     Log(status.message());
     return kExitFailure;
   }
+  // Lets operators capture any port with dpdk-dumpcap / dpdk-pdump. Needs
+  // the EAL's multi-process channel and shared (hugepage) memory: without
+  // them capture is unavailable, which is worth a line but not a failure.
+  if (rte_pdump_init() != 0) {
+    Log("packet capture (pdump) unavailable: run with a --file-prefix and "
+        "without --no-shconf/--in-memory to use dpdk-dumpcap");
+  }
   int exit_code = 0;
   {
     absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
@@ -263,6 +271,7 @@ int Run(int argc, char** argv) {
       }
     }
   }
+  rte_pdump_uninit();
   rte_eal_cleanup();
   return exit_code;
 }
