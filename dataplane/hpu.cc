@@ -167,7 +167,7 @@ void Hpu::ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
                     frame.layers, in);
     current_in_port_ = in;
     current_ectx_ = ectx->id();
-    engine_.RunSinglePacketMessage(*ectx, view);
+    const bool invalid = engine_.RunSinglePacketMessage(*ectx, view).invalid;
     current_in_port_ = kNoPort;
     switch (view.GetDisposition()) {
       case Disposition::kForward:
@@ -176,7 +176,9 @@ void Hpu::ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
         out = in;
         break;
       case Disposition::kDrop:
-        DropPacket(in, packet, DropReason::kHandlerDrop);
+        DropPacket(
+            in, packet,
+            invalid ? DropReason::kHandlerInvalid : DropReason::kHandlerDrop);
         return;
       case Disposition::kConsume:
         rte_pktmbuf_free(packet);

@@ -38,6 +38,7 @@ void SpinEngine::Fail(const Ectx& ectx, MessageState& message,
                       EngineEvent event, EctxCounters& counters) {
   message.mode = MessageState::Mode::kFailed;
   if (event == kEventHandlerInvalid) {
+    message.invalid = true;
     counters.invalid.Add();
   } else {
     counters.failed.Add();

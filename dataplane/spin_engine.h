@@ -51,6 +51,8 @@ struct MessageState {
     kFailed,     // a handler failed: drop the rest
   };
   Mode mode = Mode::kStart;
+  // A handler returned a code not allowed where it did (mode is kFailed).
+  bool invalid = false;
   uint64_t dropped_bytes = 0;
 };
 
@@ -67,10 +69,12 @@ class SpinEngine {
   void Deliver(const Ectx& ectx, MessageState& message, PacketView& packet,
                bool first, bool last);
 
-  // A passthrough packet: a message of one packet.
-  void RunSinglePacketMessage(const Ectx& ectx, PacketView& packet) {
+  // A passthrough packet: a message of one packet. Returns how the message
+  // ended (e.g. `invalid`, to count the packet's drop under that reason).
+  MessageState RunSinglePacketMessage(const Ectx& ectx, PacketView& packet) {
     MessageState message;
     Deliver(ectx, message, packet, /*first=*/true, /*last=*/true);
+    return message;
   }
 
   // Ends a message whose remaining packets will never arrive (transport

@@ -19,12 +19,29 @@
 #include "absl/strings/str_cat.h"
 #include "dataplane/dataplane.h"
 #include "gtest/gtest.h"
+#include "handlers/api/handler.h"
 #include "tests/common/frames.h"
 
 namespace spinnic {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+
+// A handler that breaks the contract: PROCESS_DATA is a header-only code.
+class ReturnsInvalidCode {
+ public:
+  static constexpr absl::string_view kName = "test_invalid_code";
+  static constexpr absl::string_view kDescription = "returns a bad code";
+  static constexpr uint32_t kMinStateSize = 0;
+  static absl::StatusOr<std::unique_ptr<ReturnsInvalidCode>> Create(
+      const HandlerParams&) {
+    return std::make_unique<ReturnsInvalidCode>();
+  }
+  HandlerResult Payload(HandlerContext&, PacketView&) {
+    return HandlerResult::kProcessData;
+  }
+};
+SPINNIC_HANDLER(ReturnsInvalidCode);
 
 class EalEnvironment : public ::testing::Environment {
  public:
@@ -321,6 +338,26 @@ TEST_F(RingDataplaneTest, FilterDropsItsFlowAndCountsIt) {
   StatsSnapshot stats = dataplane_->Snapshot();
   EXPECT_EQ(Drops(Port(stats, 0), DropReason::kHandlerDrop), 1u);
   EXPECT_EQ(stats.ectxs[0].dropped, 1u);
+}
+
+TEST_F(RingDataplaneTest, InvalidHandlerCodeDropsAndCountsNotFatal) {
+  Start({Handler("bad", "test_invalid_code", UdpToPort(5))});
+  Bytes bad = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2",
+                           1, 5, Bytes(10, 0));
+  Bytes good = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                            "10.0.0.2", 1, 6, Bytes(10, 0));
+  Inject(0, bad);
+  Inject(0, good);
+  Poll();
+  EXPECT_EQ(Drain(1), std::vector<Bytes>{good});
+  StatsSnapshot stats = dataplane_->Snapshot();
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kHandlerInvalid), 1u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kHandlerDrop), 0u);
+  EXPECT_EQ(stats.ectxs[0].invalid, 1u);
+  std::vector<Event> events;
+  dataplane_->DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].code, kEventHandlerInvalid);
 }
 
 TEST_F(RingDataplaneTest, InstallAndRemoveTakeEffectBetweenBursts) {

@@ -221,6 +221,18 @@ TEST_F(SpinEngineTest, InvalidCodesAreCountedAndTreatedAsFail) {
   EXPECT_EQ(Counters().invalid.Get(), 3u);
 }
 
+TEST_F(SpinEngineTest, SinglePacketMessageReportsInvalidCodes) {
+  auto ectx = Make("test_scripted");
+  std::vector<uint8_t> bytes(10);
+  PacketView ok(bytes.data(), 10, PacketLayers(), 0);
+  EXPECT_FALSE(engine_.RunSinglePacketMessage(*ectx, ok).invalid);
+  script_ = Script();
+  script_.payload = {R::kProcessData};
+  PacketView bad(bytes.data(), 10, PacketLayers(), 0);
+  EXPECT_TRUE(engine_.RunSinglePacketMessage(*ectx, bad).invalid);
+  EXPECT_EQ(bad.GetDisposition(), D::kDrop);
+}
+
 TEST_F(SpinEngineTest, CompletionFailIsCountedWithEvent) {
   script_.completion = R::kFail;
   auto ectx = Make("test_scripted");
