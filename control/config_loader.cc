@@ -694,6 +694,24 @@ absl::Status CheckParams(const v1::HandlerInstall& handler,
   return absl::OkStatus();
 }
 
+// `message` without its quoted strings (the user's text, C-escaped as
+// Quote() writes it), so that a hint is looked for in the message's own
+// words only.
+std::string WithoutQuotedText(absl::string_view message) {
+  std::string out;
+  bool quoted = false;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] == '"') {
+      quoted = !quoted;
+    } else if (quoted && message[i] == '\\') {
+      ++i;  // an escaped character, '"' included
+    } else if (!quoted) {
+      out += message[i];
+    }
+  }
+  return out;
+}
+
 // One side of a match rule's L4 port range.
 absl::Status CheckPortRange(const v1::PortRange& range, const FieldPath& p,
                             const Reporter& r) {
@@ -772,15 +790,22 @@ absl::Status CheckMatch(const v1::Config& config, const v1::MatchRule& match,
     if (text.empty()) continue;
     absl::StatusOr<AddressPrefix> prefix = AddressPrefix::Parse(text);
     if (!prefix.ok()) {
-      // AddressPrefix::Parse quotes the text; add an example where it
-      // gives none.
-      absl::string_view why = prefix.status().message();
-      return r.Error(
-          p.F(field),
-          absl::StrCat(why, absl::StrContains(why, "write")
-                                ? ""
-                                : "; write e.g. \"10.0.0.0/24\", "
-                                  "\"fd00::/64\" or a host address"));
+      // AddressPrefix::Parse quotes the text and mostly says what to write.
+      // Say each once: a prefix without a length is its own address part
+      // ("X" in "X" -> "X"), and the example goes only where Parse gives
+      // no hint ("; write ..." or "; use ...") of its own.
+      const std::string quoted = Quote(text);
+      std::string why =
+          absl::StrReplaceAll(prefix.status().message(),
+                              {{absl::StrCat(quoted, " in ", quoted), quoted}});
+      const std::string own_words = WithoutQuotedText(why);
+      if (!absl::StrContains(own_words, "; write ") &&
+          !absl::StrContains(own_words, "; use ")) {
+        absl::StrAppend(&why,
+                        "; write e.g. \"10.0.0.0/24\", \"fd00::/64\" or a "
+                        "host address");
+      }
+      return r.Error(p.F(field), why);
     }
     int this_family = prefix->is_ipv4 ? 4 : 6;
     if (family != 0 && family != this_family) {

@@ -19,24 +19,6 @@ namespace {
 
 constexpr size_t kMaxPrefix = 64;
 
-// One past the last byte of the IP payload. PacketView::Payload() runs to the
-// end of the frame, which includes Ethernet padding on short frames; a prefix
-// of zeros must not match that padding.
-uint32_t IpPayloadEnd(const PacketView& packet) {
-  const PacketLayers& layers = packet.Layers();
-  std::span<const uint8_t> bytes = packet.Bytes();
-  uint32_t l3 = layers.l3_offset;
-  uint32_t end = packet.Length();
-  if (layers.is_ipv4 && l3 + 4 <= bytes.size()) {
-    end = l3 + (uint32_t{bytes[l3 + 2]} << 8 | bytes[l3 + 3]);
-  } else if (layers.is_ipv6 && l3 + 6 <= bytes.size()) {
-    // The classifier does not take jumbograms (payload length 0), so this
-    // length is the datagram's.
-    end = l3 + 40 + (uint32_t{bytes[l3 + 4]} << 8 | bytes[l3 + 5]);
-  }
-  return std::min(end, packet.Length());
-}
-
 class FilterHandler {
  public:
   static constexpr absl::string_view kName = "filter";
@@ -89,15 +71,14 @@ class FilterHandler {
     std::copy(prefix.begin(), prefix.end(), prefix_.begin());
   }
 
-  bool Matches(const PacketView& packet) const {
+  // Payload() ends at the IP datagram's end, so a prefix of zeros never
+  // matches the Ethernet padding of a short frame.
+  bool Matches(PacketView& packet) const {
     if (prefix_length_ == 0) return true;
-    uint32_t start = packet.Layers().payload_offset;
-    if (start == PacketLayers::kAbsent) return false;
-    uint32_t end = IpPayloadEnd(packet);
-    if (start > end || end - start < prefix_length_) return false;
-    std::span<const uint8_t> bytes = packet.Bytes();
+    std::span<const uint8_t> payload = packet.Payload();
+    if (payload.size() < prefix_length_) return false;
     return std::equal(prefix_.begin(), prefix_.begin() + prefix_length_,
-                      bytes.begin() + start);
+                      payload.begin());
   }
 
   // Inline rather than a vector: one less pointer chase per packet.

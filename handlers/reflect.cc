@@ -28,43 +28,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "handlers/api/handler.h"
+#include "handlers/api/net.h"
 
 namespace spinnic {
 namespace {
-
-constexpr uint8_t kProtoIcmp = 1;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
-
-constexpr uint8_t kIcmpEchoRequest = 8;
-constexpr uint8_t kIcmpEchoReply = 0;
-constexpr uint8_t kIcmpv6EchoRequest = 128;
-constexpr uint8_t kIcmpv6EchoReply = 129;
 
 void SwapRanges(std::span<uint8_t> bytes, uint32_t a, uint32_t b,
                 uint32_t length) {
   std::swap_ranges(bytes.begin() + a, bytes.begin() + a + length,
                    bytes.begin() + b);
-}
-
-uint16_t Load16(std::span<const uint8_t> bytes, uint32_t at) {
-  return static_cast<uint16_t>(bytes[at] << 8 | bytes[at + 1]);
-}
-
-void Store16(std::span<uint8_t> bytes, uint32_t at, uint16_t value) {
-  bytes[at] = static_cast<uint8_t>(value >> 8);
-  bytes[at + 1] = static_cast<uint8_t>(value);
-}
-
-// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), one's complement arithmetic.
-uint16_t UpdateChecksum(uint16_t checksum, uint16_t old_word,
-                        uint16_t new_word) {
-  uint32_t sum = uint32_t{static_cast<uint16_t>(~checksum)} +
-                 static_cast<uint16_t>(~old_word) + new_word;
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
 }
 
 class ReflectHandler {
@@ -101,18 +73,26 @@ class ReflectHandler {
     const uint32_t l4 = layers.l4_offset;
     if (layers.l4_offset != PacketLayers::kAbsent) {
       switch (layers.ip_proto) {
-        case kProtoTcp:
-        case kProtoUdp:
+        case net::kProtoTcp:
+        case net::kProtoUdp:
           if (l4 + 4 <= bytes.size()) SwapRanges(bytes, l4, l4 + 2, 2);
           break;
-        case kProtoIcmp:
-          if (layers.is_ipv4) {
-            AnswerEcho(bytes, l4, kIcmpEchoRequest, kIcmpEchoReply);
+        case net::kProtoIcmp:
+          if (layers.is_ipv4 &&
+              AnswerEcho(bytes, l4, net::kIcmpEchoRequest,
+                         net::kIcmpEchoReply) &&
+              net::Load16(bytes, l4 + 2) == 0) {
+            // Eqn. 3 gives 0x0000 where the right answer is 0xffff when
+            // every covered byte is zero (ICMPv4 has no pseudo-header to
+            // rule that out); a full sum settles it on this rare path.
+            size_t end = std::min<size_t>(layers.l3_end, bytes.size());
+            RecomputeIcmpChecksum(bytes.subspan(l4, end - l4));
           }
           break;
-        case kProtoIcmpv6:
+        case net::kProtoIcmpv6:
           if (layers.is_ipv6) {
-            AnswerEcho(bytes, l4, kIcmpv6EchoRequest, kIcmpv6EchoReply);
+            AnswerEcho(bytes, l4, net::kIcmpv6EchoRequest,
+                       net::kIcmpv6EchoReply);
           }
           break;
         default:
@@ -124,14 +104,28 @@ class ReflectHandler {
   }
 
  private:
-  static void AnswerEcho(std::span<uint8_t> bytes, uint32_t l4, uint8_t request,
+  // Turns an echo request into a reply in place; false if it is not one.
+  static bool AnswerEcho(std::span<uint8_t> bytes, uint32_t l4, uint8_t request,
                          uint8_t reply) {
-    if (l4 + 4 > bytes.size() || bytes[l4] != request) return;
-    uint16_t old_word = Load16(bytes, l4);
+    if (l4 + 4 > bytes.size() || bytes[l4] != request) return false;
+    uint16_t old_word = net::Load16(bytes, l4);
     bytes[l4] = reply;
-    uint16_t new_word = Load16(bytes, l4);
-    Store16(bytes, l4 + 2,
-            UpdateChecksum(Load16(bytes, l4 + 2), old_word, new_word));
+    uint16_t new_word = net::Load16(bytes, l4);
+    net::Store16(
+        bytes, l4 + 2,
+        net::UpdateChecksum(net::Load16(bytes, l4 + 2), old_word, new_word));
+    return true;
+  }
+
+  // Sets the checksum of the ICMPv4 message `icmp` from its bytes.
+  static void RecomputeIcmpChecksum(std::span<uint8_t> icmp) {
+    net::Store16(icmp, 2, 0);
+    uint64_t sum = 0;
+    for (size_t i = 0; i + 1 < icmp.size(); i += 2) {
+      sum += net::Load16(icmp, static_cast<uint32_t>(i));
+    }
+    if (icmp.size() % 2 != 0) sum += uint64_t{icmp.back()} << 8;
+    net::Store16(icmp, 2, static_cast<uint16_t>(~net::Fold(sum)));
   }
 };
 

@@ -16,6 +16,7 @@
 #ifndef SPINNIC_HANDLERS_API_TESTING_H_
 #define SPINNIC_HANDLERS_API_TESTING_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -124,12 +125,16 @@ inline PacketLayers LayersForTest(std::span<const uint8_t> frame) {
     }
     layers.is_ipv4 = true;
     layers.l3_offset = static_cast<uint16_t>(at);
+    layers.l3_end =
+        static_cast<uint16_t>(std::min<size_t>(at + u16(at + 2), frame.size()));
     proto = frame[at + 9];
     later_fragment = (u16(at + 6) & 0x1fff) != 0;
     at += header_length;
   } else if (ethertype == 0x86dd && at + 40 <= frame.size()) {
     layers.is_ipv6 = true;
     layers.l3_offset = static_cast<uint16_t>(at);
+    layers.l3_end = static_cast<uint16_t>(
+        std::min<size_t>(at + 40 + u16(at + 4), frame.size()));
     proto = frame[at + 6];
     at += 40;
     // Hop-by-hop, routing, fragment and destination options, as far as the

@@ -741,9 +741,9 @@ TEST(MatchTest, Prefixes) {
   absl::Status s = Check(MatchWith({"src_prefix: \"10.0.0.1/8\""}));
   EXPECT_TRUE(ErrorIs(
       s, "t.textproto:6:5: handlers[0].match.src_prefix: ", "host bits set"));
-  EXPECT_TRUE(
-      ErrorIs(Check(MatchWith({"dst_prefix: \"10.0.0.0/33\""})),
-              "t.textproto:6:5: handlers[0].match.dst_prefix: ", "write e.g."));
+  EXPECT_TRUE(ErrorIs(Check(MatchWith({"dst_prefix: \"10.0.0.0/33\""})),
+                      "t.textproto:6:5: handlers[0].match.dst_prefix: ",
+                      "is too long for IPv4; use 0..32"));
   EXPECT_TRUE(ErrorIs(Check(MatchWith({"src_prefix: \"10.0.0.0/8\"",
                                        "dst_prefix: \"fd00::/64\""})),
                       "t.textproto:7:5: handlers[0].match.dst_prefix: ",
@@ -755,6 +755,53 @@ TEST(MatchTest, Prefixes) {
   EXPECT_TRUE(Check(MatchWith({"src_prefix: \"10.0.0.0/8\"",
                                "dst_prefix: \"192.0.2.1\""}))
                   .ok());
+}
+
+// AddressPrefix::Parse already quotes the text and (mostly) says what to
+// write: the loader adds the field path, and an example only where Parse
+// gives no hint, so that nothing is said twice.
+TEST(MatchTest, PrefixErrorsSayItOnce) {
+  constexpr absl::string_view kExample =
+      "; write e.g. \"10.0.0.0/24\", \"fd00::/64\" or a host address";
+  const struct {
+    absl::string_view prefix;
+    std::string message;
+  } kCases[] = {
+      // No prefix length: the address is the whole text, quoted once.
+      {"1.2.3.4.5", absl::StrCat("\"1.2.3.4.5\" is not an IPv4 address "
+                                 "(dotted quad, decimal)",
+                                 kExample)},
+      {"fd00:::1",
+       absl::StrCat("\"fd00:::1\" is not an IPv6 address", kExample)},
+      // With one, the address part is named within the text.
+      {"1.2.3.4.5/8", absl::StrCat("\"1.2.3.4.5\" in \"1.2.3.4.5/8\" is not "
+                                   "an IPv4 address (dotted quad, decimal)",
+                                   kExample)},
+      // Parse's own hint is the only one.
+      {"10.0.0.0/33",
+       "prefix length 33 in \"10.0.0.0/33\" is too long for "
+       "IPv4; use 0..32"},
+      {"fd00::g",
+       "\"fd00::g\" is not an address prefix; write e.g. "
+       "\"10.0.0.0/8\", \"10.1.2.3\", \"fd00::/64\" or \"fd00::1\""},
+      {"10.0.0.1/8",
+       "\"10.0.0.1/8\" has host bits set beyond /8; write "
+       "\"10.0.0.0/8\" for the network, or \"10.0.0.1\" for "
+       "the single host"},
+      // Words in the user's text are not a hint.
+      {"1.2.3.4.5/; use 8", absl::StrCat("\"1.2.3.4.5\" in \"1.2.3.4.5/; use "
+                                         "8\" is not an IPv4 address (dotted "
+                                         "quad, decimal)",
+                                         kExample)},
+  };
+  for (const auto& c : kCases) {
+    absl::Status s =
+        Check(MatchWith({absl::StrCat("src_prefix: \"", c.prefix, "\"")}));
+    EXPECT_EQ(std::string(s.message()),
+              absl::StrCat("t.textproto:6:5: handlers[0].match.src_prefix: ",
+                           c.message))
+        << c.prefix;
+  }
 }
 
 TEST(MatchTest, PortRanges) {

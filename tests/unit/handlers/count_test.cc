@@ -14,16 +14,10 @@
 #include "gtest/gtest.h"
 #include "handlers/api/testing.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
-
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ClassifierLayers;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Hex;
-using ::spinnic::test_frames::L4;
-using ::testing::HasSubstr;
 
 struct Bucket {
   uint64_t packets;
@@ -44,14 +38,6 @@ Bucket ReadBucket(std::span<const uint8_t> state, size_t i) {
   return bucket;
 }
 
-HandlerInstance MakeCount(
-    const absl::flat_hash_map<std::string, std::string>& params) {
-  absl::StatusOr<HandlerInstance> handler =
-      CreateHandlerForTest("count", params);
-  EXPECT_TRUE(handler.ok()) << handler.status();
-  return *std::move(handler);
-}
-
 // Runs `count` on `frame` and checks that the frame is forwarded unchanged.
 void Count(const HandlerInstance& handler, HandlerContext& ctx,
            const std::vector<uint8_t>& frame, uint16_t in_port = 0) {
@@ -69,7 +55,7 @@ std::vector<uint8_t> UdpTo(uint16_t dst_port, size_t payload = 10) {
 }
 
 TEST(CountTest, DefaultCountsEverythingIntoOneTotal) {
-  HandlerInstance handler = MakeCount({});
+  HandlerInstance handler = MakeHandler("count");
   FakeEctx ectx(FindHandlerKind("count")->min_state_size);
   std::vector<uint8_t> small = UdpTo(7, 1);
   std::vector<uint8_t> large = UdpTo(9, 1000);
@@ -85,7 +71,7 @@ TEST(CountTest, DefaultCountsEverythingIntoOneTotal) {
 }
 
 TEST(CountTest, CountsWholeFramesIncludingPadding) {
-  HandlerInstance handler = MakeCount({});
+  HandlerInstance handler = MakeHandler("count");
   FakeEctx ectx(16);
   FrameSpec spec;
   spec.pad_to = 60;
@@ -94,7 +80,8 @@ TEST(CountTest, CountsWholeFramesIncludingPadding) {
 }
 
 TEST(CountTest, ByDstPortUsesPortModuloBuckets) {
-  HandlerInstance handler = MakeCount({{"by", "dst_port"}, {"buckets", "16"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "dst_port"}, {"buckets", "16"}});
   FakeEctx ectx(16 * 16);
   std::vector<uint8_t> to7 = UdpTo(7);
   std::vector<uint8_t> to23 = UdpTo(23);  // 23 % 16 == 7
@@ -121,7 +108,8 @@ TEST(CountTest, ByDstPortUsesPortModuloBuckets) {
 }
 
 TEST(CountTest, BySrcPort) {
-  HandlerInstance handler = MakeCount({{"by", "src_port"}, {"buckets", "100"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "src_port"}, {"buckets", "100"}});
   FakeEctx ectx(16 * 100);
   FrameSpec spec;
   spec.ipv6 = true;
@@ -132,7 +120,8 @@ TEST(CountTest, BySrcPort) {
 }
 
 TEST(CountTest, ByIpProto) {
-  HandlerInstance handler = MakeCount({{"by", "ip_proto"}, {"buckets", "256"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "ip_proto"}, {"buckets", "256"}});
   FakeEctx ectx(16 * 256);
   FrameSpec udp;
   FrameSpec tcp;
@@ -159,7 +148,8 @@ TEST(CountTest, ByIpProto) {
 }
 
 TEST(CountTest, ByInPort) {
-  HandlerInstance handler = MakeCount({{"by", "in_port"}, {"buckets", "4"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "in_port"}, {"buckets", "4"}});
   FakeEctx ectx(16 * 4);
   std::vector<uint8_t> frame = UdpTo(7);
   Count(handler, ectx.context(), frame, /*in_port=*/1);
@@ -171,7 +161,8 @@ TEST(CountTest, ByInPort) {
 }
 
 TEST(CountTest, FragmentsAfterTheFirstHaveNoPorts) {
-  HandlerInstance handler = MakeCount({{"by", "dst_port"}, {"buckets", "16"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "dst_port"}, {"buckets", "16"}});
   FakeEctx ectx(16 * 16);
   FrameSpec later;
   later.dst_port = 7;
@@ -184,7 +175,8 @@ TEST(CountTest, FragmentsAfterTheFirstHaveNoPorts) {
 // The install only checks kMinStateSize (16), so buckets that do not fit are
 // possible: they count into bucket 0 and nothing past the state is written.
 TEST(CountTest, BucketBeyondTheStateCountsIntoBucketZero) {
-  HandlerInstance handler = MakeCount({{"by", "dst_port"}, {"buckets", "8"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "dst_port"}, {"buckets", "8"}});
   // 2 buckets of state inside a larger buffer whose tail must stay intact.
   alignas(64) std::array<uint8_t, 64> memory;
   memory.fill(0xee);
@@ -203,7 +195,7 @@ TEST(CountTest, BucketBeyondTheStateCountsIntoBucketZero) {
 }
 
 TEST(CountTest, StateSmallerThanOneBucketCountsNothing) {
-  HandlerInstance handler = MakeCount({});
+  HandlerInstance handler = MakeHandler("count");
   alignas(64) std::array<uint8_t, 32> memory;
   memory.fill(0xee);
   FakeActionSink sink;
@@ -216,7 +208,7 @@ TEST(CountTest, StateSmallerThanOneBucketCountsNothing) {
 }
 
 TEST(CountTest, MisalignedStateIsLeftAlone) {
-  HandlerInstance handler = MakeCount({});
+  HandlerInstance handler = MakeHandler("count");
   alignas(64) std::array<uint8_t, 64> memory;
   memory.fill(0);
   FakeActionSink sink;
@@ -228,7 +220,8 @@ TEST(CountTest, MisalignedStateIsLeftAlone) {
 
 // Several HPUs run one ECTX: the atomic adds must not lose updates.
 TEST(CountTest, ConcurrentLcoresLoseNoCounts) {
-  HandlerInstance handler = MakeCount({{"by", "dst_port"}, {"buckets", "2"}});
+  HandlerInstance handler =
+      MakeHandler("count", {{"by", "dst_port"}, {"buckets", "2"}});
   FakeEctx ectx(32);
   constexpr int kThreads = 4;
   constexpr int kPacketsPerThread = 20000;
@@ -252,11 +245,6 @@ TEST(CountTest, ConcurrentLcoresLoseNoCounts) {
   EXPECT_EQ(ReadBucket(ectx.state(), 0), (Bucket{0, 0}));
 }
 
-struct BadParams {
-  absl::flat_hash_map<std::string, std::string> params;
-  std::string says;
-};
-
 TEST(CountTest, BadParametersSayWhatToFix) {
   const BadParams cases[] = {
       {{{"by", "dport"}},
@@ -266,12 +254,7 @@ TEST(CountTest, BadParametersSayWhatToFix) {
       {{{"by", "dst_port"}, {"buckets", "many"}}, "not an unsigned integer"},
       {{{"buckets", "8"}}, "needs a key to split by: set 'by'"},
   };
-  for (const BadParams& bad : cases) {
-    absl::StatusOr<HandlerInstance> handler =
-        CreateHandlerForTest("count", bad.params);
-    EXPECT_EQ(handler.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(handler.status().message(), HasSubstr(bad.says));
-  }
+  ExpectBadParamsSayWhatToFix("count", cases);
 }
 
 TEST(CountTest, BucketsBoundsAreAccepted) {
@@ -284,4 +267,4 @@ TEST(CountTest, BucketsBoundsAreAccepted) {
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test

@@ -14,16 +14,10 @@
 #include "gtest/gtest.h"
 #include "handlers/api/testing.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
-
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ClassifierLayers;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Hex;
-using ::spinnic::test_frames::Reflected;
-using ::testing::HasSubstr;
 
 class EnginePathTest : public ::testing::Test {
  protected:
@@ -168,4 +162,4 @@ TEST_F(EnginePathTest, DisabledReflectIsTransparent) {
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test

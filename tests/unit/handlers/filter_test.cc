@@ -9,28 +9,10 @@
 #include "gtest/gtest.h"
 #include "handlers/api/testing.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
-
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ClassifierLayers;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Hex;
-using ::spinnic::test_frames::L4;
-using ::testing::HasSubstr;
-
-std::vector<uint8_t> Text(absl::string_view text) {
-  return {text.begin(), text.end()};
-}
-
-HandlerInstance MakeFilter(
-    const absl::flat_hash_map<std::string, std::string>& params) {
-  absl::StatusOr<HandlerInstance> handler =
-      CreateHandlerForTest("filter", params);
-  EXPECT_TRUE(handler.ok()) << handler.status();
-  return *std::move(handler);
-}
 
 // The handler's verdict on `frame`, checking that the bytes are untouched.
 HandlerResult Verdict(const HandlerInstance& handler,
@@ -51,7 +33,7 @@ std::vector<uint8_t> Udp(absl::string_view payload) {
 }
 
 TEST(FilterTest, WithoutPrefixDropsEverything) {
-  HandlerInstance handler = MakeFilter({});
+  HandlerInstance handler = MakeHandler("filter");
   FrameSpec arp;
   arp.non_ip_ethertype = 0x0806;
   arp.payload.assign(28, 0);
@@ -64,7 +46,8 @@ TEST(FilterTest, WithoutPrefixDropsEverything) {
 }
 
 TEST(FilterTest, PrefixDropsOnlyMatchingPayloads) {
-  HandlerInstance handler = MakeFilter({{"payload_prefix", "474554"}});  // GET
+  HandlerInstance handler =
+      MakeHandler("filter", {{"payload_prefix", "474554"}});  // GET
   EXPECT_EQ(Verdict(handler, Udp("GET /index.html")), HandlerResult::kDrop);
   EXPECT_EQ(Verdict(handler, Udp("GET")), HandlerResult::kDrop);
   EXPECT_EQ(Verdict(handler, Udp("POST /")), HandlerResult::kSuccess);
@@ -74,7 +57,8 @@ TEST(FilterTest, PrefixDropsOnlyMatchingPayloads) {
 }
 
 TEST(FilterTest, PrefixIsMatchedAfterTcpOptions) {
-  HandlerInstance handler = MakeFilter({{"payload_prefix", "474554"}});
+  HandlerInstance handler =
+      MakeHandler("filter", {{"payload_prefix", "474554"}});
   FrameSpec spec;
   spec.l4 = L4::kTcp;
   spec.ipv6 = true;
@@ -87,7 +71,7 @@ TEST(FilterTest, PrefixIsMatchedAfterTcpOptions) {
 }
 
 TEST(FilterTest, PrefixIsMatchedAfterTheIcmpHeader) {
-  HandlerInstance handler = MakeFilter({{"payload_prefix", "cafe"}});
+  HandlerInstance handler = MakeHandler("filter", {{"payload_prefix", "cafe"}});
   FrameSpec spec;
   spec.l4 = L4::kIcmp;
   spec.payload = {0xca, 0xfe, 0x00};
@@ -97,7 +81,7 @@ TEST(FilterTest, PrefixIsMatchedAfterTheIcmpHeader) {
 // A short frame is padded with zeros to 60 bytes; the padding is not
 // payload, so a zero prefix must not match an empty datagram.
 TEST(FilterTest, PrefixNeverMatchesEthernetPadding) {
-  HandlerInstance handler = MakeFilter({{"payload_prefix", "0000"}});
+  HandlerInstance handler = MakeHandler("filter", {{"payload_prefix", "0000"}});
   FrameSpec spec;
   spec.pad_to = 60;
   std::vector<uint8_t> frame = Build(spec);
@@ -108,7 +92,7 @@ TEST(FilterTest, PrefixNeverMatchesEthernetPadding) {
 }
 
 TEST(FilterTest, FramesWithoutL4PayloadNeverMatchAPrefix) {
-  HandlerInstance handler = MakeFilter({{"payload_prefix", "00"}});
+  HandlerInstance handler = MakeHandler("filter", {{"payload_prefix", "00"}});
   FrameSpec arp;
   arp.non_ip_ethertype = 0x0806;
   arp.payload.assign(28, 0);
@@ -125,7 +109,7 @@ TEST(FilterTest, FramesWithoutL4PayloadNeverMatchAPrefix) {
 
 TEST(FilterTest, InvertDropsWhatDoesNotStartWithThePrefix) {
   HandlerInstance handler =
-      MakeFilter({{"payload_prefix", "474554"}, {"invert", "true"}});
+      MakeHandler("filter", {{"payload_prefix", "474554"}, {"invert", "true"}});
   EXPECT_EQ(Verdict(handler, Udp("GET /")), HandlerResult::kSuccess);
   EXPECT_EQ(Verdict(handler, Udp("POST /")), HandlerResult::kDrop);
   EXPECT_EQ(Verdict(handler, Udp("")), HandlerResult::kDrop);
@@ -137,18 +121,13 @@ TEST(FilterTest, InvertDropsWhatDoesNotStartWithThePrefix) {
 
 TEST(FilterTest, LongestPrefixIsAccepted) {
   std::string hex(128, 'a');  // 64 bytes of 0xaa
-  HandlerInstance handler = MakeFilter({{"payload_prefix", hex}});
+  HandlerInstance handler = MakeHandler("filter", {{"payload_prefix", hex}});
   FrameSpec spec;
   spec.payload.assign(64, 0xaa);
   EXPECT_EQ(Verdict(handler, Build(spec)), HandlerResult::kDrop);
   spec.payload[63] = 0xab;
   EXPECT_EQ(Verdict(handler, Build(spec)), HandlerResult::kSuccess);
 }
-
-struct BadParams {
-  absl::flat_hash_map<std::string, std::string> params;
-  std::string says;
-};
 
 TEST(FilterTest, BadParametersSayWhatToFix) {
   const BadParams cases[] = {
@@ -160,13 +139,8 @@ TEST(FilterTest, BadParametersSayWhatToFix) {
       {{{"payload_prefix", "00"}, {"invert", "yes"}},
        "not a bool; write true or false"},
   };
-  for (const BadParams& bad : cases) {
-    absl::StatusOr<HandlerInstance> handler =
-        CreateHandlerForTest("filter", bad.params);
-    EXPECT_EQ(handler.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(handler.status().message(), HasSubstr(bad.says));
-  }
+  ExpectBadParamsSayWhatToFix("filter", cases);
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test

@@ -7,14 +7,10 @@
 #include "gtest/gtest.h"
 #include "handlers/api/testing.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
-
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ClassifierLayers;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Hex;
 
 TEST(NullTest, ForwardsUnchanged) {
   absl::StatusOr<HandlerInstance> handler = CreateHandlerForTest("null");
@@ -42,4 +38,4 @@ TEST(NullTest, TakesNoParameters) {
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test

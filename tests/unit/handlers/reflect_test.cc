@@ -10,22 +10,10 @@
 #include "gtest/gtest.h"
 #include "handlers/api/testing.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
-
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ChecksumsValid;
-using ::spinnic::test_frames::ClassifierLayers;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Hex;
-using ::spinnic::test_frames::L4;
-using ::spinnic::test_frames::Reflected;
-using ::testing::HasSubstr;
-
-std::vector<uint8_t> Text(absl::string_view text) {
-  return {text.begin(), text.end()};
-}
 
 class ReflectTest : public ::testing::Test {
  protected:
@@ -139,6 +127,23 @@ TEST_F(ReflectTest, EchoChecksumIsRightForEverySequenceNumber) {
   }
 }
 
+// An echo with id 0, sequence 0 and an all-zero payload covers only zero
+// bytes besides the type: RFC 1624 eqn. 3 alone answers 0x0000 there, which
+// receivers reject; the reply must carry 0xffff.
+TEST_F(ReflectTest, AllZeroEchoGetsAValidReplyChecksum) {
+  FrameSpec spec;
+  spec.l4 = L4::kIcmp;
+  spec.icmp_type = 8;
+  spec.icmp_id = 0;
+  spec.icmp_seq = 0;
+  spec.payload = std::vector<uint8_t>(8, 0);
+  std::vector<uint8_t> out = Run(Build(spec));
+  EXPECT_EQ(Hex(out), Hex(Build(Reflected(spec))));
+  EXPECT_TRUE(ChecksumsValid(out));
+  EXPECT_EQ(out[14 + 20 + 2], 0xff);
+  EXPECT_EQ(out[14 + 20 + 3], 0xff);
+}
+
 TEST_F(ReflectTest, OtherIcmpMessagesOnlySwapAddresses) {
   FrameSpec spec;
   spec.l4 = L4::kIcmp;
@@ -238,4 +243,4 @@ TEST(ReflectParamsTest, TakesNoParameters) {
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test

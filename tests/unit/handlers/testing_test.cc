@@ -10,21 +10,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
 
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ChecksumsValid;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Hex;
 using ::spinnic::test_frames::InternetChecksum;
-using ::spinnic::test_frames::L4;
 using ::testing::ElementsAre;
-
-std::vector<uint8_t> Text(absl::string_view text) {
-  return {text.begin(), text.end()};
-}
 
 TEST(InternetChecksumTest, MatchesTheTextbookIpv4Header) {
   // The IPv4 header example used by RFC 1071 explanations (and Wikipedia),
@@ -155,6 +147,7 @@ TEST(LayersForTestTest, AgreesWithTheClassifier) {
     EXPECT_EQ(mine.l3_offset, real.l3_offset);
     EXPECT_EQ(mine.l4_offset, real.l4_offset);
     EXPECT_EQ(mine.payload_offset, real.payload_offset);
+    EXPECT_EQ(mine.l3_end, real.l3_end);
     EXPECT_EQ(mine.ethertype, real.ethertype);
     EXPECT_EQ(mine.ip_proto, real.ip_proto);
     EXPECT_EQ(mine.vlan_tags, real.vlan_tags);
@@ -258,4 +251,4 @@ TEST(CreateHandlerForTestTest, RunsOnlyTheEntryPointsAKindHas) {
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test

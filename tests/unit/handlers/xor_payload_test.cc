@@ -11,31 +11,10 @@
 #include "gtest/gtest.h"
 #include "handlers/api/testing.h"
 #include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
 
-namespace spinnic {
+namespace spinnic::handler_test {
 namespace {
-
-using ::spinnic::test_frames::Build;
-using ::spinnic::test_frames::ChecksumsValid;
-using ::spinnic::test_frames::ClassifierLayers;
-using ::spinnic::test_frames::FrameSpec;
-using ::spinnic::test_frames::Get16;
-using ::spinnic::test_frames::Hex;
-using ::spinnic::test_frames::L4;
-using ::spinnic::test_frames::XorBytes;
-using ::testing::HasSubstr;
-
-std::vector<uint8_t> Text(absl::string_view text) {
-  return {text.begin(), text.end()};
-}
-
-HandlerInstance MakeXor(
-    const absl::flat_hash_map<std::string, std::string>& params) {
-  absl::StatusOr<HandlerInstance> handler =
-      CreateHandlerForTest("xor_payload", params);
-  EXPECT_TRUE(handler.ok()) << handler.status();
-  return *std::move(handler);
-}
 
 std::vector<uint8_t> Apply(const HandlerInstance& handler,
                            const std::vector<uint8_t>& frame) {
@@ -63,7 +42,7 @@ void ExpectXored(const HandlerInstance& handler, const FrameSpec& spec,
 }
 
 TEST(XorPayloadTest, Ipv4UdpSingleByteKey) {
-  HandlerInstance handler = MakeXor({{"key", "5a"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "5a"}});
   FrameSpec spec;
   spec.payload = Text("secret message");
   ExpectXored(handler, spec, std::vector<uint8_t>{0x5a});
@@ -71,7 +50,7 @@ TEST(XorPayloadTest, Ipv4UdpSingleByteKey) {
 
 TEST(XorPayloadTest, Ipv6TcpRepeatingKeyOddLengths) {
   std::vector<uint8_t> key = {0xde, 0xad, 0xbe};
-  HandlerInstance handler = MakeXor({{"key", "deadbe"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "deadbe"}});
   FrameSpec spec;
   spec.ipv6 = true;
   spec.l4 = L4::kTcp;
@@ -83,7 +62,7 @@ TEST(XorPayloadTest, Ipv6TcpRepeatingKeyOddLengths) {
 
 TEST(XorPayloadTest, Ipv4TcpAndIpv6Udp) {
   std::vector<uint8_t> key = {0x01, 0x02, 0x03, 0x04};
-  HandlerInstance handler = MakeXor({{"key", "01020304"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "01020304"}});
   FrameSpec tcp;
   tcp.l4 = L4::kTcp;
   tcp.payload = Text("0123456789");
@@ -97,7 +76,7 @@ TEST(XorPayloadTest, Ipv4TcpAndIpv6Udp) {
 
 TEST(XorPayloadTest, IcmpAndIcmpv6EchoPayloads) {
   std::vector<uint8_t> key = {0xff, 0x00};
-  HandlerInstance handler = MakeXor({{"key", "ff00"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "ff00"}});
   FrameSpec icmp;
   icmp.l4 = L4::kIcmp;
   icmp.payload = Text("ping data");
@@ -117,7 +96,7 @@ TEST(XorPayloadTest, ChecksumMatchesFullRecomputationOnRandomFrames) {
     std::string hex;
     for (uint8_t byte : key)
       absl::StrAppend(&hex, absl::Hex(byte, absl::kZeroPad2));
-    HandlerInstance handler = MakeXor({{"key", hex}});
+    HandlerInstance handler = MakeHandler("xor_payload", {{"key", hex}});
     FrameSpec spec;
     spec.ipv6 = random() % 2 == 0;
     spec.l4 = random() % 2 == 0 ? L4::kUdp : L4::kTcp;
@@ -131,7 +110,7 @@ TEST(XorPayloadTest, ChecksumMatchesFullRecomputationOnRandomFrames) {
 }
 
 TEST(XorPayloadTest, UdpZeroChecksumOverIpv4StaysZero) {
-  HandlerInstance handler = MakeXor({{"key", "77"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "77"}});
   FrameSpec spec;
   spec.udp_zero_checksum = true;
   spec.payload = Text("unchecked");
@@ -145,7 +124,7 @@ TEST(XorPayloadTest, UdpZeroChecksumOverIpv4StaysZero) {
 // In UDP a computed checksum of 0 goes out as 0xffff (0 means "none"). Find a
 // payload word whose frame has that checksum and make the handler produce it.
 TEST(XorPayloadTest, UdpChecksumThatComputesToZeroIsSentAsAllOnes) {
-  HandlerInstance flip = MakeXor({{"key", "ffff"}});
+  HandlerInstance flip = MakeHandler("xor_payload", {{"key", "ffff"}});
   FrameSpec target;
   bool found = false;
   for (uint32_t word = 0; word <= 0xffff && !found; ++word) {
@@ -162,7 +141,8 @@ TEST(XorPayloadTest, UdpChecksumThatComputesToZeroIsSentAsAllOnes) {
 }
 
 TEST(XorPayloadTest, WithoutFixChecksumTheChecksumIsLeftAlone) {
-  HandlerInstance handler = MakeXor({{"key", "5a"}, {"fix_checksum", "false"}});
+  HandlerInstance handler =
+      MakeHandler("xor_payload", {{"key", "5a"}, {"fix_checksum", "false"}});
   FrameSpec spec;
   spec.payload = Text("raw");
   std::vector<uint8_t> in = Build(spec);
@@ -176,7 +156,7 @@ TEST(XorPayloadTest, WithoutFixChecksumTheChecksumIsLeftAlone) {
 // An incremental update keeps a wrong checksum wrong by the same amount, so
 // the receiver still sees the corruption that happened before the appliance.
 TEST(XorPayloadTest, ABadChecksumStaysBad) {
-  HandlerInstance handler = MakeXor({{"key", "a5"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "a5"}});
   FrameSpec spec;
   spec.l4 = L4::kTcp;
   spec.payload = Text("corrupted upstream");
@@ -189,7 +169,7 @@ TEST(XorPayloadTest, ABadChecksumStaysBad) {
 }
 
 TEST(XorPayloadTest, EthernetPaddingIsNotPayload) {
-  HandlerInstance handler = MakeXor({{"key", "ff"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "ff"}});
   FrameSpec spec;
   spec.payload = Text("ab");
   spec.pad_to = 60;
@@ -201,7 +181,7 @@ TEST(XorPayloadTest, EthernetPaddingIsNotPayload) {
 }
 
 TEST(XorPayloadTest, FragmentsPassUnchangedWhenFixingChecksums) {
-  HandlerInstance handler = MakeXor({{"key", "5a"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "5a"}});
   FrameSpec first4;
   first4.ip4_flags_fragment = 0x2000;  // MF, offset 0
   first4.payload = Text("first fragment");
@@ -222,7 +202,8 @@ TEST(XorPayloadTest, FragmentsPassUnchangedWhenFixingChecksums) {
 }
 
 TEST(XorPayloadTest, FragmentsAreXoredWhenNotFixingChecksums) {
-  HandlerInstance handler = MakeXor({{"key", "5a"}, {"fix_checksum", "false"}});
+  HandlerInstance handler =
+      MakeHandler("xor_payload", {{"key", "5a"}, {"fix_checksum", "false"}});
   FrameSpec first6;
   first6.ipv6 = true;
   first6.ip6_fragment = 0x0001;
@@ -235,7 +216,7 @@ TEST(XorPayloadTest, FragmentsAreXoredWhenNotFixingChecksums) {
 }
 
 TEST(XorPayloadTest, FramesWithoutL4PayloadPassUnchanged) {
-  HandlerInstance handler = MakeXor({{"key", "5a"}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", "5a"}});
   FrameSpec gre;
   gre.l4 = L4::kNone;
   gre.payload = Text("tunnelled");
@@ -256,16 +237,11 @@ TEST(XorPayloadTest, LongestKeyIsAccepted) {
   std::string hex;
   for (uint8_t byte : key)
     absl::StrAppend(&hex, absl::Hex(byte, absl::kZeroPad2));
-  HandlerInstance handler = MakeXor({{"key", hex}});
+  HandlerInstance handler = MakeHandler("xor_payload", {{"key", hex}});
   FrameSpec spec;
   spec.payload.assign(150, 0x33);
   ExpectXored(handler, spec, key);
 }
-
-struct BadParams {
-  absl::flat_hash_map<std::string, std::string> params;
-  std::string says;
-};
 
 TEST(XorPayloadTest, BadParametersSayWhatToFix) {
   const BadParams cases[] = {
@@ -277,13 +253,8 @@ TEST(XorPayloadTest, BadParametersSayWhatToFix) {
       {{{"key", "5a"}, {"fix_checksum", "2"}},
        "not a bool; write true or false"},
   };
-  for (const BadParams& bad : cases) {
-    absl::StatusOr<HandlerInstance> handler =
-        CreateHandlerForTest("xor_payload", bad.params);
-    EXPECT_EQ(handler.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(handler.status().message(), HasSubstr(bad.says));
-  }
+  ExpectBadParamsSayWhatToFix("xor_payload", cases);
 }
 
 }  // namespace
-}  // namespace spinnic
+}  // namespace spinnic::handler_test
