@@ -131,6 +131,11 @@ void PrintEvents(Dataplane& dataplane, std::vector<Event>& events) {
 }
 
 int Run(int argc, char** argv) {
+  // Before anything else, so that a stop request during start-up is honoured
+  // once the dataplane runs instead of killing the process half set up.
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGUSR1, OnPrintStats);
   absl::SetProgramUsageMessage(
       "spinnicd [--config FILE] [flags] [-- extra EAL arguments]\n"
       "The spinnic software SmartNIC dataplane.");
@@ -163,10 +168,6 @@ int Run(int argc, char** argv) {
                 config_path.empty() ? "built-in default" : config_path.c_str());
     return 0;
   }
-
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGUSR1, OnPrintStats);
 
   std::vector<std::string> eal_args = BuildEalArgs(*config);
   Log(absl::StrCat("EAL arguments: ", absl::StrJoin(eal_args, " ")));
@@ -247,7 +248,7 @@ int Run(int argc, char** argv) {
     dp.Stop();
     PrintEvents(dp, events);
     StatsSnapshot final_stats = dp.Snapshot();
-    // Device counters can only be read while the ports are open.
+    // Device counters and link state can only be read while ports are open.
     for (size_t p = 0; p < final_stats.ports.size(); ++p) {
       PortStats& port = final_stats.ports[p];
       const PortStats& open = before_stop.ports[p];
@@ -257,6 +258,7 @@ int Run(int argc, char** argv) {
       port.hw_ierrors = open.hw_ierrors;
       port.hw_oerrors = open.hw_oerrors;
       port.hw_rx_nombuf = open.hw_rx_nombuf;
+      port.link_up = open.link_up;
     }
     std::printf("--- final counters after %.1f s\n%s", run_s,
                 FormatStatsText(final_stats, nullptr, run_s).c_str());

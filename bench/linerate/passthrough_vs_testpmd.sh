@@ -17,7 +17,7 @@ spinnicd="$build/control/spinnicd"
 [[ -x "$spinnicd" ]] || { echo "no $spinnicd: build first (ninja -C $build)" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd not found (apt-get install dpdk)" >&2; exit 1; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" /var/run/dpdk/bench-spinnicd /var/run/dpdk/bench-testpmd' EXIT
 
 eal=(--no-huge -m 512 --no-pci)
 

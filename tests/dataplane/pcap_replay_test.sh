@@ -9,12 +9,14 @@ set -euo pipefail
 spinnicd=$1
 fixtures=$2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+prefix="spn-pcap-$$"
+# --file-prefix leaves a runtime directory behind; remove it with ours.
+trap 'rm -rf "$work" "/var/run/dpdk/$prefix"' EXIT
 
 # An empty capture for the host port's receive side.
 python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<IHHiIII',0xA1B2C3D4,2,4,0,0,65535,1))" >"$work/empty.pcap"
 cat >"$work/replay.textproto" <<CONF
-eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "spn-pcap-$$"]
+eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "$prefix"]
 ports { name: "wire0" role: PORT_ROLE_WIRE
         vdev: "net_pcap_w$$,rx_pcap=$fixtures/in.pcap,tx_pcap=$work/wire_out.pcap" }
 ports { name: "host0" role: PORT_ROLE_HOST

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# run-tests.sh [--no-deps] [--no-asan]
+#
+# spinnic's second command: builds everything and runs every test suite.
+#   1. installs missing Debian packages (deploy/install-deps.sh),
+#   2. builds ./build (default options: unit, fuzz regression, dataplane and
+#      integration tests, benchmarks) and runs `meson test -C build`, every
+#      suite (the integration tests need root; without it they are SKIPped),
+#   3. builds ./build-asan (AddressSanitizer + UndefinedBehaviorSanitizer, no
+#      benchmarks, no integration tests) and runs its unit suite there, where
+#      any sanitizer report fails the test,
+#   4. ends with the line `N passed, N failed`, counted from both trees'
+#      meson-logs/testlog.json (a tree that fails to build counts as one
+#      failure), and exits non-zero if anything failed.
+# --no-asan skips step 3 (quicker local runs; CI runs everything).
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO" || exit 1
+deps=1
+asan=1
+for a in "$@"; do
+  case $a in
+    --no-deps) deps=0 ;;
+    --no-asan) asan=0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "run-tests: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+
+step() { printf '\n== %s\n' "$*"; }
+build_failures=0
+logs=()
+
+if [[ $deps -eq 1 ]]; then
+  step "Debian packages (deploy/install-deps.sh)"
+  if ! bash "$REPO/deploy/install-deps.sh"; then
+    echo "run-tests: cannot install the packages the build needs"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+fi
+PY=$(command -v /usr/bin/python3 || command -v python3)
+
+# build_tree DIR [meson options...]: configure (once) and build; 0 on success.
+build_tree() {
+  local dir=$1
+  shift
+  if [[ ! -f $dir/build.ninja ]]; then
+    if [[ -d $dir/meson-private ]]; then
+      meson setup --wipe "$dir" "$REPO" "$@" || return 1  # a setup that failed
+    else
+      meson setup "$dir" "$REPO" "$@" || return 1
+    fi
+  fi
+  ninja -C "$dir" || return 1
+}
+
+# run_suite DIR [meson test args...]: a fresh testlog.json for this run.
+run_suite() {
+  local dir=$1
+  shift
+  rm -f "$dir/meson-logs/testlog.json"
+  meson test -C "$dir" --no-rebuild --print-errorlogs "$@"
+  if [[ -f $dir/meson-logs/testlog.json ]]; then
+    logs+=("$dir/meson-logs/testlog.json")
+  else
+    echo "run-tests: meson test in $dir wrote no test log"
+    build_failures=$((build_failures + 1))
+  fi
+}
+
+# --- the default tree: every suite ---------------------------------------------
+step "build (./build)"
+if build_tree "$REPO/build"; then
+  step "meson test -C build (all suites)"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "run-tests: not root: the network-namespace integration tests will be SKIPped"
+  fi
+  run_suite "$REPO/build"
+else
+  echo "run-tests: ./build failed to build"
+  build_failures=$((build_failures + 1))
+fi
+
+# --- the sanitizer tree: unit suite ----------------------------------------------
+if [[ $asan -eq 1 ]]; then
+  step "build (./build-asan: address,undefined sanitizers)"
+  if build_tree "$REPO/build-asan" -Db_sanitize=address,undefined -Db_lundef=false \
+      -Dbench=false -Dintegration=false; then
+    step "meson test -C build-asan --suite unit (any sanitizer report fails)"
+    # Meson keeps ASAN_OPTIONS/UBSAN_OPTIONS from the environment.
+    ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:print_summary=1 \
+    UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:print_summary=1 \
+      run_suite "$REPO/build-asan" --suite unit
+  else
+    echo "run-tests: ./build-asan failed to build"
+    build_failures=$((build_failures + 1))
+  fi
+fi
+
+# --- the closing line ----------------------------------------------------------
+step "results"
+"$PY" - "$build_failures" "${logs[@]}" <<'EOF'
+import json, os, sys
+build_failures = int(sys.argv[1])
+passed = failed = skipped = 0
+for path in sys.argv[2:]:
+    tree = os.path.basename(os.path.dirname(os.path.dirname(path)))
+    p = f = s = 0
+    bad = []
+    with open(path) as log:
+        for line in log:
+            line = line.strip()
+            if not line:
+                continue
+            t = json.loads(line)
+            r = t.get("result", "ERROR")
+            if r in ("OK", "EXPECTEDFAIL"):
+                p += 1
+            elif r == "SKIP":
+                s += 1
+            else:
+                f += 1
+                bad.append("%s (%s)" % (t.get("name", "?"), r))
+    print("%-11s %d passed, %d failed, %d skipped%s" % (tree + ":", p, f, s,
+          ("; failed: " + ", ".join(bad)) if bad else ""))
+    passed, failed, skipped = passed + p, failed + f, skipped + s
+if build_failures:
+    print("build failures (counted as failed): %d" % build_failures)
+if skipped:
+    print("skipped: %d" % skipped)
+print("%d passed, %d failed" % (passed, failed + build_failures))
+sys.exit(1 if failed + build_failures else 0)
+EOF

@@ -1,0 +1,236 @@
+# shellcheck shell=bash
+# Shared helpers for spinnic's integration tests (bash). Source it after
+# setting TEST_NAME; the test's first argument is the spinnicd binary.
+#
+#   it_init "$@"                 parse args, make $TMP, install the cleanup trap
+#   it_require_root [WHY]        exit 77 (meson: SKIP) unless root
+#   it_topology_up PREFIX        deploy/netns-topology.sh up (torn down at exit)
+#   it_write_config FILE PREFIX [HANDLER_BLOCKS]   the quickstart shape on PREFIX
+#   it_start_spinnicd CONFIG     start spinnicd in the background ($SPN_PID)
+#   it_stop_spinnicd SIGNAL      signal it, wait (bounded), set $SPN_RC
+#   it_wait_path PREFIX          wait until A reaches B through spinnicd
+#   check DESC CMD...            run CMD; PASS/FAIL line; failures counted
+#   it_finish                    exit 1 if any check failed, else 0
+#
+# Everything started here is stopped at exit (trap), every wait is bounded, and
+# nothing asserts a timing.
+
+set -uo pipefail
+
+IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$IT_DIR/../.." && pwd)
+TOPO=$REPO/deploy/netns-topology.sh
+TRAFFIC=$REPO/deploy/traffic.sh
+NETTOOL=$IT_DIR/nettool.py
+PY=$(command -v /usr/bin/python3 || command -v python3) || { echo "python3 missing" >&2; exit 1; }
+
+IT_FAILED=0
+IT_PASSED=0
+IT_PREFIXES=()
+IT_BG=()
+SPN_PID=
+SPN_RC=
+FILE_PREFIX=
+
+log() { echo "[$TEST_NAME] $*"; }
+
+check() {
+  local desc=$1
+  shift
+  if "$@"; then
+    log "PASS: $desc"
+    IT_PASSED=$((IT_PASSED + 1))
+  else
+    log "FAIL: $desc"
+    IT_FAILED=$((IT_FAILED + 1))
+  fi
+}
+
+fail() {
+  log "FAIL: $*"
+  IT_FAILED=$((IT_FAILED + 1))
+}
+
+# Fatal: report and exit (the trap cleans up).
+die() {
+  log "FATAL: $*"
+  IT_FAILED=$((IT_FAILED + 1))
+  exit 1
+}
+
+it_cleanup() {
+  local rc=$? p
+  trap - EXIT INT TERM
+  if [[ -n $SPN_PID ]] && kill -0 "$SPN_PID" 2>/dev/null; then
+    log "cleanup: spinnicd still running, killing it"
+    kill -KILL "$SPN_PID" 2>/dev/null
+    wait "$SPN_PID" 2>/dev/null
+  fi
+  for p in "${IT_BG[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${IT_BG[@]}"; do wait "$p" 2>/dev/null; done
+  for p in "${IT_PREFIXES[@]}"; do bash "$TOPO" down --prefix "$p" >/dev/null 2>&1; done
+  if [[ -n $FILE_PREFIX ]]; then
+    rm -rf "/var/run/dpdk/$FILE_PREFIX" "${XDG_RUNTIME_DIR:-/nonexistent}/dpdk/$FILE_PREFIX" \
+      "/tmp/dpdk/$FILE_PREFIX" 2>/dev/null
+  fi
+  if [[ -n ${TMP:-} && -d $TMP ]]; then
+    if [[ $IT_FAILED -ne 0 || $rc -ne 0 ]]; then
+      # Keep what explains a failure in the test log before deleting it.
+      for p in "$TMP"/*.out "$TMP"/*.err "$TMP"/*.json "$TMP"/*.textproto; do
+        [[ -s $p ]] || continue
+        echo "----- $(basename "$p") (last 40 lines) -----"
+        tail -n 40 "$p"
+      done
+    fi
+    rm -rf "$TMP"
+  fi
+  if [[ $rc -eq 0 && $IT_FAILED -ne 0 ]]; then rc=1; fi
+  exit "$rc"
+}
+
+it_init() {
+  [[ $# -ge 1 ]] || { echo "usage: $0 SPINNICD" >&2; exit 2; }
+  SPINNICD=$(readlink -f "$1")
+  [[ -x $SPINNICD ]] || { echo "[$TEST_NAME] spinnicd not found at $1" >&2; exit 1; }
+  TMP=$(mktemp -d "/tmp/spinnic-it-$TEST_NAME.XXXXXX")
+  FILE_PREFIX=spn-it-$TEST_NAME-$$
+  trap it_cleanup EXIT
+  trap 'log "interrupted"; exit 130' INT
+  trap 'log "terminated"; exit 143' TERM
+}
+
+it_require_root() {
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "[$TEST_NAME] SKIP: needs root (${1:-network namespaces, af_packet})"
+    exit 77
+  fi
+  local t
+  for t in ip ethtool ping; do
+    command -v "$t" >/dev/null || die "'$t' missing: run deploy/install-deps.sh"
+  done
+}
+
+it_topology_up() {
+  local prefix=$1
+  IT_PREFIXES+=("$prefix")
+  bash "$TOPO" down --prefix "$prefix" >/dev/null 2>&1  # leftovers of a killed run
+  bash "$TOPO" up --prefix "$prefix" --static-neigh || die "topology $prefix did not come up"
+}
+
+# it_write_config FILE PREFIX [EXTRA]: the quick start's shape (two
+# af_packet ports on PREFIX-wire0 / PREFIX-host0, paired, one worker on core 1,
+# main lcore 0, --no-huge) with handler blocks EXTRA (default: the two ICMP
+# counters of the quick start).
+it_write_config() {
+  local file=$1 prefix=$2
+  local extra=${3-'handlers { name: "count-icmp" kind: "count" match { ip_proto: 1 } }
+handlers { name: "count-icmpv6" kind: "count" match { ip_proto: 58 } }'}
+  cat >"$file" <<EOF
+# spinnic integration test $TEST_NAME (generated)
+eal_args: ["--no-huge", "-m", "512", "--no-pci", "--file-prefix", "$FILE_PREFIX"]
+ports { name: "wire0" vdev: "net_af_packet0,iface=$prefix-wire0" role: PORT_ROLE_WIRE }
+ports { name: "host0" vdev: "net_af_packet1,iface=$prefix-host0" role: PORT_ROLE_HOST }
+port_pairs { a: "wire0" b: "host0" }
+workers: [1]
+main_lcore: 0
+$extra
+runtime { stats_interval_ms: 1000 }
+EOF
+}
+
+# it_start_spinnicd CONFIG [ARGS...]: background spinnicd with --stats_json
+# $TMP/stats.json, stdout/stderr in $TMP/spinnicd.out/.err. --duration_s bounds
+# its life even if this script is killed with SIGKILL.
+it_start_spinnicd() {
+  local cfg=$1
+  shift
+  rm -f "$TMP/stats.json"
+  "$SPINNICD" --config "$cfg" --stats_json "$TMP/stats.json" --duration_s 300 "$@" \
+    >"$TMP/spinnicd.out" 2>"$TMP/spinnicd.err" </dev/null &
+  SPN_PID=$!
+  log "spinnicd started (pid $SPN_PID): --config $cfg $*"
+}
+
+spinnicd_alive() { [[ -n $SPN_PID ]] && kill -0 "$SPN_PID" 2>/dev/null; }
+
+# it_stop_spinnicd SIGNAL [SECONDS]: sets SPN_RC to its exit status (124 if it
+# had to be killed after SECONDS, default 30).
+it_stop_spinnicd() {
+  local sig=$1 limit=${2:-30} i
+  SPN_RC=
+  if ! spinnicd_alive; then
+    wait "$SPN_PID" 2>/dev/null
+    SPN_RC=$?
+    log "spinnicd had already exited with $SPN_RC"
+    SPN_PID=
+    return
+  fi
+  kill -s "$sig" "$SPN_PID"
+  for ((i = 0; i < limit * 10; i++)); do
+    spinnicd_alive || break
+    sleep 0.1
+  done
+  if spinnicd_alive; then
+    log "spinnicd did not exit within ${limit}s of SIG$sig; killing it"
+    kill -KILL "$SPN_PID"
+    wait "$SPN_PID" 2>/dev/null
+    SPN_RC=124
+  else
+    wait "$SPN_PID" 2>/dev/null
+    SPN_RC=$?
+  fi
+  SPN_PID=
+  log "spinnicd exited with $SPN_RC after SIG$sig"
+}
+
+# it_wait_path PREFIX: A reaches B (IPv4 and IPv6) through spinnicd, at most 30 s.
+it_wait_path() {
+  local prefix=$1
+  if ! spinnicd_alive; then
+    die "spinnicd exited at start: $(head -c 2000 "$TMP/spinnicd.err")"
+  fi
+  bash "$TRAFFIC" --prefix "$prefix" --wait 30 wait || {
+    spinnicd_alive || log "spinnicd exited: $(head -c 2000 "$TMP/spinnicd.err")"
+    die "no path between the hosts through spinnicd"
+  }
+}
+
+# stats EXPR: evaluate over $TMP/stats.json (see nettool.py stats).
+stats() { "$PY" "$NETTOOL" stats "$TMP/stats.json" "$1"; }
+
+# nsrun PREFIX-a|PREFIX-b CMD...: run in a host namespace.
+nsrun() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# bg CMD...: background helper, killed at exit; pid in $BG_PID. The command
+# must be a program (or nsrun), not another shell function: $BG_PID must be the
+# helper itself so that a signal reaches it.
+bg() {
+  if [[ $1 == nsrun ]]; then
+    shift
+    set -- ip netns exec "$@"
+  fi
+  "$@" &
+  BG_PID=$!
+  IT_BG+=("$BG_PID")
+}
+
+# wait_file FILE [SECONDS]: until FILE exists (bounded).
+wait_file() {
+  local f=$1 limit=${2:-10} i
+  for ((i = 0; i < limit * 10; i++)); do [[ -e $f ]] && return 0; sleep 0.1; done
+  return 1
+}
+
+# wait_pid PID [SECONDS]: wait for a background helper, bounded; kill if late.
+wait_pid() {
+  local p=$1 limit=${2:-30} i
+  for ((i = 0; i < limit * 10; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill "$p" 2>/dev/null
+  wait "$p" 2>/dev/null
+}
+
+it_finish() {
+  log "$IT_PASSED checks passed, $IT_FAILED failed"
+  [[ $IT_FAILED -eq 0 ]] && exit 0
+  exit 1
+}
