@@ -242,24 +242,11 @@ int Run(int argc, char** argv) {
       Log(absl::StrCat("signal ", signal, ": stopping"));
     }
     const double run_s = absl::ToDoubleSeconds(absl::Now() - start);
-    // Final counters are read with the HPUs stopped, so they add up.
-    StatsSnapshot before_stop = dp.Snapshot();
     AttachTelemetry(nullptr);
     dp.Stop();
     PrintEvents(dp, events);
+    // Read with the HPUs stopped, so that the counters add up.
     StatsSnapshot final_stats = dp.Snapshot();
-    // Device counters and link state can only be read while ports are open.
-    for (size_t p = 0; p < final_stats.ports.size(); ++p) {
-      PortStats& port = final_stats.ports[p];
-      const PortStats& open = before_stop.ports[p];
-      port.hw_ipackets = open.hw_ipackets;
-      port.hw_opackets = open.hw_opackets;
-      port.hw_imissed = open.hw_imissed;
-      port.hw_ierrors = open.hw_ierrors;
-      port.hw_oerrors = open.hw_oerrors;
-      port.hw_rx_nombuf = open.hw_rx_nombuf;
-      port.link_up = open.link_up;
-    }
     std::printf("--- final counters after %.1f s\n%s", run_s,
                 FormatStatsText(final_stats, nullptr, run_s).c_str());
     std::fflush(stdout);

@@ -241,8 +241,37 @@ void Dataplane::Stop() {
   stop_.store(true, std::memory_order_relaxed);
   if (started_) rte_eal_mp_wait_lcore();
   absl::MutexLock lock(&mu_);
+  // The device's own counters and link state die with the port: keep their
+  // last values for snapshots taken after the stop.
+  final_device_.resize(ports_.size());
+  for (size_t p = 0; p < ports_.size(); ++p) ReadDevice(p, &final_device_[p]);
   stopped_ = true;
   for (Port& port : ports_) port.Close();
+}
+
+void Dataplane::ReadDevice(size_t index, PortStats* stats) const {
+  if (stopped_) {
+    const PortStats& last = final_device_[index];
+    stats->link_up = last.link_up;
+    stats->hw_ipackets = last.hw_ipackets;
+    stats->hw_opackets = last.hw_opackets;
+    stats->hw_imissed = last.hw_imissed;
+    stats->hw_ierrors = last.hw_ierrors;
+    stats->hw_oerrors = last.hw_oerrors;
+    stats->hw_rx_nombuf = last.hw_rx_nombuf;
+    return;
+  }
+  const Port& port = ports_[index];
+  stats->link_up = port.link_up();
+  rte_eth_stats hw;
+  if (rte_eth_stats_get(port.port_id(), &hw) == 0) {
+    stats->hw_ipackets = hw.ipackets;
+    stats->hw_opackets = hw.opackets;
+    stats->hw_imissed = hw.imissed;
+    stats->hw_ierrors = hw.ierrors;
+    stats->hw_oerrors = hw.oerrors;
+    stats->hw_rx_nombuf = hw.rx_nombuf;
+  }
 }
 
 absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config) {
@@ -310,7 +339,6 @@ StatsSnapshot Dataplane::Snapshot() const {
     stats.name = port.name();
     stats.port_id = port.port_id();
     stats.queues = port.queues();
-    stats.link_up = !stopped_ && port.link_up();
     for (const auto& hpu : hpus_) {
       const PortCounters& c = hpu->port_counters(static_cast<uint16_t>(p));
       stats.rx_packets += c.rx_packets.Get();
@@ -321,15 +349,7 @@ StatsSnapshot Dataplane::Snapshot() const {
         stats.drops[r] += c.drops[r].Get();
       }
     }
-    rte_eth_stats hw;
-    if (!stopped_ && rte_eth_stats_get(port.port_id(), &hw) == 0) {
-      stats.hw_ipackets = hw.ipackets;
-      stats.hw_opackets = hw.opackets;
-      stats.hw_imissed = hw.imissed;
-      stats.hw_ierrors = hw.ierrors;
-      stats.hw_oerrors = hw.oerrors;
-      stats.hw_rx_nombuf = hw.rx_nombuf;
-    }
+    ReadDevice(p, &stats);
     snapshot.ports.push_back(std::move(stats));
   }
   for (size_t w = 0; w < hpus_.size(); ++w) {

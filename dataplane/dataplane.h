@@ -67,6 +67,10 @@ class Dataplane {
   // Builds and publishes a table with `ectxs`, then reclaims the old one.
   void Publish(std::vector<std::shared_ptr<const Ectx>> ectxs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills the device's own counters and link state of port `index` (live,
+  // or as they were when the ports stopped).
+  void ReadDevice(size_t index, PortStats* stats) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The counters of ECTX `id` summed over HPUs (only counter fields set).
   EctxStats SumEctxCounters(uint32_t id) const;
 
@@ -92,6 +96,7 @@ class Dataplane {
       std::vector<EctxStats>(Ectx::kMaxEctxs);
   bool started_ = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<PortStats> final_device_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace spinnic

@@ -211,6 +211,13 @@ TEST_F(RingDataplaneTest, PassthroughKeepsEveryFrameByteIdenticalBothWays) {
   for (const Bytes& f : to_host) bytes += f.size();
   EXPECT_EQ(Port(stats, 0).rx_bytes, bytes);
   EXPECT_EQ(Port(stats, 1).tx_bytes, bytes);
+
+  // After the stop the device's own counters are still reported.
+  dataplane_->Stop();
+  stats = dataplane_->Snapshot();
+  EXPECT_EQ(Port(stats, 0).hw_ipackets, to_host.size());
+  EXPECT_EQ(Port(stats, 1).hw_opackets, to_host.size());
+  EXPECT_EQ(Port(stats, 1).tx_packets, to_host.size());
 }
 
 TEST_F(RingDataplaneTest, MalformedFramesAreDroppedAndCountedByReason) {
