@@ -29,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "control/config_loader.h"
+#include "control/grpc/control_server.h"
 #include "control/stats_format.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/telemetry.h"
@@ -50,6 +51,9 @@ ABSL_FLAG(std::string, workers, "",
 ABSL_FLAG(int64_t, main_lcore, -1, "CPU core of the main (control) lcore");
 ABSL_FLAG(std::string, stats_json, "",
           "At exit, write the final counters as JSON to this file");
+ABSL_FLAG(std::string, control_socket, "/run/spinnic/spinnicd.sock",
+          "Unix socket of the gRPC control API (mode 0600); empty: no "
+          "control API");
 ABSL_FLAG(bool, check_config, false,
           "Validate the config, print the effective config, and exit");
 ABSL_FLAG(bool, list_handlers, false,
@@ -193,6 +197,20 @@ int Run(int argc, char** argv) {
     }
     Dataplane& dp = **dataplane;
     AttachTelemetry(&dp);
+    std::unique_ptr<ControlServer> control;
+    if (std::string socket = absl::GetFlag(FLAGS_control_socket);
+        !socket.empty()) {
+      absl::StatusOr<std::unique_ptr<ControlServer>> started =
+          ControlServer::Start({.unix_socket = socket}, *config, &dp);
+      if (started.ok()) {
+        control = *std::move(started);
+        Log(absl::StrCat("control API on unix:", socket));
+      } else {
+        // Stops at once below: the dataplane still shuts down cleanly.
+        Log(started.status().message());
+        exit_code = kExitFailure;
+      }
+    }
     if (absl::Status status = dp.Start(); !status.ok()) {
       Log(status.message());
       rte_eal_cleanup();
@@ -220,7 +238,7 @@ int Run(int argc, char** argv) {
     StatsSnapshot previous = dp.Snapshot();
     absl::Time previous_time = start;
     std::vector<Event> events;
-    while (g_signal.load() == 0) {
+    while (exit_code == 0 && g_signal.load() == 0) {
       absl::SleepFor(absl::Milliseconds(50));
       absl::Time now = absl::Now();
       PrintEvents(dp, events);
@@ -242,6 +260,7 @@ int Run(int argc, char** argv) {
       Log(absl::StrCat("signal ", signal, ": stopping"));
     }
     const double run_s = absl::ToDoubleSeconds(absl::Now() - start);
+    if (control != nullptr) control->Shutdown();
     AttachTelemetry(nullptr);
     dp.Stop();
     PrintEvents(dp, events);

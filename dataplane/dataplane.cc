@@ -274,17 +274,19 @@ void Dataplane::ReadDevice(size_t index, PortStats* stats) const {
   }
 }
 
-absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config) {
+absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
+                                                bool replace) {
   absl::MutexLock lock(&mu_);
   const EctxTable& current = *current_table_;
   std::vector<bool> used(Ectx::kMaxEctxs, false);
   for (const auto& ectx : current.ectxs()) {
-    if (ectx->name() == config.name) {
+    // A replaced ECTX keeps its id until the publish below has synchronised.
+    used[ectx->id()] = true;
+    if (ectx->name() == config.name && !replace) {
       return absl::AlreadyExistsError(absl::StrCat(
           "a handler named '", config.name,
           "' is installed; remove it first or choose another name"));
     }
-    used[ectx->id()] = true;
   }
   uint32_t id = 0;
   while (id < Ectx::kMaxEctxs && used[id]) ++id;
@@ -296,6 +298,7 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config) {
   // now are the new ECTX's zero.
   ectx_baseline_[id] = SumEctxCounters(id);
   std::vector<std::shared_ptr<const Ectx>> ectxs = current.ectxs();
+  std::erase_if(ectxs, [&](const auto& e) { return e->name() == config.name; });
   std::shared_ptr<const Ectx> added(std::move(*ectx));
   // Stable: equal priorities keep install order.
   auto at = std::upper_bound(

@@ -2,8 +2,8 @@
 // event rings. Created and driven by the control side on the main lcore; the
 // main lcore itself never touches packets.
 //
-// Threading contract: Start, Stop, InstallEctx and RemoveEctx are called from
-// one control thread; Snapshot may also be called from others (telemetry).
+// Threading contract: Start and Stop are called from one control thread;
+// InstallEctx, RemoveEctx and Snapshot from any thread (gRPC, telemetry).
 // HPUs see ECTX changes through RCU-published EctxTable versions: a change
 // builds a new version, swaps the pointer, waits until every HPU has passed a
 // quiescent state (rte_rcu_qsbr_synchronize), then frees the old version, so
@@ -46,8 +46,11 @@ class Dataplane {
   // ports. Idempotent; the destructor calls it.
   void Stop();
 
-  // Installs a handler; returns its ECTX id. Safe while traffic flows.
-  absl::StatusOr<uint32_t> InstallEctx(const HandlerConfig& config);
+  // Installs a handler; returns its ECTX id. Safe while traffic flows. With
+  // `replace`, a handler of the same name is swapped out in the same table
+  // version (HPUs see either the old or the new one, never neither).
+  absl::StatusOr<uint32_t> InstallEctx(const HandlerConfig& config,
+                                       bool replace = false);
   // Removes the ECTX with that name; its memory is freed only after every
   // HPU has stopped using it.
   absl::Status RemoveEctx(absl::string_view name);

@@ -1,0 +1,58 @@
+// The spinnic.v1.Spinnic gRPC service (proto/spinnic/v1/control.proto) over
+// a running Dataplane. Handler calls are validated exactly like the config
+// file's `handlers` entries and answered with canonical status codes; a
+// failed call changes nothing. Runs on gRPC's threads, never on an HPU.
+#ifndef SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
+#define SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
+
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "dataplane/dataplane.h"
+#include "spinnic/v1/control.grpc.pb.h"
+
+namespace spinnic {
+
+class SpinnicService final : public v1::Spinnic::Service {
+ public:
+  // `config` is the validated config the daemon runs; `dataplane` outlives
+  // the service.
+  SpinnicService(const v1::Config& config, Dataplane* dataplane);
+
+  grpc::Status GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*,
+                       v1::GetInfoResponse* response) override;
+  grpc::Status ListHandlerKinds(
+      grpc::ServerContext*, const v1::ListHandlerKindsRequest*,
+      v1::ListHandlerKindsResponse* response) override;
+  grpc::Status InstallHandler(grpc::ServerContext*,
+                              const v1::InstallHandlerRequest* request,
+                              v1::InstallHandlerResponse* response) override;
+  grpc::Status RemoveHandler(grpc::ServerContext*,
+                             const v1::RemoveHandlerRequest* request,
+                             v1::RemoveHandlerResponse*) override;
+  grpc::Status ListHandlers(grpc::ServerContext*,
+                            const v1::ListHandlersRequest*,
+                            v1::ListHandlersResponse* response) override;
+  grpc::Status ReadHandlerState(
+      grpc::ServerContext*, const v1::ReadHandlerStateRequest* request,
+      v1::ReadHandlerStateResponse* response) override;
+  grpc::Status GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
+                        v1::Stats* response) override;
+  grpc::Status WatchStats(grpc::ServerContext* context,
+                          const v1::WatchStatsRequest* request,
+                          grpc::ServerWriter<v1::Stats>* writer) override;
+
+ private:
+  v1::Config config_;
+  Dataplane* dataplane_;
+  // Serialises handler changes so that `installed_` and the dataplane agree.
+  absl::Mutex mu_;
+  // What each installed handler was installed with (read back = written).
+  std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace spinnic
+
+#endif  // SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
