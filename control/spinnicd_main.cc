@@ -125,9 +125,12 @@ absl::StatusOr<ConfigOverrides> OverridesFromFlags(
   return overrides;
 }
 
-void PrintEvents(Dataplane& dataplane, std::vector<Event>& events) {
+// Drains the HPUs' events: logged, and streamed to WatchEvents clients.
+void ForwardEvents(Dataplane& dataplane, ControlServer* control,
+                   std::vector<Event>& events) {
   events.clear();
   dataplane.DrainEvents(&events);
+  if (control != nullptr) control->service().PublishEvents(events);
   for (const Event& e : events) {
     Log(absl::StrFormat("event: hpu %u ectx %u code 0x%08x (%u data bytes)",
                         e.hpu, e.ectx_id, e.code, e.length));
@@ -241,7 +244,7 @@ int Run(int argc, char** argv) {
     while (exit_code == 0 && g_signal.load() == 0) {
       absl::SleepFor(absl::Milliseconds(50));
       absl::Time now = absl::Now();
-      PrintEvents(dp, events);
+      ForwardEvents(dp, control.get(), events);
       if (duration > absl::ZeroDuration() && now - start >= duration) break;
       const bool on_demand = g_print_stats.exchange(false);
       if (on_demand || (interval > absl::ZeroDuration() && now >= next_stats)) {
@@ -263,7 +266,7 @@ int Run(int argc, char** argv) {
     if (control != nullptr) control->Shutdown();
     AttachTelemetry(nullptr);
     dp.Stop();
-    PrintEvents(dp, events);
+    ForwardEvents(dp, nullptr, events);
     // Read with the HPUs stopped, so that the counters add up.
     StatsSnapshot final_stats = dp.Snapshot();
     std::printf("--- final counters after %.1f s\n%s", run_s,

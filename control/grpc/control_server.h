@@ -31,6 +31,8 @@ class ControlServer {
   // Cancels streams, waits for calls in progress, removes the socket.
   void Shutdown();
 
+  SpinnicService& service() { return *service_; }
+
  private:
   ControlServer() = default;
   std::string socket_path_;

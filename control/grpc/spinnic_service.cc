@@ -267,4 +267,41 @@ grpc::Status SpinnicService::WatchStats(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status SpinnicService::WatchEvents(
+    grpc::ServerContext* context, const v1::WatchEventsRequest*,
+    grpc::ServerWriter<v1::Event>* writer) {
+  std::shared_ptr<EventHub::Subscription> subscription = events_.Subscribe();
+  std::vector<v1::Event> batch;
+  // The wait is short so that a cancelled or departed client is noticed
+  // soon and its subscription freed.
+  while (!context->IsCancelled()) {
+    batch.clear();
+    subscription->Wait(absl::Milliseconds(200), &batch);
+    bool open = true;
+    for (const v1::Event& event : batch) {
+      if (!(open = writer->Write(event))) break;
+    }
+    if (!open) break;
+  }
+  events_.Unsubscribe(subscription);
+  return grpc::Status::OK;
+}
+
+void SpinnicService::PublishEvents(const std::vector<Event>& events) {
+  if (events.empty() || events_.subscribers() == 0) return;
+  // Events name their ECTX by id; names are what clients know.
+  StatsSnapshot snapshot = dataplane_->Snapshot();
+  for (const Event& event : events) {
+    v1::Event out;
+    out.set_timestamp_ns(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
+    out.set_code(event.code);
+    out.set_hpu(event.hpu);
+    out.set_data(event.data, event.length);
+    for (const EctxStats& e : snapshot.ectxs) {
+      if (e.id == event.ectx_id) out.set_handler(e.name);
+    }
+    events_.Publish(out);
+  }
+}
+
 }  // namespace spinnic

@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "control/grpc/event_hub.h"
 #include "dataplane/dataplane.h"
 #include "spinnic/v1/control.grpc.pb.h"
 
@@ -43,6 +44,14 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status WatchStats(grpc::ServerContext* context,
                           const v1::WatchStatsRequest* request,
                           grpc::ServerWriter<v1::Stats>* writer) override;
+  grpc::Status WatchEvents(grpc::ServerContext* context,
+                           const v1::WatchEventsRequest* request,
+                           grpc::ServerWriter<v1::Event>* writer) override;
+
+  // Hands events drained from the dataplane to the WatchEvents subscribers.
+  // Called by the daemon's main loop.
+  void PublishEvents(const std::vector<Event>& events);
+  size_t event_subscribers() const { return events_.subscribers(); }
 
  private:
   v1::Config config_;
@@ -51,6 +60,7 @@ class SpinnicService final : public v1::Spinnic::Service {
   absl::Mutex mu_;
   // What each installed handler was installed with (read back = written).
   std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
+  EventHub events_;
 };
 
 }  // namespace spinnic

@@ -3,10 +3,12 @@
 // Every bad request gets its canonical code and changes nothing.
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
+#include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -17,11 +19,28 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "spinnic/v1/control.grpc.pb.h"
+#include "tests/common/frames.h"
 
 namespace spinnic {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Fails every packet: the engine raises kEventHandlerFailed for each.
+class FailsEverything {
+ public:
+  static constexpr absl::string_view kName = "test_fails";
+  static constexpr absl::string_view kDescription = "returns FAIL";
+  static constexpr uint32_t kMinStateSize = 0;
+  static absl::StatusOr<std::unique_ptr<FailsEverything>> Create(
+      const HandlerParams&) {
+    return std::make_unique<FailsEverything>();
+  }
+  HandlerResult Payload(HandlerContext&, PacketView&) {
+    return HandlerResult::kFail;
+  }
+};
+SPINNIC_HANDLER(FailsEverything);
 
 class ControlApiTest : public ::testing::Test {
  protected:
@@ -252,6 +271,71 @@ TEST_F(ControlApiTest, StatsAndWatchStats) {
   while (stream->Read(&stats)) {
   }
   stream->Finish();
+}
+
+TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {
+  ASSERT_TRUE(Call(Install("failing", "test_fails")).ok());
+  grpc::ClientContext context;
+  auto stream = stub_->WatchEvents(&context, {});
+  for (int i = 0; i < 200 && server_->service().event_subscribers() == 0; ++i) {
+    usleep(10'000);
+  }
+  ASSERT_EQ(server_->service().event_subscribers(), 1u);
+
+  // A frame through the real HPU path: the handler fails, the engine raises
+  // the event, the daemon's loop (here: the test) forwards it.
+  rte_mempool* pool = rte_pktmbuf_pool_create("ctl_inject", 63, 0, 0,
+                                              RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+  ASSERT_NE(pool, nullptr);
+  frames::Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                     "10.0.0.2", 1, 2, frames::Bytes(8, 0));
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
+              frame.data(), frame.size());
+  ASSERT_EQ(rte_ring_enqueue(rings_[0], m), 0);
+  EXPECT_EQ(dataplane_->hpu(0).PollOnce(), 1u);
+  std::vector<Event> events;
+  dataplane_->DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  server_->service().PublishEvents(events);
+
+  v1::Event event;
+  ASSERT_TRUE(stream->Read(&event));
+  EXPECT_EQ(event.code(), kEventHandlerFailed);
+  EXPECT_EQ(event.handler(), "failing");
+  EXPECT_EQ(event.sequence(), 1u);
+  EXPECT_EQ(event.missed_before(), 0u);
+  context.TryCancel();
+  while (stream->Read(&event)) {
+  }
+  stream->Finish();
+  for (int i = 0; i < 200 && server_->service().event_subscribers() != 0; ++i) {
+    usleep(10'000);
+  }
+  EXPECT_EQ(server_->service().event_subscribers(), 0u)
+      << "a departed client must cost nothing";
+  rte_mempool_free(pool);
+}
+
+TEST(EventHubTest, SlowSubscriberLosesCountedEventsOthersDoNot) {
+  EventHub hub;
+  auto slow = hub.Subscribe();
+  v1::Event event;
+  for (size_t i = 0; i < EventHub::kQueueCapacity + 5; ++i) hub.Publish(event);
+  auto fast = hub.Subscribe();
+  std::vector<v1::Event> got;
+  slow->Wait(absl::ZeroDuration(), &got);
+  ASSERT_EQ(got.size(), EventHub::kQueueCapacity);
+  EXPECT_EQ(got.back().sequence(), EventHub::kQueueCapacity);
+  hub.Publish(event);
+  got.clear();
+  slow->Wait(absl::ZeroDuration(), &got);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].missed_before(), 5u);
+  got.clear();
+  fast->Wait(absl::ZeroDuration(), &got);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].missed_before(), 0u);
 }
 
 }  // namespace
