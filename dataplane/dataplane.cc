@@ -54,7 +54,6 @@ absl::Status InitEal(const std::vector<std::string>& args) {
 absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     const DataplaneConfig& config) {
   std::unique_ptr<Dataplane> dataplane(new Dataplane());
-  dataplane->config_ = config;
   const size_t workers = config.worker_cores.size();
   if (workers == 0) {
     return absl::InvalidArgumentError(

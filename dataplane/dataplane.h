@@ -79,7 +79,6 @@ class Dataplane {
 
   // Guards what Snapshot reads that the control thread changes.
   mutable absl::Mutex mu_;
-  DataplaneConfig config_;
   rte_mempool* pool_ = nullptr;
   std::vector<Port> ports_;
   std::vector<std::unique_ptr<Hpu>> hpus_;
