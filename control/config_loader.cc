@@ -1380,6 +1380,12 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
     }
   }
   out.mbufs = config.runtime().mbufs();
+  if (config.runtime().max_regions() != 0) {
+    out.max_regions = config.runtime().max_regions();
+  }
+  if (config.runtime().region_bytes_limit() != 0) {
+    out.region_bytes_limit = config.runtime().region_bytes_limit();
+  }
   out.burst = static_cast<uint16_t>(
       config.runtime().burst() != 0 ? config.runtime().burst() : kDefaultBurst);
   return out;

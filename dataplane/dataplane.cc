@@ -10,8 +10,10 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -22,7 +24,26 @@ constexpr uint32_t kEventRingSize = 4096;
 constexpr uint32_t kMempoolCache = 256;
 constexpr uint32_t kSchedulerRingSize = 4096;
 
+// Region addresses: random 4 KiB-aligned bases in [4 GiB, 128 TiB), so that
+// neither a host address nor another region's base can be inferred.
+constexpr uint64_t kRegionSpaceStart = uint64_t{1} << 32;
+constexpr uint64_t kRegionSpaceEnd = uint64_t{1} << 47;
+constexpr uint64_t kRegionAlign = 4096;
+
 int HpuMain(void* arg) { return static_cast<Hpu*>(arg)->Run(); }
+
+// Kernel randomness (getrandom): rkeys are capabilities, so a peer must not
+// be able to predict one from others it has seen.
+uint64_t SecureRandom64() {
+  uint64_t value = 0;
+  size_t got = 0;
+  while (got < sizeof(value)) {
+    ssize_t n = getrandom(reinterpret_cast<uint8_t*>(&value) + got,
+                          sizeof(value) - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  return value;
+}
 
 // Frees a ring of mbufs and the mbufs still in it.
 void FreeRing(rte_ring* ring) {
@@ -153,14 +174,19 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     return absl::ResourceExhaustedError("cannot allocate the RCU state");
   }
 
+  dataplane->max_regions_ = config.max_regions;
+  dataplane->region_bytes_limit_ = config.region_bytes_limit;
   {
     absl::MutexLock lock(&dataplane->mu_);
     dataplane->current_table_ = std::make_unique<EctxTable>();
     dataplane->table_.store(dataplane->current_table_.get());
+    dataplane->current_regions_ = std::make_unique<RegionTable>();
+    dataplane->regions_.store(dataplane->current_regions_.get());
   }
   HpuShared shared;
   shared.stop = &dataplane->stop_;
   shared.table = &dataplane->table_;
+  shared.regions = &dataplane->regions_;
   shared.rcu = dataplane->rcu_;
   shared.pool = dataplane->pool_;
   shared.burst = config.burst;
@@ -287,9 +313,35 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
           "' is installed; remove it first or choose another name"));
     }
   }
+  std::vector<std::shared_ptr<const MemoryRegion>> regions;
+  for (uint64_t region_id : config.bound_regions) {
+    absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
+        FindRegion(region_id);
+    if (!region.ok()) {
+      return absl::Status(
+          region.status().code(),
+          absl::StrCat("handler '", config.name,
+                       "': bound_regions: ", region.status().message()));
+    }
+    if (((*region)->access() & (kLocalRead | kLocalWrite)) == 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "handler '", config.name, "': region ", region_id,
+          " grants handlers no access (", RegionAccessText((*region)->access()),
+          "); register it with local_read and/or local_write to bind it"));
+    }
+    for (const auto& bound : regions) {
+      if (bound->id() == region_id) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("handler '", config.name, "': region ", region_id,
+                         " is listed twice in bound_regions"));
+      }
+    }
+    regions.push_back(*std::move(region));
+  }
   uint32_t id = 0;
   while (id < Ectx::kMaxEctxs && used[id]) ++id;
-  absl::StatusOr<std::unique_ptr<Ectx>> ectx = Ectx::Create(id, config);
+  absl::StatusOr<std::unique_ptr<Ectx>> ectx =
+      Ectx::Create(id, config, std::move(regions));
   if (!ectx.ok()) return ectx.status();
 
   // No HPU writes this id's counters until the publish below (a previous
@@ -330,6 +382,168 @@ void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
   // After this no HPU holds the old version (nor a removed ECTX in it).
   rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
   current_table_ = std::move(next);
+}
+
+absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
+    const RegionConfig& config) {
+  if (config.length == 0) {
+    return absl::InvalidArgumentError(
+        "region length is 0; give its size in bytes");
+  }
+  if (config.access == 0) {
+    return absl::InvalidArgumentError(
+        "region grants no access; set at least one of local_read, "
+        "local_write, remote_read, remote_write");
+  }
+  absl::MutexLock lock(&mu_);
+  const auto& regions = current_regions_->regions();
+  if (regions.size() >= max_regions_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("at most ", max_regions_,
+                     " regions can be registered; deregister one first"));
+  }
+  if (config.length > region_bytes_limit_ - region_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a region of ", config.length, " bytes does not fit: ", region_bytes_,
+        " of the ", region_bytes_limit_,
+        " bytes allowed for regions are in use; deregister regions, ask for "
+        "less, or raise runtime.region_bytes_limit"));
+  }
+  for (const auto& region : regions) {
+    if (!config.name.empty() && region->name() == config.name) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a region named '", config.name, "' is registered (id ", region->id(),
+          "); deregister it first or choose another name"));
+    }
+  }
+  // An rkey no live region has; a base whose range overlaps no live
+  // region's, so that an address alone also names at most one region.
+  uint32_t rkey = 0;
+  uint64_t base = 0;
+  for (bool clash = true; clash;) {
+    rkey = static_cast<uint32_t>(SecureRandom64());
+    uint64_t slots =
+        (kRegionSpaceEnd - kRegionSpaceStart - config.length) / kRegionAlign;
+    base = kRegionSpaceStart + SecureRandom64() % slots * kRegionAlign;
+    clash = rkey == 0 || current_regions_->FindByRkey(rkey) != nullptr;
+    for (const auto& region : regions) {
+      clash = clash || (base < region->base_address() + region->length() &&
+                        region->base_address() < base + config.length);
+    }
+  }
+  absl::StatusOr<std::unique_ptr<MemoryRegion>> created =
+      MemoryRegion::Create(next_region_id_, config, rkey, base);
+  if (!created.ok()) return created.status();
+  ++next_region_id_;
+  region_bytes_ += config.length;
+  std::shared_ptr<const MemoryRegion> region(std::move(*created));
+  std::vector<std::shared_ptr<const MemoryRegion>> next = regions;
+  next.push_back(region);
+  PublishRegions(std::move(next));
+  return DescribeRegion(*region);
+}
+
+absl::Status Dataplane::DeregisterRegion(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
+  if (!region.ok()) return region.status();
+  RegionInfo info = DescribeRegion(**region);
+  if (!info.bound_to.empty()) {
+    std::string names;
+    for (const std::string& name : info.bound_to) {
+      absl::StrAppend(&names, names.empty() ? "'" : ", '", name, "'");
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("region ", id, " is bound to handler ", names,
+                     "; remove (or replace) the handler first"));
+  }
+  if (!(*region)->BeginRetire()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("region ", id, " is in use by ", (*region)->pins(),
+                     " in-flight transfer(s); retry when they have completed"));
+  }
+  std::vector<std::shared_ptr<const MemoryRegion>> next =
+      current_regions_->regions();
+  std::erase_if(next, [&](const auto& r) { return r->id() == id; });
+  region_bytes_ -= (*region)->length();
+  // Returns after every HPU has stopped seeing the region; the last
+  // reference (here) then frees its memory.
+  PublishRegions(std::move(next));
+  return absl::OkStatus();
+}
+
+std::vector<RegionInfo> Dataplane::ListRegions() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<RegionInfo> out;
+  for (const auto& region : current_regions_->regions()) {
+    out.push_back(DescribeRegion(*region));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Dataplane::ReadRegion(uint64_t id, uint64_t offset,
+                                                  uint64_t length) const {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
+  if (!region.ok()) return region.status();
+  std::span<uint8_t> bytes = (*region)->bytes();
+  if (offset > bytes.size() || length > bytes.size() - offset) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "bytes [", offset, ", ", offset + length, ") are outside region ", id,
+        " of ", bytes.size(), " bytes"));
+  }
+  // Handlers and peers may be writing concurrently: each byte is as of some
+  // moment, as a DMA read of live memory would be.
+  return std::string(reinterpret_cast<const char*>(bytes.data() + offset),
+                     length);
+}
+
+absl::Status Dataplane::WriteRegion(uint64_t id, uint64_t offset,
+                                    std::span<const uint8_t> data) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
+  if (!region.ok()) return region.status();
+  std::span<uint8_t> bytes = (*region)->bytes();
+  if (offset > bytes.size() || data.size() > bytes.size() - offset) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "bytes [", offset, ", ", offset + data.size(), ") are outside region ",
+        id, " of ", bytes.size(), " bytes"));
+  }
+  if (!data.empty())
+    std::memcpy(bytes.data() + offset, data.data(), data.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const MemoryRegion>> Dataplane::FindRegion(
+    uint64_t id) const {
+  for (const auto& region : current_regions_->regions()) {
+    if (region->id() == id) return region;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no region with id ", id, " is registered (list them with ListRegions)"));
+}
+
+RegionInfo Dataplane::DescribeRegion(const MemoryRegion& region) const {
+  RegionInfo info;
+  info.id = region.id();
+  info.name = region.name();
+  info.rkey = region.rkey();
+  info.base_address = region.base_address();
+  info.length = region.length();
+  info.access = region.access();
+  info.pins = region.pins();
+  for (const auto& ectx : current_table_->ectxs()) {
+    if (ectx->Binds(region.id())) info.bound_to.push_back(ectx->name());
+  }
+  return info;
+}
+
+void Dataplane::PublishRegions(
+    std::vector<std::shared_ptr<const MemoryRegion>> regions) {
+  auto next = std::make_unique<const RegionTable>(std::move(regions));
+  regions_.store(next.get(), std::memory_order_release);
+  rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
+  current_regions_ = std::move(next);
 }
 
 StatsSnapshot Dataplane::Snapshot() const {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,9 @@
 #include "dataplane/dataplane_config.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
+#include "dataplane/memory_region.h"
 #include "dataplane/port.h"
+#include "dataplane/region_table.h"
 #include "dataplane/stats.h"
 
 namespace spinnic {
@@ -31,6 +34,18 @@ namespace spinnic {
 // rte_eal_init with `args` (args[0] is the program name). Once per process.
 // Fails with a message naming what to fix (hugepages, lcores, permissions).
 absl::Status InitEal(const std::vector<std::string>& args);
+
+// A registered region as the control side reports it.
+struct RegionInfo {
+  uint64_t id = 0;
+  std::string name;
+  uint32_t rkey = 0;
+  uint64_t base_address = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;                // kLocalRead | ... bits
+  uint32_t pins = 0;                  // in-flight transfers
+  std::vector<std::string> bound_to;  // handler names
+};
 
 class Dataplane {
  public:
@@ -55,6 +70,25 @@ class Dataplane {
   // HPU has stopped using it.
   absl::Status RemoveEctx(absl::string_view name);
 
+  // Memory regions (memory_region.h). Register allocates zeroed EAL memory
+  // and publishes the region to the HPUs; ids are never reused. A region
+  // bound to a handler or pinned by a transfer cannot be deregistered
+  // (FAILED_PRECONDITION); its memory is freed only after every HPU has
+  // stopped seeing it.
+  absl::StatusOr<RegionInfo> RegisterRegion(const RegionConfig& config);
+  absl::Status DeregisterRegion(uint64_t id);
+  std::vector<RegionInfo> ListRegions() const;
+  // Control-side copies (tooling and tests); OUT_OF_RANGE outside the region.
+  absl::StatusOr<std::string> ReadRegion(uint64_t id, uint64_t offset,
+                                         uint64_t length) const;
+  absl::Status WriteRegion(uint64_t id, uint64_t offset,
+                           std::span<const uint8_t> data);
+  uint64_t region_bytes_limit() const { return region_bytes_limit_; }
+  // The published region table, as transports on the HPUs read it.
+  const RegionTable* region_table() const {
+    return regions_.load(std::memory_order_acquire);
+  }
+
   StatsSnapshot Snapshot() const;
   // Moves pending events from the HPUs' rings into `out`; returns how many.
   size_t DrainEvents(std::vector<Event>* out);
@@ -69,6 +103,13 @@ class Dataplane {
   Dataplane() = default;
   // Builds and publishes a table with `ectxs`, then reclaims the old one.
   void Publish(std::vector<std::shared_ptr<const Ectx>> ectxs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishRegions(std::vector<std::shared_ptr<const MemoryRegion>> regions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The registered region `id`, or NOT_FOUND saying so.
+  absl::StatusOr<std::shared_ptr<const MemoryRegion>> FindRegion(
+      uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RegionInfo DescribeRegion(const MemoryRegion& region) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills the device's own counters and link state of port `index` (live,
   // or as they were when the ports stopped).
@@ -96,6 +137,12 @@ class Dataplane {
   // subtract this.
   std::vector<EctxStats> ectx_baseline_ ABSL_GUARDED_BY(mu_) =
       std::vector<EctxStats>(Ectx::kMaxEctxs);
+  std::atomic<const RegionTable*> regions_{nullptr};
+  std::unique_ptr<const RegionTable> current_regions_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_region_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t region_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t max_regions_ = 0;
+  uint64_t region_bytes_limit_ = 0;
   bool started_ = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<PortStats> final_device_ ABSL_GUARDED_BY(mu_);

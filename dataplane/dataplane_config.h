@@ -40,6 +40,8 @@ struct HandlerConfig {
   uint64_t cycle_budget = 0;
   uint32_t disable_after_overruns = 0;
   uint32_t priority = 0;
+  // Ids of registered memory regions the handler may use (ctx.Regions()).
+  std::vector<uint64_t> bound_regions;
 };
 
 struct DataplaneConfig {
@@ -51,6 +53,9 @@ struct DataplaneConfig {
   std::vector<HandlerConfig> handlers;
   uint32_t mbufs = 0;  // 0: sized from ports and queues
   uint16_t burst = 32;
+  // Memory regions: at most this many, of at most this many bytes in all.
+  uint32_t max_regions = 1024;
+  uint64_t region_bytes_limit = uint64_t{64} << 20;
 };
 
 }  // namespace spinnic

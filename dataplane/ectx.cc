@@ -9,7 +9,8 @@
 namespace spinnic {
 
 absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
-    uint32_t id, const HandlerConfig& config) {
+    uint32_t id, const HandlerConfig& config,
+    std::vector<std::shared_ptr<const MemoryRegion>> regions) {
   auto fail = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
         absl::StrCat("handler '", config.name, "': ", why));
@@ -68,6 +69,14 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   ectx->cycle_budget_ = config.cycle_budget;
   ectx->disable_after_overruns_ = config.disable_after_overruns;
   ectx->state_size_ = state_size;
+  for (const auto& region : regions) {
+    ectx->regions_.push_back(
+        {.id = region->id(),
+         .bytes = region->bytes(),
+         .readable = (region->access() & kLocalRead) != 0,
+         .writable = (region->access() & kLocalWrite) != 0});
+  }
+  ectx->region_holders_ = std::move(regions);
   if (state_size > 0) {
     // Cache-line aligned so that handlers' shared words never straddle lines.
     size_t rounded = (state_size + 63) / 64 * 64;

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "dataplane/dataplane_config.h"
 #include "dataplane/match_rule.h"
+#include "dataplane/memory_region.h"
 #include "handlers/api/handler.h"
 
 namespace spinnic {
@@ -28,9 +29,11 @@ class Ectx {
 
   // Looks up the kind, validates parameters against its schema, allocates and
   // initialises state (initial_state, then zeros). INVALID_ARGUMENT names the
-  // handler and what to fix.
+  // handler and what to fix. `regions` are config.bound_regions resolved by
+  // the caller; the ECTX keeps them alive.
   static absl::StatusOr<std::unique_ptr<Ectx>> Create(
-      uint32_t id, const HandlerConfig& config);
+      uint32_t id, const HandlerConfig& config,
+      std::vector<std::shared_ptr<const MemoryRegion>> regions = {});
 
   ~Ectx();
   Ectx(const Ectx&) = delete;
@@ -45,6 +48,12 @@ class Ectx {
   uint64_t cycle_budget() const { return cycle_budget_; }
   std::span<uint8_t> state() const { return {state_, state_size_}; }
   std::span<const BoundRegion> regions() const { return regions_; }
+  bool Binds(uint64_t region_id) const {
+    for (const BoundRegion& region : regions_) {
+      if (region.id == region_id) return true;
+    }
+    return false;
+  }
 
   bool disabled() const { return disabled_.load(std::memory_order_relaxed); }
   // Records one over-budget invocation; true if this one disabled the ECTX.
@@ -67,6 +76,7 @@ class Ectx {
   uint8_t* state_ = nullptr;
   uint32_t state_size_ = 0;
   std::vector<BoundRegion> regions_;
+  std::vector<std::shared_ptr<const MemoryRegion>> region_holders_;
   // Mutable: HPUs record overruns on a const Ectx from the published table.
   mutable std::atomic<bool> disabled_{false};
   mutable std::atomic<uint64_t> overruns_{0};

@@ -13,6 +13,7 @@
 #include "dataplane/classifier.h"
 #include "dataplane/counter.h"
 #include "dataplane/ectx_table.h"
+#include "dataplane/region_table.h"
 #include "dataplane/spin_engine.h"
 #include "handlers/api/context.h"
 
@@ -80,6 +81,9 @@ struct HpuPort {
 struct HpuShared {
   std::atomic<bool>* stop = nullptr;
   std::atomic<const EctxTable*>* table = nullptr;
+  // Registered memory regions by rkey, for the transports' remote accesses;
+  // read under the same RCU discipline as `table`.
+  std::atomic<const RegionTable*>* regions = nullptr;
   rte_rcu_qsbr* rcu = nullptr;
   rte_mempool* pool = nullptr;
   uint16_t burst = 32;

@@ -14,6 +14,8 @@ namespace spinnic {
 namespace {
 
 constexpr uint32_t kMinWatchIntervalMs = 100;
+// Largest ReadRegion answer: well inside the default message limit.
+constexpr uint64_t kMaxRegionRead = 1 << 20;
 
 // absl and gRPC share the canonical code numbering.
 grpc::Status ToGrpc(const absl::Status& status) {
@@ -94,6 +96,27 @@ void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
   }
 }
 
+uint32_t AccessBits(const v1::RegionAccess& access) {
+  return (access.local_read() ? kLocalRead : 0) |
+         (access.local_write() ? kLocalWrite : 0) |
+         (access.remote_read() ? kRemoteRead : 0) |
+         (access.remote_write() ? kRemoteWrite : 0);
+}
+
+void FillRegionInfo(const RegionInfo& info, v1::RegionInfo* out) {
+  out->set_id(info.id);
+  out->set_name(info.name);
+  out->set_rkey(info.rkey);
+  out->set_base_address(info.base_address);
+  out->set_length(info.length);
+  v1::RegionAccess* access = out->mutable_access();
+  access->set_local_read(info.access & kLocalRead);
+  access->set_local_write(info.access & kLocalWrite);
+  access->set_remote_read(info.access & kRemoteRead);
+  access->set_remote_write(info.access & kRemoteWrite);
+  for (const std::string& name : info.bound_to) out->add_bound_to(name);
+}
+
 }  // namespace
 
 SpinnicService::SpinnicService(const v1::Config& config, Dataplane* dataplane)
@@ -139,6 +162,7 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
   *response->mutable_addresses() = config_.addresses();
   response->set_max_handlers(Ectx::kMaxEctxs);
   response->set_max_state_size(Ectx::kMaxStateSize);
+  response->set_max_region_bytes(dataplane_->region_bytes_limit());
   return grpc::Status::OK;
 }
 
@@ -170,18 +194,14 @@ grpc::Status SpinnicService::ListHandlerKinds(
 grpc::Status SpinnicService::InstallHandler(
     grpc::ServerContext*, const v1::InstallHandlerRequest* request,
     v1::InstallHandlerResponse* response) {
-  if (request->bound_regions_size() != 0) {
-    return grpc::Status(
-        grpc::StatusCode::NOT_FOUND,
-        absl::StrCat("bound_regions: no region with id ",
-                     request->bound_regions(0), " is registered"));
-  }
   // Validated as the config file's handlers are, against the running ports.
   v1::Config candidate = config_;
   candidate.clear_handlers();
   *candidate.add_handlers() = request->handler();
   absl::StatusOr<DataplaneConfig> converted = ToDataplaneConfig(candidate);
   if (!converted.ok()) return ToGrpc(converted.status());
+  converted->handlers[0].bound_regions.assign(request->bound_regions().begin(),
+                                              request->bound_regions().end());
 
   absl::MutexLock lock(&mu_);
   absl::StatusOr<uint32_t> id =
@@ -239,6 +259,73 @@ grpc::Status SpinnicService::ReadHandlerState(
   return grpc::Status(
       grpc::StatusCode::NOT_FOUND,
       absl::StrCat("no handler named '", request->name(), "' is installed"));
+}
+
+grpc::Status SpinnicService::RegisterRegion(
+    grpc::ServerContext*, const v1::RegisterRegionRequest* request,
+    v1::RegisterRegionResponse* response) {
+  RegionConfig config;
+  config.name = request->name();
+  config.length = request->length();
+  config.access = AccessBits(request->access());
+  absl::StatusOr<RegionInfo> region = dataplane_->RegisterRegion(config);
+  if (!region.ok()) return ToGrpc(region.status());
+  response->set_id(region->id);
+  response->set_rkey(region->rkey);
+  response->set_base_address(region->base_address);
+  response->set_length(region->length);
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::DeregisterRegion(
+    grpc::ServerContext*, const v1::DeregisterRegionRequest* request,
+    v1::DeregisterRegionResponse*) {
+  // Under mu_ so that no install can bind the region meanwhile.
+  absl::MutexLock lock(&mu_);
+  return ToGrpc(dataplane_->DeregisterRegion(request->id()));
+}
+
+grpc::Status SpinnicService::ListRegions(grpc::ServerContext*,
+                                         const v1::ListRegionsRequest*,
+                                         v1::ListRegionsResponse* response) {
+  for (const RegionInfo& region : dataplane_->ListRegions()) {
+    FillRegionInfo(region, response->add_regions());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::ReadRegion(grpc::ServerContext*,
+                                        const v1::ReadRegionRequest* request,
+                                        v1::ReadRegionResponse* response) {
+  uint64_t length = request->length();
+  if (length == 0) {
+    // To the end of the region.
+    for (const RegionInfo& region : dataplane_->ListRegions()) {
+      if (region.id == request->id() && request->offset() < region.length) {
+        length = region.length - request->offset();
+      }
+    }
+  }
+  if (length > kMaxRegionRead) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("length ", length, " is over the ", kMaxRegionRead,
+                     " bytes one read may return; read in pieces"));
+  }
+  absl::StatusOr<std::string> data =
+      dataplane_->ReadRegion(request->id(), request->offset(), length);
+  if (!data.ok()) return ToGrpc(data.status());
+  response->set_data(*std::move(data));
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::WriteRegion(grpc::ServerContext*,
+                                         const v1::WriteRegionRequest* request,
+                                         v1::WriteRegionResponse*) {
+  const std::string& data = request->data();
+  return ToGrpc(dataplane_->WriteRegion(
+      request->id(), request->offset(),
+      {reinterpret_cast<const uint8_t*>(data.data()), data.size()}));
 }
 
 grpc::Status SpinnicService::GetStats(grpc::ServerContext*,

@@ -39,6 +39,20 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status ReadHandlerState(
       grpc::ServerContext*, const v1::ReadHandlerStateRequest* request,
       v1::ReadHandlerStateResponse* response) override;
+  grpc::Status RegisterRegion(grpc::ServerContext*,
+                              const v1::RegisterRegionRequest* request,
+                              v1::RegisterRegionResponse* response) override;
+  grpc::Status DeregisterRegion(grpc::ServerContext*,
+                                const v1::DeregisterRegionRequest* request,
+                                v1::DeregisterRegionResponse*) override;
+  grpc::Status ListRegions(grpc::ServerContext*, const v1::ListRegionsRequest*,
+                           v1::ListRegionsResponse* response) override;
+  grpc::Status ReadRegion(grpc::ServerContext*,
+                          const v1::ReadRegionRequest* request,
+                          v1::ReadRegionResponse* response) override;
+  grpc::Status WriteRegion(grpc::ServerContext*,
+                           const v1::WriteRegionRequest* request,
+                           v1::WriteRegionResponse*) override;
   grpc::Status GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
                         v1::Stats* response) override;
   grpc::Status WatchStats(grpc::ServerContext* context,

@@ -32,10 +32,14 @@ class ActionSink {
   ~ActionSink() = default;
 };
 
-// A memory region bound to the ECTX at install time.
+// A memory region bound to the ECTX at install time. `bytes` is the whole
+// region; a handler must not write it unless `writable` (the region was
+// registered with local_write) nor read it unless `readable` (local_read).
 struct BoundRegion {
-  uint32_t id = 0;
+  uint64_t id = 0;
   std::span<uint8_t> bytes;
+  bool readable = true;
+  bool writable = true;
 };
 
 class HandlerContext {
