@@ -56,6 +56,13 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
     return fail(absl::StrCat("initial_state has ", config.initial_state.size(),
                              " bytes but state_size is ", state_size));
   }
+  if (regions.size() < kind->min_regions) {
+    return fail(absl::StrCat("kind '", kind->name, "' needs ",
+                             kind->min_regions, " bound region(s), got ",
+                             regions.size(),
+                             "; register a region and list its id in "
+                             "bound_regions (spinctl install --bind ID)"));
+  }
   absl::StatusOr<HandlerInstance> instance = kind->create(*params);
   if (!instance.ok()) return fail(instance.status().message());
 

@@ -174,6 +174,7 @@ grpc::Status SpinnicService::ListHandlerKinds(
     info->set_name(std::string(kind.name));
     info->set_description(std::string(kind.description));
     info->set_min_state_size(kind.min_state_size);
+    info->set_min_regions(kind.min_regions);
     info->set_has_header(kind.has_header);
     info->set_has_payload(kind.has_payload);
     info->set_has_completion(kind.has_completion);

@@ -25,6 +25,8 @@
 //     static constexpr ParamSpec kParams[] = {{...}};  // omit if none
 //     // Optional, when the state needed depends on the parameters:
 //     static uint32_t StateSizeFor(const HandlerParams& params);
+//     // Optional: memory regions an install must bind (ctx.Regions()).
+//     static constexpr uint32_t kMinRegions = 1;
 //     static absl::StatusOr<std::unique_ptr<MyHandler>> Create(
 //         const HandlerParams& params);
 //     HandlerResult Payload(HandlerContext& ctx, PacketView& packet);
@@ -111,6 +113,8 @@ struct HandlerKind {
   uint32_t min_state_size;
   // State bytes the given (validated) parameters need; null: min_state_size.
   uint32_t (*state_size_for)(const HandlerParams& params);
+  // Bound regions an install must give it.
+  uint32_t min_regions;
   bool has_header;
   bool has_payload;
   bool has_completion;
@@ -188,6 +192,15 @@ constexpr auto StateSizeForOf() -> uint32_t (*)(const HandlerParams&) {
 }
 
 template <typename T>
+constexpr uint32_t MinRegionsOf() {
+  if constexpr (requires { T::kMinRegions; }) {
+    return T::kMinRegions;
+  } else {
+    return 0;
+  }
+}
+
+template <typename T>
 HandlerKind MakeKind() {
   return HandlerKind{
       .name = T::kName,
@@ -195,6 +208,7 @@ HandlerKind MakeKind() {
       .params = ParamsOf<T>(),
       .min_state_size = T::kMinStateSize,
       .state_size_for = StateSizeForOf<T>(),
+      .min_regions = MinRegionsOf<T>(),
       .has_header = HasHeader<T>,
       .has_payload = HasPayload<T>,
       .has_completion = HasCompletion<T>,

@@ -226,8 +226,9 @@ class FakeEctx {
   }
 
   // Binds a region; the caller keeps `bytes` alive.
-  void AddRegion(uint32_t id, std::span<uint8_t> bytes) {
-    regions_.push_back({id, bytes});
+  void AddRegion(uint64_t id, std::span<uint8_t> bytes, bool readable = true,
+                 bool writable = true) {
+    regions_.push_back({id, bytes, readable, writable});
     context_ = MakeContext();
   }
   // Makes the next invocations look as if they ran on another HPU.

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,8 @@ class ControlApiTest : public ::testing::Test {
     dataplane_config.port_pairs = {{0, 1}};
     dataplane_config.worker_cores = {0};
     dataplane_config.mbufs = 4095;
+    // Above the EAL's 256 MiB: both the limit and the EAL can refuse.
+    dataplane_config.region_bytes_limit = uint64_t{300} << 20;
     auto dataplane = Dataplane::Create(dataplane_config);
     ASSERT_TRUE(dataplane.ok()) << dataplane.status();
     dataplane_ = *std::move(dataplane);
@@ -107,6 +110,7 @@ class ControlApiTest : public ::testing::Test {
   void TearDown() override {
     server_.reset();
     dataplane_.reset();
+    rte_mempool_free(pool_);
     for (rte_ring* ring : rings_) rte_ring_free(ring);
     rmdir(absl::StrCat("/tmp/spinnic-ctl-test-", getpid()).c_str());
   }
@@ -134,7 +138,87 @@ class ControlApiTest : public ::testing::Test {
     return response;
   }
 
+  absl::StatusOr<v1::RegisterRegionResponse> Register(
+      uint64_t length, bool local, bool remote, const std::string& name = "") {
+    v1::RegisterRegionRequest request;
+    request.set_length(length);
+    request.set_name(name);
+    request.mutable_access()->set_local_read(local);
+    request.mutable_access()->set_local_write(local);
+    request.mutable_access()->set_remote_read(remote);
+    request.mutable_access()->set_remote_write(remote);
+    grpc::ClientContext context;
+    v1::RegisterRegionResponse response;
+    grpc::Status status = stub_->RegisterRegion(&context, request, &response);
+    if (!status.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          status.error_message());
+    }
+    return response;
+  }
+
+  grpc::Status Deregister(uint64_t id) {
+    grpc::ClientContext context;
+    v1::DeregisterRegionRequest request;
+    request.set_id(id);
+    v1::DeregisterRegionResponse response;
+    return stub_->DeregisterRegion(&context, request, &response);
+  }
+
+  grpc::Status Read(uint64_t id, uint64_t offset, uint64_t length,
+                    std::string* data) {
+    grpc::ClientContext context;
+    v1::ReadRegionRequest request;
+    request.set_id(id);
+    request.set_offset(offset);
+    request.set_length(length);
+    v1::ReadRegionResponse response;
+    grpc::Status status = stub_->ReadRegion(&context, request, &response);
+    *data = response.data();
+    return status;
+  }
+
+  grpc::Status Write(uint64_t id, uint64_t offset, const std::string& data) {
+    grpc::ClientContext context;
+    v1::WriteRegionRequest request;
+    request.set_id(id);
+    request.set_offset(offset);
+    request.set_data(data);
+    v1::WriteRegionResponse response;
+    return stub_->WriteRegion(&context, request, &response);
+  }
+
+  v1::ListRegionsResponse Regions() {
+    grpc::ClientContext context;
+    v1::ListRegionsResponse response;
+    EXPECT_TRUE(stub_->ListRegions(&context, {}, &response).ok());
+    return response;
+  }
+
+  // Sends `frame` into the wire port and runs the HPU once on this thread.
+  void Inject(const frames::Bytes& frame) {
+    if (pool_ == nullptr) {
+      std::string name =
+          absl::StrCat("ctl_pool", reinterpret_cast<uintptr_t>(this));
+      pool_ = rte_pktmbuf_pool_create(name.c_str(), 63, 0, 0,
+                                      RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+      ASSERT_NE(pool_, nullptr);
+    }
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
+                frame.data(), frame.size());
+    ASSERT_EQ(rte_ring_enqueue(rings_[0], m), 0);
+    EXPECT_EQ(dataplane_->hpu(0).PollOnce(), 1u);
+    // The forwarded copy, out of the host port's ring.
+    void* out = nullptr;
+    if (rte_ring_dequeue(rings_[1], &out) == 0) {
+      rte_pktmbuf_free(static_cast<rte_mbuf*>(out));
+    }
+  }
+
   v1::Config config_;
+  rte_mempool* pool_ = nullptr;
   rte_ring* rings_[2];
   std::string ethdevs_[2];
   std::unique_ptr<Dataplane> dataplane_;
@@ -315,6 +399,189 @@ TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {
   EXPECT_EQ(server_->service().event_subscribers(), 0u)
       << "a departed client must cost nothing";
   rte_mempool_free(pool);
+}
+
+TEST_F(ControlApiTest, RegionRegisterWriteReadDeregister) {
+  absl::StatusOr<v1::RegisterRegionResponse> region =
+      Register(4096, true, true, "buf");
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_NE(region->rkey(), 0u);
+  EXPECT_EQ(region->length(), 4096u);
+  EXPECT_EQ(region->base_address() % 4096, 0u);
+  EXPECT_GE(region->base_address(), uint64_t{1} << 32);
+  EXPECT_LT(region->base_address() + 4096, uint64_t{1} << 47);
+
+  v1::ListRegionsResponse listed = Regions();
+  ASSERT_EQ(listed.regions_size(), 1);
+  EXPECT_EQ(listed.regions(0).id(), region->id());
+  EXPECT_EQ(listed.regions(0).name(), "buf");
+  EXPECT_EQ(listed.regions(0).rkey(), region->rkey());
+  EXPECT_EQ(listed.regions(0).base_address(), region->base_address());
+  EXPECT_TRUE(listed.regions(0).access().local_write());
+  EXPECT_TRUE(listed.regions(0).access().remote_read());
+
+  ASSERT_TRUE(Write(region->id(), 100, "hello, region").ok());
+  std::string data;
+  ASSERT_TRUE(Read(region->id(), 100, 13, &data).ok());
+  EXPECT_EQ(data, "hello, region");
+  // Length 0 reads to the end; the rest of the region is zero.
+  ASSERT_TRUE(Read(region->id(), 0, 0, &data).ok());
+  std::string expected(4096, '\0');
+  expected.replace(100, 13, "hello, region");
+  EXPECT_EQ(data, expected);
+  // The last byte is inside; one more is not, for reads and for writes.
+  EXPECT_TRUE(Write(region->id(), 4095, "x").ok());
+  grpc::Status status = Read(region->id(), 4095, 2, &data);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(status.error_message(), HasSubstr("4096 bytes"));
+  EXPECT_EQ(Write(region->id(), 4095, "xy").error_code(),
+            grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(Write(region->id(), ~uint64_t{0}, "x").error_code(),
+            grpc::StatusCode::OUT_OF_RANGE);
+  ASSERT_TRUE(Read(region->id(), 4094, 2, &data).ok());
+  EXPECT_EQ(data, std::string("\0x", 2));
+
+  ASSERT_TRUE(Deregister(region->id()).ok());
+  EXPECT_EQ(Regions().regions_size(), 0);
+  EXPECT_EQ(Deregister(region->id()).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Read(region->id(), 0, 1, &data).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  // Ids are never reused: a stale id cannot name a new region.
+  absl::StatusOr<v1::RegisterRegionResponse> next = Register(64, true, false);
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(next->id(), region->id());
+}
+
+TEST_F(ControlApiTest, BadRegionRequestsGetTheirCodeAndChangeNothing) {
+  EXPECT_EQ(Register(0, true, true).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status no_access = Register(64, false, false).status();
+  EXPECT_EQ(no_access.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_access.message(), HasSubstr("local_read"));
+  // Over the configured limit (300 MiB here).
+  absl::Status over_limit = Register(uint64_t{301} << 20, true, true).status();
+  EXPECT_EQ(over_limit.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over_limit.message(), HasSubstr("region_bytes_limit"));
+  // Within the limit but beyond what the EAL (-m 256) has.
+  absl::Status no_memory = Register(uint64_t{290} << 20, true, true).status();
+  EXPECT_EQ(no_memory.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(no_memory.message(), HasSubstr("EAL memory"));
+  EXPECT_EQ(Regions().regions_size(), 0);
+
+  ASSERT_TRUE(Register(64, true, true, "dup").ok());
+  EXPECT_EQ(Register(64, true, true, "dup").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  std::string data;
+  grpc::Status too_long = Read(Regions().regions(0).id(), 0, 2 << 20, &data);
+  EXPECT_EQ(too_long.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Regions().regions_size(), 1);
+}
+
+TEST_F(ControlApiTest, RkeysAndAddressesAreDistinct) {
+  std::set<uint32_t> rkeys;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (int i = 0; i < 64; ++i) {
+    absl::StatusOr<v1::RegisterRegionResponse> region =
+        Register(8192, false, true);
+    ASSERT_TRUE(region.ok()) << region.status();
+    rkeys.insert(region->rkey());
+    for (const auto& [base, length] : ranges) {
+      EXPECT_TRUE(region->base_address() >= base + length ||
+                  base >= region->base_address() + region->length());
+    }
+    ranges.emplace_back(region->base_address(), region->length());
+  }
+  EXPECT_EQ(rkeys.size(), 64u);
+  // Not a counter: consecutive rkeys are not consecutive numbers.
+  std::vector<uint32_t> sorted(rkeys.begin(), rkeys.end());
+  int adjacent = 0;
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    adjacent += sorted[i] - sorted[i - 1] == 1;
+  }
+  EXPECT_LT(adjacent, 3);
+  // The published table finds each by rkey in one probe.
+  for (uint32_t rkey : rkeys) {
+    ASSERT_NE(dataplane_->region_table()->FindByRkey(rkey), nullptr);
+  }
+}
+
+TEST_F(ControlApiTest, HandlerWritesItsBoundRegionWhichCannotGoWhileBound) {
+  absl::StatusOr<v1::RegisterRegionResponse> region =
+      Register(1024, true, false);
+  ASSERT_TRUE(region.ok());
+
+  // capture needs a region; a region without local access cannot be bound.
+  grpc::Status status = Call(Install("cap", "capture"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("needs 1 bound region"));
+  absl::StatusOr<v1::RegisterRegionResponse> remote_only =
+      Register(1024, false, true);
+  ASSERT_TRUE(remote_only.ok());
+  v1::InstallHandlerRequest bad = Install("cap", "capture");
+  bad.add_bound_regions(remote_only->id());
+  EXPECT_EQ(Call(bad).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(List().handlers_size(), 0);
+
+  v1::InstallHandlerRequest install = Install("cap", "capture");
+  (*install.mutable_handler()->mutable_params())["snap"] = "128";
+  install.add_bound_regions(region->id());
+  ASSERT_TRUE(Call(install).ok());
+  v1::ListRegionsResponse listed = Regions();
+  ASSERT_EQ(listed.regions(0).bound_to_size(), 1);
+  EXPECT_EQ(listed.regions(0).bound_to(0), "cap");
+
+  status = Deregister(region->id());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("'cap'"));
+
+  // A frame through the real HPU lands in the region as the handler's
+  // documented record: length, captured length, the frame's bytes.
+  frames::Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                     "10.0.0.2", 1, 2, frames::Bytes(20, 0x5a));
+  Inject(frame);
+  std::string record;
+  ASSERT_TRUE(Read(region->id(), 0, 128, &record).ok());
+  uint32_t length = 0;
+  uint32_t captured = 0;
+  std::memcpy(&length, record.data(), 4);
+  std::memcpy(&captured, record.data() + 4, 4);
+  EXPECT_EQ(length, frame.size());
+  EXPECT_EQ(captured, frame.size());
+  EXPECT_EQ(record.substr(8, frame.size()),
+            std::string(frame.begin(), frame.end()));
+
+  grpc::ClientContext context;
+  v1::RemoveHandlerRequest remove;
+  remove.set_name("cap");
+  v1::RemoveHandlerResponse removed;
+  ASSERT_TRUE(stub_->RemoveHandler(&context, remove, &removed).ok());
+  EXPECT_TRUE(Deregister(region->id()).ok());
+}
+
+TEST_F(ControlApiTest, PinnedRegionCannotBeDeregistered) {
+  absl::StatusOr<v1::RegisterRegionResponse> region =
+      Register(4096, false, true);
+  ASSERT_TRUE(region.ok());
+  const MemoryRegion* found =
+      dataplane_->region_table()->FindByRkey(region->rkey());
+  ASSERT_NE(found, nullptr);
+  // What a transport does with a remote access: translate with bounds and
+  // rights, pin for the transfer.
+  uint64_t base = region->base_address();
+  EXPECT_EQ(found->Translate(base, 4096, kRemoteWrite).size(), 4096u);
+  EXPECT_EQ(found->Translate(base + 4000, 96, kRemoteRead).size(), 96u);
+  EXPECT_TRUE(found->Translate(base + 4000, 97, kRemoteRead).empty());
+  EXPECT_TRUE(found->Translate(base - 1, 1, kRemoteRead).empty());
+  EXPECT_TRUE(found->Translate(base, 1, kLocalWrite).empty());
+  EXPECT_TRUE(found->Translate(base + 8, ~uint64_t{0}, kRemoteRead).empty());
+
+  ASSERT_TRUE(found->Pin());
+  grpc::Status status = Deregister(region->id());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("in-flight"));
+  EXPECT_EQ(Regions().regions_size(), 1);
+  found->Unpin();
+  EXPECT_TRUE(Deregister(region->id()).ok());
 }
 
 TEST(EventHubTest, SlowSubscriberLosesCountedEventsOthersDoNot) {
