@@ -1,0 +1,481 @@
+#include "control/client/control_client.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace spinnic {
+namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
+constexpr uint32_t kHealthServing = 1;  // HealthCheckResponse.SERVING
+
+// absl and gRPC share the canonical code numbering, so the server's code
+// passes through unchanged.
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+struct Target {
+  std::string dial;         // what grpc::CreateChannel gets
+  std::string socket_path;  // Unix socket on the file system; else empty
+  bool is_unix = false;
+};
+
+absl::StatusOr<Target> ParseTarget(const std::string& target) {
+  Target parsed;
+  if (target.empty()) {
+    return absl::InvalidArgumentError(
+        "empty target: give a Unix socket path or host:port");
+  }
+  if (absl::StartsWith(target, "unix-abstract:")) {
+    parsed.is_unix = true;
+    parsed.dial = target;
+    return parsed;
+  }
+  if (absl::StartsWith(target, "unix:")) {
+    std::string path = target.substr(5);
+    // gRPC's URI form unix:///abs/path has the same meaning as unix:/abs/path.
+    if (absl::StartsWith(path, "//")) path = path.substr(2);
+    parsed.is_unix = true;
+    parsed.socket_path = path;
+    parsed.dial = absl::StrCat("unix:", path);
+    return parsed;
+  }
+  bool looks_like_path = target[0] == '/' || target[0] == '.' ||
+                         (target.find(':') == std::string::npos &&
+                          target.find('/') != std::string::npos);
+  if (looks_like_path) {
+    parsed.is_unix = true;
+    parsed.socket_path = target;
+    parsed.dial = absl::StrCat("unix:", target);
+    return parsed;
+  }
+  parsed.dial = target;
+  return parsed;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const char* what,
+                                          const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, ": cannot open: ", std::strerror(errno)));
+  }
+  std::string contents;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    contents.append(buffer, n);
+  }
+  bool failed = std::ferror(file) != 0;
+  int error = errno;
+  std::fclose(file);
+  if (failed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, ": cannot read: ", std::strerror(error)));
+  }
+  if (contents.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, " is empty: expected PEM text"));
+  }
+  return contents;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const ClientOptions& options, const Target& target) {
+  bool any_tls =
+      !options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+      !options.tls_key_file.empty() || !options.tls_server_name.empty();
+  if (target.is_unix) {
+    // The socket's owner-only mode is the access control; TLS over it would
+    // add nothing, so asking for it is a mistake worth reporting.
+    if (any_tls) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TLS options apply to TCP targets only; ", target.dial,
+                       " is a Unix socket"));
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (options.insecure) {
+    if (any_tls) {
+      return absl::InvalidArgumentError(
+          "insecure (plaintext) cannot be combined with TLS options");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "mutual TLS needs both a client certificate and its key; give both "
+        "tls_cert_file and tls_key_file, or neither");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca_file.empty()) {
+    absl::StatusOr<std::string> ca =
+        ReadWholeFile("tls_ca_file", options.tls_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!options.tls_cert_file.empty()) {
+    absl::StatusOr<std::string> cert =
+        ReadWholeFile("tls_cert_file", options.tls_cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key =
+        ReadWholeFile("tls_key_file", options.tls_key_file);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::SslCredentials(ssl);
+  if (credentials == nullptr) {
+    return absl::InvalidArgumentError("cannot create TLS credentials");
+  }
+  return credentials;
+}
+
+// A reason for an unreachable Unix socket that the channel cannot give: the
+// file's absence or its permissions.
+std::string UnixSocketProblem(const std::string& path) {
+  if (path.empty()) return "";
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::StrCat("no socket at ", path);
+    return absl::StrCat(path, ": ", std::strerror(errno));
+  }
+  if (!S_ISSOCK(st.st_mode)) return absl::StrCat(path, " is not a socket");
+  if (access(path.c_str(), R_OK | W_OK) != 0) {
+    return absl::StrCat(path, ": ", std::strerror(errno),
+                        " (the socket is owner-only: run as spinnicd's user)");
+  }
+  return "";
+}
+
+// grpc.health.v1 without its generated code (Debian's libgrpc++-dev ships
+// none): both messages are a single field, encoded here by hand.
+std::string EncodeHealthCheckRequest(const std::string& service) {
+  std::string encoded;
+  {
+    google::protobuf::io::StringOutputStream stream(&encoded);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    if (!service.empty()) {  // proto3 omits a default-valued field
+      out.WriteTag(WireFormatLite::MakeTag(
+          1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+      out.WriteVarint32(static_cast<uint32_t>(service.size()));
+      out.WriteString(service);
+    }
+  }
+  return encoded;
+}
+
+absl::StatusOr<uint32_t> DecodeHealthCheckResponse(const std::string& bytes) {
+  google::protobuf::io::CodedInputStream in(
+      reinterpret_cast<const uint8_t*>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  uint32_t status = 0;
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag == WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_VARINT)) {
+      if (!in.ReadVarint32(&status)) break;
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return absl::InternalError("malformed grpc.health.v1 response");
+    }
+  }
+  return status;
+}
+
+absl::StatusOr<uint32_t> HealthCheck(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+    absl::Duration timeout) {
+  std::string request = EncodeHealthCheckRequest(service);
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_buffer(&slice, 1);
+  grpc::ByteBuffer response_buffer;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  grpc::GenericStub stub(channel);
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, kHealthCheckMethod, grpc::StubOptions(),
+                 &request_buffer, &response_buffer,
+                 [&status, &done](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return FromGrpc(status);
+  std::vector<grpc::Slice> slices;
+  if (!response_buffer.Dump(&slices).ok()) {
+    return absl::InternalError("cannot read the grpc.health.v1 response");
+  }
+  std::string response;
+  for (const grpc::Slice& s : slices) {
+    response.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return DecodeHealthCheckResponse(response);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Connect(
+    const ClientOptions& options) {
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("timeout must be positive");
+  }
+  absl::StatusOr<Target> target = ParseTarget(options.target);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials(options, *target);
+  if (!credentials.ok()) return credentials.status();
+
+  grpc::ChannelArguments args;
+  if (!target->is_unix && !options.insecure &&
+      !options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(target->dial, *credentials, args);
+
+  std::string unreachable =
+      absl::StrCat("cannot reach spinnicd at ", target->dial, ": ");
+  if (target->is_unix) {
+    // Checked first: gRPC only reports "failed to connect", not why.
+    std::string problem = UnixSocketProblem(target->socket_path);
+    if (!problem.empty()) {
+      return absl::UnavailableError(
+          absl::StrCat(unreachable, problem, "; is it running?"));
+    }
+  }
+  absl::Time deadline = absl::Now() + options.timeout;
+  grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE ||
+        state == GRPC_CHANNEL_SHUTDOWN) {
+      // Fail fast, as a gRPC call would: waiting out the whole timeout for a
+      // refused connection helps nobody. A call on the failed channel
+      // carries the reason (refused, TLS handshake, name resolution).
+      absl::StatusOr<uint32_t> probe =
+          HealthCheck(channel, "", absl::Seconds(1));
+      std::string reason = probe.ok() ? "connection failed"
+                                      : std::string(probe.status().message());
+      return absl::UnavailableError(
+          absl::StrCat(unreachable, reason, "; is it running?"));
+    }
+    if (!channel->WaitForStateChange(state, absl::ToChronoTime(deadline))) {
+      return absl::UnavailableError(absl::StrCat(
+          unreachable, "not ready within ",
+          absl::FormatDuration(options.timeout), "; is it running?"));
+    }
+    state = channel->GetState(/*try_to_connect=*/true);
+  }
+  return std::unique_ptr<ControlClient>(
+      new ControlClient(target->dial, std::move(channel), options.timeout));
+}
+
+ControlClient::ControlClient(std::string target,
+                             std::shared_ptr<grpc::Channel> channel,
+                             absl::Duration timeout)
+    : target_(std::move(target)),
+      channel_(std::move(channel)),
+      stub_(v1::Spinnic::NewStub(channel_)),
+      timeout_(timeout) {}
+
+std::unique_ptr<grpc::ClientContext> ControlClient::UnaryContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  return context;
+}
+
+absl::StatusOr<v1::GetInfoResponse> ControlClient::GetInfo() {
+  v1::GetInfoResponse response;
+  grpc::Status status =
+      stub_->GetInfo(UnaryContext().get(), v1::GetInfoRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListHandlerKindsResponse> ControlClient::ListHandlerKinds() {
+  v1::ListHandlerKindsResponse response;
+  grpc::Status status = stub_->ListHandlerKinds(
+      UnaryContext().get(), v1::ListHandlerKindsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<uint32_t> ControlClient::InstallHandler(
+    const v1::InstallHandlerRequest& request) {
+  v1::InstallHandlerResponse response;
+  grpc::Status status =
+      stub_->InstallHandler(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.id();
+}
+
+absl::Status ControlClient::RemoveHandler(const std::string& name) {
+  v1::RemoveHandlerRequest request;
+  request.set_name(name);
+  v1::RemoveHandlerResponse response;
+  return FromGrpc(
+      stub_->RemoveHandler(UnaryContext().get(), request, &response));
+}
+
+absl::StatusOr<v1::ListHandlersResponse> ControlClient::ListHandlers() {
+  v1::ListHandlersResponse response;
+  grpc::Status status = stub_->ListHandlers(
+      UnaryContext().get(), v1::ListHandlersRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<std::string> ControlClient::ReadHandlerState(
+    const std::string& name, uint32_t offset, uint32_t length) {
+  v1::ReadHandlerStateRequest request;
+  request.set_name(name);
+  request.set_offset(offset);
+  request.set_length(length);
+  v1::ReadHandlerStateResponse response;
+  grpc::Status status =
+      stub_->ReadHandlerState(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return std::move(*response.mutable_data());
+}
+
+absl::StatusOr<v1::RegisterRegionResponse> ControlClient::RegisterRegion(
+    const v1::RegisterRegionRequest& request) {
+  v1::RegisterRegionResponse response;
+  grpc::Status status =
+      stub_->RegisterRegion(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::Status ControlClient::DeregisterRegion(uint64_t id) {
+  v1::DeregisterRegionRequest request;
+  request.set_id(id);
+  v1::DeregisterRegionResponse response;
+  return FromGrpc(
+      stub_->DeregisterRegion(UnaryContext().get(), request, &response));
+}
+
+absl::StatusOr<v1::ListRegionsResponse> ControlClient::ListRegions() {
+  v1::ListRegionsResponse response;
+  grpc::Status status = stub_->ListRegions(UnaryContext().get(),
+                                           v1::ListRegionsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<std::string> ControlClient::ReadRegion(uint64_t id,
+                                                      uint64_t offset,
+                                                      uint64_t length) {
+  v1::ReadRegionRequest request;
+  request.set_id(id);
+  request.set_offset(offset);
+  request.set_length(length);
+  v1::ReadRegionResponse response;
+  grpc::Status status =
+      stub_->ReadRegion(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return std::move(*response.mutable_data());
+}
+
+absl::Status ControlClient::WriteRegion(uint64_t id, uint64_t offset,
+                                        const std::string& data) {
+  v1::WriteRegionRequest request;
+  request.set_id(id);
+  request.set_offset(offset);
+  request.set_data(data);
+  v1::WriteRegionResponse response;
+  return FromGrpc(stub_->WriteRegion(UnaryContext().get(), request, &response));
+}
+
+absl::StatusOr<v1::Stats> ControlClient::GetStats() {
+  v1::Stats response;
+  grpc::Status status =
+      stub_->GetStats(UnaryContext().get(), v1::GetStatsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::Status ControlClient::WatchStats(
+    uint32_t interval_ms,
+    const std::function<bool(const v1::Stats&)>& on_stats) {
+  grpc::ClientContext context;
+  v1::WatchStatsRequest request;
+  request.set_interval_ms(interval_ms);
+  std::unique_ptr<grpc::ClientReader<v1::Stats>> reader =
+      stub_->WatchStats(&context, request);
+  v1::Stats stats;
+  bool stopped = false;
+  while (reader->Read(&stats)) {
+    if (!on_stats(stats)) {
+      stopped = true;
+      context.TryCancel();
+      // Finish() may only follow a Read() that returned false.
+      while (reader->Read(&stats)) {
+      }
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (stopped) return absl::OkStatus();
+  return FromGrpc(status);
+}
+
+absl::Status ControlClient::WatchEvents(
+    const std::function<bool(const v1::Event&)>& on_event,
+    absl::Duration max_wait) {
+  grpc::ClientContext context;
+  if (max_wait != absl::InfiniteDuration()) {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + max_wait));
+  }
+  std::unique_ptr<grpc::ClientReader<v1::Event>> reader =
+      stub_->WatchEvents(&context, v1::WatchEventsRequest());
+  v1::Event event;
+  bool stopped = false;
+  while (reader->Read(&event)) {
+    if (!on_event(event)) {
+      stopped = true;
+      context.TryCancel();
+      while (reader->Read(&event)) {
+      }
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (stopped) return absl::OkStatus();
+  // The deadline is the caller's max_wait running out, not a failure.
+  if (max_wait != absl::InfiniteDuration() &&
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::OkStatus();
+  }
+  return FromGrpc(status);
+}
+
+absl::StatusOr<bool> ControlClient::CheckHealth(const std::string& service) {
+  absl::StatusOr<uint32_t> status = HealthCheck(channel_, service, timeout_);
+  if (!status.ok()) return status.status();
+  return *status == kHealthServing;
+}
+
+}  // namespace spinnic

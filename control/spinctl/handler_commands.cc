@@ -1,0 +1,429 @@
+// spinctl info, kinds, handlers, install, remove, state, health.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "control/spinctl/command.h"
+#include "control/spinctl/table.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace spinnic::spinctl {
+namespace {
+
+// Keeps the first error only: later ones usually follow from it.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!error_.empty()) return;
+    // The parser counts from 0; editors and people count from 1.
+    error_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+absl::Status ParseTextProto(absl::string_view what, const std::string& text,
+                            google::protobuf::Message* message) {
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, message)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ":", errors.error(), " (text format of ",
+                     message->GetDescriptor()->full_name(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// PORT_ROLE_WIRE -> wire.
+std::string EnumShortName(const std::string& name, absl::string_view prefix) {
+  return absl::AsciiStrToLower(absl::StripPrefix(name, prefix));
+}
+
+std::string Or(std::string value, absl::string_view fallback) {
+  return value.empty() ? std::string(fallback) : value;
+}
+
+int RunInfo(Env& env, const ParsedArgs&) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  absl::StatusOr<v1::GetInfoResponse> info = client->GetInfo();
+  if (!info.ok()) return env.ServerError(info.status());
+  if (env.json()) {
+    env.PrintJson(*info);
+    return kExitOk;
+  }
+  KeyValues fields;
+  fields.Add("version", info->version());
+  fields.Add("dpdk_version", info->dpdk_version());
+  fields.Add("max_handlers", absl::StrCat(info->max_handlers()));
+  fields.Add("max_state_size", absl::StrCat(info->max_state_size()));
+  fields.Add("max_region_bytes", absl::StrCat(info->max_region_bytes()));
+  const v1::Addresses& addresses = info->addresses();
+  fields.Add("mac", Or(addresses.mac(), "(first wire port's)"));
+  fields.Add("ipv4", Or(absl::StrJoin(addresses.ipv4(), ", "), "-"));
+  fields.Add("ipv6", Or(absl::StrJoin(addresses.ipv6(), ", "), "-"));
+  fields.Add("diad_node", Or(addresses.diad_node(), "-"));
+  fields.Print(stdout);
+
+  std::printf("\nports:\n");
+  Table ports({"ID", "NAME", "ROLE", "DEVICE", "QUEUES", "MTU", "LINK",
+               "SPEED_MBPS", "PAIRED_WITH"});
+  for (const v1::PortInfo& p : info->ports()) {
+    ports.AddRow(
+        {absl::StrCat(p.id()), p.name(),
+         EnumShortName(v1::PortRole_Name(p.role()), "PORT_ROLE_"), p.device(),
+         absl::StrCat(p.queues()), absl::StrCat(p.mtu()),
+         p.link_up() ? "up" : "down",
+         p.link_speed_mbps() == 0 ? "-" : absl::StrCat(p.link_speed_mbps()),
+         Or(p.paired_with(), "-")});
+  }
+  ports.Print(stdout, "  ");
+
+  std::printf("\nhpus:\n");
+  Table hpus({"INDEX", "LCORE", "CPU"});
+  for (const v1::HpuInfo& h : info->hpus()) {
+    hpus.AddRow({absl::StrCat(h.index()), absl::StrCat(h.lcore()),
+                 absl::StrCat(h.cpu())});
+  }
+  hpus.Print(stdout, "  ");
+  return kExitOk;
+}
+
+int RunKinds(Env& env, const ParsedArgs&) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  absl::StatusOr<v1::ListHandlerKindsResponse> kinds =
+      client->ListHandlerKinds();
+  if (!kinds.ok()) return env.ServerError(kinds.status());
+  if (env.json()) {
+    env.PrintJson(*kinds);
+    return kExitOk;
+  }
+  bool first = true;
+  for (const v1::HandlerKindInfo& kind : kinds->kinds()) {
+    if (!first) std::printf("\n");
+    first = false;
+    std::vector<std::string> parts;
+    if (kind.has_header()) parts.push_back("header");
+    if (kind.has_payload()) parts.push_back("payload");
+    if (kind.has_completion()) parts.push_back("completion");
+    std::printf("%s: %s\n", kind.name().c_str(), kind.description().c_str());
+    std::printf("  handlers: %s; state >= %u bytes\n",
+                parts.empty() ? "none" : absl::StrJoin(parts, ", ").c_str(),
+                kind.min_state_size());
+    if (kind.params().empty()) {
+      std::printf("  no parameters\n");
+      continue;
+    }
+    Table params(
+        {"PARAM", "TYPE", "REQUIRED", "DEFAULT", "MIN", "MAX", "HELP"});
+    for (const v1::ParamSchema& p : kind.params()) {
+      bool ranged = p.type() == v1::ParamSchema::TYPE_UINT &&
+                    (p.min() != 0 || p.max() != 0);
+      params.AddRow(
+          {p.name(),
+           EnumShortName(v1::ParamSchema_Type_Name(p.type()), "TYPE_"),
+           p.required() ? "yes" : "no",
+           p.required() ? "-" : absl::StrCat("'", p.default_value(), "'"),
+           ranged ? absl::StrCat(p.min()) : "-",
+           ranged ? absl::StrCat(p.max()) : "-", p.help()});
+    }
+    params.Print(stdout, "  ");
+  }
+  return kExitOk;
+}
+
+std::string ParamsCell(const v1::HandlerInstall& handler) {
+  std::vector<std::string> params;
+  for (const auto& [key, value] : handler.params()) {
+    params.push_back(absl::StrCat(key, "=", value));
+  }
+  // Protobuf maps have no order; a table should not reshuffle between runs.
+  std::sort(params.begin(), params.end());
+  return Or(absl::StrJoin(params, ","), "-");
+}
+
+int RunHandlers(Env& env, const ParsedArgs&) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  absl::StatusOr<v1::ListHandlersResponse> handlers = client->ListHandlers();
+  if (!handlers.ok()) return env.ServerError(handlers.status());
+  if (env.json()) {
+    env.PrintJson(*handlers);
+    return kExitOk;
+  }
+  // Joined by name rather than by position, so that a list that lacks an
+  // install record still prints its counters.
+  absl::flat_hash_map<std::string, const v1::HandlerInstall*> installs;
+  for (const v1::HandlerInstall& h : handlers->handlers()) {
+    installs[h.name()] = &h;
+  }
+  std::vector<std::string> headers = {"ID",   "NAME",  "KIND",
+                                      "PRIO", "MATCH", "PARAMS"};
+  for (std::string& h : HandlerCounterHeaders()) headers.push_back(h);
+  Table table(std::move(headers));
+  for (const v1::HandlerStats& s : handlers->stats()) {
+    auto it = installs.find(s.name());
+    const v1::HandlerInstall* install =
+        it == installs.end() ? nullptr : it->second;
+    std::vector<std::string> row = {
+        absl::StrCat(s.id()),
+        s.name(),
+        s.kind(),
+        install ? absl::StrCat(install->priority()) : "-",
+        install ? Or(install->match().ShortDebugString(), "*") : "-",
+        install ? ParamsCell(*install) : "-"};
+    for (std::string& cell : HandlerCounterCells(s)) row.push_back(cell);
+    table.AddRow(std::move(row));
+  }
+  if (table.empty()) {
+    std::printf("no handlers installed\n");
+    return kExitOk;
+  }
+  table.Print(stdout);
+  return kExitOk;
+}
+
+// The HandlerInstall from --handler_file, with the other flags on top.
+absl::StatusOr<v1::InstallHandlerRequest> InstallRequest(
+    const ParsedArgs& args) {
+  v1::InstallHandlerRequest request;
+  v1::HandlerInstall* handler = request.mutable_handler();
+  if (args.Has("handler_file")) {
+    std::string path = args.String("handler_file");
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok()) return text.status();
+    if (absl::Status s = ParseTextProto(path, *text, handler); !s.ok()) {
+      return s;
+    }
+  }
+  if (args.Has("name")) handler->set_name(args.String("name"));
+  if (args.Has("kind")) handler->set_kind(args.String("kind"));
+  for (const std::string& param : args.List("param")) {
+    size_t eq = param.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--param '", param, "': write --param KEY=VALUE"));
+    }
+    (*handler->mutable_params())[param.substr(0, eq)] = param.substr(eq + 1);
+  }
+  if (args.Has("state_size")) {
+    handler->set_state_size(static_cast<uint32_t>(args.Uint("state_size")));
+  }
+  if (args.Has("initial_state")) {
+    absl::StatusOr<std::string> bytes =
+        ParseHex("--initial_state", args.String("initial_state"));
+    if (!bytes.ok()) return bytes.status();
+    handler->set_initial_state(*bytes);
+  }
+  if (args.Has("match")) {
+    handler->clear_match();
+    if (absl::Status s = ParseTextProto("--match", args.String("match"),
+                                        handler->mutable_match());
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (args.Has("priority")) {
+    handler->set_priority(static_cast<uint32_t>(args.Uint("priority")));
+  }
+  if (args.Has("cycle_budget")) {
+    handler->set_cycle_budget(args.Uint("cycle_budget"));
+  }
+  if (args.Has("disable_after_overruns")) {
+    handler->set_disable_after_overruns(
+        static_cast<uint32_t>(args.Uint("disable_after_overruns")));
+  }
+  for (const std::string& bind : args.List("bind")) {
+    absl::StatusOr<uint64_t> id = ParseUint("--bind", bind);
+    if (!id.ok()) return id.status();
+    request.add_bound_regions(*id);
+  }
+  request.set_replace(args.Bool("replace"));
+  // The server validates everything else; these two only make its first
+  // complaint a usage error here rather than a round trip.
+  if (handler->name().empty()) {
+    return absl::InvalidArgumentError(
+        "no handler name: pass --name NAME (or name in --handler_file)");
+  }
+  if (handler->kind().empty()) {
+    return absl::InvalidArgumentError(
+        "no handler kind: pass --kind KIND (spinctl kinds lists them)");
+  }
+  return request;
+}
+
+int RunInstall(Env& env, const ParsedArgs& args) {
+  absl::StatusOr<v1::InstallHandlerRequest> request = InstallRequest(args);
+  if (!request.ok()) return env.UsageError(request.status());
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  absl::StatusOr<uint32_t> id = client->InstallHandler(*request);
+  if (!id.ok()) return env.ServerError(id.status());
+  if (env.json()) {
+    v1::InstallHandlerResponse response;
+    response.set_id(*id);
+    env.PrintJson(response);
+    return kExitOk;
+  }
+  std::printf("id: %u\n", *id);
+  return kExitOk;
+}
+
+int RunRemove(Env& env, const ParsedArgs& args) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  const std::string& name = args.positional[0];
+  if (absl::Status s = client->RemoveHandler(name); !s.ok()) {
+    return env.ServerError(s);
+  }
+  if (env.json()) {
+    env.PrintJson(v1::RemoveHandlerResponse());
+  } else {
+    std::printf("removed handler '%s'\n", name.c_str());
+  }
+  return kExitOk;
+}
+
+int RunState(Env& env, const ParsedArgs& args) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  auto offset = static_cast<uint32_t>(args.Uint("offset"));
+  absl::StatusOr<std::string> data = client->ReadHandlerState(
+      args.positional[0], offset, static_cast<uint32_t>(args.Uint("length")));
+  if (!data.ok()) return env.ServerError(data.status());
+  v1::ReadHandlerStateResponse response;
+  response.set_data(*data);
+  return PrintBytes(env, args, *data, offset, response);
+}
+
+int RunHealth(Env& env, const ParsedArgs& args) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  std::string service = args.String("service");
+  absl::StatusOr<bool> serving = client->CheckHealth(service);
+  if (!serving.ok()) return env.ServerError(serving.status());
+  const char* status = *serving ? "SERVING" : "NOT_SERVING";
+  if (env.json()) {
+    std::printf("{\"status\":\"%s\"}\n", status);
+  } else {
+    std::printf("%s%s%s\n", service.empty() ? "" : service.c_str(),
+                service.empty() ? "" : ": ", status);
+  }
+  return *serving ? kExitOk : kExitServerError;
+}
+
+constexpr uint64_t kMaxU32 = UINT32_MAX;
+
+}  // namespace
+
+std::vector<Command> HandlerCommands() {
+  std::vector<FlagSpec> bytes_out = {
+      {"out", FlagType::kString, "FILE", "write the raw bytes to FILE"},
+      {"raw", FlagType::kBool, "", "write the raw bytes to stdout"},
+  };
+  std::vector<FlagSpec> state_flags = {
+      {"offset", FlagType::kUint, "N", "first byte (default 0)", kMaxU32},
+      {"length", FlagType::kUint, "N", "bytes to read (default: to the end)",
+       kMaxU32},
+  };
+  state_flags.insert(state_flags.end(), bytes_out.begin(), bytes_out.end());
+  return {
+      {"info",
+       "",
+       0,
+       0,
+       "version, ports and link state, HPUs, addresses, limits",
+       {},
+       "",
+       RunInfo},
+      {"kinds",
+       "",
+       0,
+       0,
+       "the compiled-in handler kinds and their parameters",
+       {},
+       "",
+       RunKinds},
+      {"handlers",
+       "",
+       0,
+       0,
+       "installed handlers with their counters",
+       {},
+       "",
+       RunHandlers},
+      {"install",
+       "",
+       0,
+       0,
+       "install (or --replace) a handler; prints its id",
+       {
+           {"name", FlagType::kString, "NAME", "unique instance name"},
+           {"kind", FlagType::kString, "KIND", "handler kind (spinctl kinds)"},
+           {"param", FlagType::kList, "KEY=VALUE",
+            "a parameter of the kind; repeat for more"},
+           {"state_size", FlagType::kUint, "N",
+            "bytes of state memory (default: the kind's minimum)", kMaxU32},
+           {"initial_state", FlagType::kString, "HEX",
+            "initial state bytes, e.g. 0a0b0c"},
+           {"match", FlagType::kString, "TEXTPROTO",
+            "spinnic.v1.MatchRule, e.g. 'ip_proto: 1' or "
+            "'in_ports: \"wire0\" dst_port { first: 53 }'"},
+           {"priority", FlagType::kUint, "N", "lower is matched first",
+            kMaxU32},
+           {"cycle_budget", FlagType::kUint, "N",
+            "TSC cycles per invocation; 0: none"},
+           {"disable_after_overruns", FlagType::kUint, "N",
+            "disable after N over-budget calls; 0: never", kMaxU32},
+           {"bind", FlagType::kList, "REGION_ID",
+            "a memory region the handler may use; repeat for more"},
+           {"replace", FlagType::kBool, "",
+            "replace the handler of the same name (counters restart)"},
+           {"handler_file", FlagType::kString, "FILE",
+            "text-format spinnic.v1.HandlerInstall; the flags above override "
+            "its fields"},
+       },
+       "examples:\n"
+       "  spinctl install --name count-icmp --kind count --match 'ip_proto: "
+       "1'\n"
+       "  spinctl install --name f1 --kind filter --param action=drop "
+       "--match 'ip_proto: 17 dst_port { first: 9 }'\n"
+       "  spinctl install --handler_file h.textproto --replace\n",
+       RunInstall},
+      {"remove",
+       "NAME",
+       1,
+       1,
+       "remove an installed handler",
+       {},
+       "",
+       RunRemove},
+      {"state", "NAME", 1, 1,
+       "a handler's state memory as a hex dump (or raw with --raw/--out)",
+       state_flags, "", RunState},
+      {"health",
+       "",
+       0,
+       0,
+       "grpc.health.v1 check; exit 0 when SERVING, 1 otherwise",
+       {{"service", FlagType::kString, "NAME",
+         "a service, e.g. spinnic.v1.Spinnic (default: the server)"}},
+       "",
+       RunHealth},
+  };
+}
+
+}  // namespace spinnic::spinctl

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# spinctl: the CLI against the real spinnicd, end to end over the Unix socket
+# (and over TCP with mutual TLS when spinnicd has --control_tcp and openssl is
+# installed). spinnicd runs on two net_null ports, so no root, namespaces or
+# hugepages are needed. Each check can fail on its own: output, JSON contents
+# (parsed by python3), exit codes (0 ok, 1 server error with the canonical
+# code on stderr, 2 usage, 3 unreachable), and the server's state read back
+# after every change.
+#
+# usage: spinctl.sh SPINNICD SPINCTL
+# shellcheck disable=SC2034  # used by lib.sh
+TEST_NAME=spinctl
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+it_init "$@"
+[[ $# -ge 2 ]] || die "usage: $0 SPINNICD SPINCTL"
+SPINCTL=$(readlink -f "$2")
+[[ -x $SPINCTL ]] || die "spinctl not found at $2"
+
+SOCK=$TMP/ctl.sock
+CFG=$TMP/config.textproto
+cat >"$CFG" <<EOF
+# spinnic integration test $TEST_NAME (generated)
+eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "$FILE_PREFIX"]
+ports { name: "p0" vdev: "net_null0" role: PORT_ROLE_WIRE }
+ports { name: "p1" vdev: "net_null1" role: PORT_ROLE_HOST }
+port_pairs { a: "p0" b: "p1" }
+workers: [1]
+main_lcore: 0
+EOF
+
+# sc ARGS...: spinctl on our socket; stdout/stderr in $TMP/cmd.out/.err (shown
+# by lib.sh when the test fails), exit status in $RC.
+sc() {
+  "$SPINCTL" --socket "$SOCK" "$@" >"$TMP/cmd.out" 2>"$TMP/cmd.err" </dev/null
+  RC=$?
+}
+out_has() { grep -Eq -- "$1" "$TMP/cmd.out"; }
+err_has() { grep -Eq -- "$1" "$TMP/cmd.err"; }
+rc_is() { [[ $RC -eq $1 ]] || { log "exit status $RC, expected $1: $(head -c 500 "$TMP/cmd.err")"; return 1; }; }
+# py EXPR: EXPR over the JSON document in $TMP/cmd.out, bound to `d`.
+py() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$TMP/cmd.out"; }
+
+# TCP with mutual TLS, if this spinnicd can listen on TCP and openssl is here.
+TLS=0
+TLS_ARGS=()
+# (Captured first: grep -q closing the pipe early would fail it under pipefail.)
+SPINNICD_HELP=$("$SPINNICD" --helpfull 2>&1)
+if [[ $SPINNICD_HELP == *--control_tcp* ]] && command -v openssl >/dev/null; then
+  TLS=1
+  PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  (
+    cd "$TMP" || exit 1
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=spinnic test CA" \
+      -keyout ca.key -out ca.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=spinctl" -keyout client.key -out client.csr
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -out client.pem
+    # A second CA that signed nothing the server knows.
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=other CA" \
+      -keyout other.key -out other.pem
+  ) >"$TMP/openssl.log" 2>&1 || die "openssl could not make test certificates: $(tail -5 "$TMP/openssl.log")"
+  TLS_ARGS=(--control_tcp "127.0.0.1:$PORT" --control_tls_cert "$TMP/server.pem"
+    --control_tls_key "$TMP/server.key" --control_tls_client_ca "$TMP/ca.pem")
+fi
+
+it_start_spinnicd "$CFG" --control_socket "$SOCK" "${TLS_ARGS[@]}"
+ready=0
+for ((i = 0; i < 600; i++)); do
+  spinnicd_alive || die "spinnicd exited at start: $(head -c 2000 "$TMP/spinnicd.err")"
+  if "$SPINCTL" --socket "$SOCK" --timeout_ms 2000 health >/dev/null 2>&1; then
+    ready=1
+    break
+  fi
+  sleep 0.1
+done
+[[ $ready -eq 1 ]] || die "spinctl health did not succeed within 60 s"
+log "spinnicd answers health checks"
+
+# --- reads -------------------------------------------------------------------
+sc health
+check "health: exit 0, SERVING" eval 'rc_is 0 && out_has "^SERVING$"'
+sc health --service spinnic.v1.Spinnic
+check "health of spinnic.v1.Spinnic: SERVING" eval 'rc_is 0 && out_has "SERVING$"'
+
+sc info
+check "info: exit 0 and both ports with their devices and pairing" eval \
+  'rc_is 0 && out_has "^ +0 +p0 +wire +net_null0 .* up .* p1$" && out_has "^ +1 +p1 +host +net_null1 .* up .* p0$"'
+check "info: version and the HPU" eval 'out_has "^version: +[0-9]" && out_has "^hpus:" && out_has "^ +0 +1 +1$"'
+sc --json info
+check "info --json: two ports named p0, p1" \
+  py '[p["name"] for p in d["ports"]] == ["p0", "p1"] and d["ports"][0]["device"] == "net_null0"'
+
+sc kinds
+kinds_ok=1
+for k in count filter reflect xor_payload null; do
+  out_has "^$k: " || { log "kinds does not list $k"; kinds_ok=0; }
+done
+check "kinds: lists count, filter, reflect, xor_payload, null" eval 'rc_is 0 && [[ $kinds_ok -eq 1 ]]'
+check "kinds: shows parameter schemas (xor_payload's required key)" \
+  eval 'out_has "^ +key +bytes +yes "'
+sc --json kinds
+check "kinds --json: count has the buckets parameter of type TYPE_UINT" \
+  py 'any(k["name"] == "count" and any(p["name"] == "buckets" and p["type"] == "TYPE_UINT" for p in k["params"]) for k in d["kinds"])'
+
+sc stats --json
+check "stats --json: two ports, one HPU" py 'len(d["ports"]) == 2 and len(d["hpus"]) == 1'
+sc watch-stats --interval_ms 100 --count 2 --json
+check "watch-stats --count 2 --json: two JSON lines, timestamps increasing" eval \
+  'rc_is 0 && "$PY" -c "import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; sys.exit(0 if len(l)==2 and int(l[1][\"timestamp_ns\"])>int(l[0][\"timestamp_ns\"]) else 1)" "$TMP/cmd.out"'
+sc events --timeout_ms 300
+check "events --timeout_ms 300: exit 0 when the wait ends" eval 'rc_is 0 && out_has "^SEQ +TIME"'
+
+# --- handlers ----------------------------------------------------------------
+sc install --name c1 --kind count --match 'ip_proto: 1'
+check "install c1: exit 0, prints its id" eval 'rc_is 0 && out_has "^id: [0-9]+$"'
+sc handlers --json
+check "handlers --json: c1 of kind count, match ip_proto 1, with counters" \
+  py 'any(h["name"] == "c1" and h["kind"] == "count" and h["match"]["ip_proto"] == 1 for h in d["handlers"]) and any(s["name"] == "c1" for s in d["stats"])'
+sc handlers
+check "handlers: table row for c1" eval 'rc_is 0 && out_has "^ID +NAME +KIND" && out_has "^ +[0-9]+ +c1 +count +0 +ip_proto: 1 "'
+sc state c1
+check "state c1: a hex dump of its 16 zero bytes" eval \
+  'rc_is 0 && out_has "^00000000  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  \|"'
+sc state c1 --offset 8 --length 4 --raw
+check "state c1 --offset 8 --length 4 --raw: 4 raw bytes" eval 'rc_is 0 && [[ $(wc -c <"$TMP/cmd.out") -eq 4 ]]'
+sc state c1 --offset 8 --length 100
+check "state past the end: exit 1, OUT_OF_RANGE" eval 'rc_is 1 && err_has "^spinctl: OUT_OF_RANGE: "'
+
+sc install --name c1 --kind count --match 'ip_proto: 1'
+check "install c1 again: exit 1, ALREADY_EXISTS" eval 'rc_is 1 && err_has "^spinctl: ALREADY_EXISTS: .*c1"'
+sc install --name c2 --kind nosuch
+check "install --kind nosuch: exit 1, INVALID_ARGUMENT naming the compiled-in kinds" eval \
+  'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: .*nosuch" && err_has "count" && err_has "filter" && err_has "reflect" && err_has "xor_payload" && err_has "null"'
+sc install --name c2 --kind count --match 'ip_proto: "x"'
+check "install with a bad --match: exit 2, names --match" eval 'rc_is 2 && err_has "--match:1:"'
+sc remove nosuch
+check "remove nosuch: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: .*nosuch"'
+sc state nosuch
+check "state nosuch: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: "'
+
+sc install --name c1 --kind count --param by=ip_proto --param buckets=4 --match 'ip_proto: 17' --replace
+check "install --replace c1: exit 0, prints an id" eval 'rc_is 0 && out_has "^id: [0-9]+$"'
+sc handlers --json
+check "handlers --json after --replace: c1 has the new match and params" \
+  py '[(h["match"]["ip_proto"], h["params"]) for h in d["handlers"] if h["name"] == "c1"] == [(17, {"by": "ip_proto", "buckets": "4"})]'
+
+printf 'name: "f1"\nkind: "filter"\nmatch { ip_proto: 6 dst_port { first: 9 } }\npriority: 3\n' >"$TMP/f1.textproto"
+sc install --handler_file "$TMP/f1.textproto" --param payload_prefix=474554
+check "install --handler_file (+ --param): exit 0" eval 'rc_is 0 && out_has "^id: [0-9]+$"'
+sc handlers --json
+check "handlers --json: f1 as written in the file, with the flag's param" \
+  py 'any(h["name"] == "f1" and h["kind"] == "filter" and h["priority"] == 3 and h["match"]["dst_port"]["first"] == 9 and h["params"] == {"payload_prefix": "474554"} for h in d["handlers"])'
+
+sc remove c1
+check "remove c1: exit 0" rc_is 0
+sc remove f1
+check "remove f1: exit 0" rc_is 0
+sc handlers --json
+check "handlers --json: c1 and f1 gone" py 'not any(h["name"] in ("c1", "f1") for h in d["handlers"]) and not d["stats"]'
+sc handlers
+check "handlers: says none are installed" eval 'rc_is 0 && out_has "^no handlers installed$"'
+
+# --- usage and connection errors ---------------------------------------------
+sc nosuch-command
+check "unknown command: exit 2" eval 'rc_is 2 && err_has "unknown command .nosuch-command."'
+sc handlers --nosuch-flag
+check "unknown flag: exit 2" eval 'rc_is 2 && err_has "unknown flag --nosuch-flag"'
+sc state c1 --offset abc
+check "bad number: exit 2, names the flag" eval 'rc_is 2 && err_has "--offset: .abc. is not a number"'
+sc remove
+check "missing argument: exit 2" eval 'rc_is 2 && err_has "expects NAME"'
+sc install --kind count
+check "install without --name: exit 2" eval 'rc_is 2 && err_has "--name"'
+sc help
+check "help: exit 0, lists the commands" eval 'rc_is 0 && out_has "^  region-register " && out_has "^  watch-stats "'
+sc install --help
+check "install --help: exit 0, lists its flags" eval 'rc_is 0 && out_has "^  --match TEXTPROTO"'
+"$SPINCTL" --socket "$TMP/nonexistent.sock" health >"$TMP/cmd.out" 2>"$TMP/cmd.err"
+RC=$?
+check "--socket to nothing: exit 3, says it cannot reach spinnicd" eval \
+  'rc_is 3 && err_has "cannot reach spinnicd at unix:.*nonexistent.sock"'
+
+# --- regions (served in parallel work; skipped while unimplemented) -----------
+sc regions
+if [[ $RC -eq 1 ]] && err_has "UNIMPLEMENTED"; then
+  log "SKIP region checks (server does not implement regions yet)"
+else
+  check "regions: exit 0" rc_is 0
+  sc region-register --length 4096 --name it-buf
+  check "region-register 4096: exit 0, prints id, rkey, base address, length" eval \
+    'rc_is 0 && out_has "^id: +[0-9]+$" && out_has "^rkey: +0x[0-9a-f]{8}$" && out_has "^base_address: +0x[0-9a-f]+$" && out_has "^length: +4096$"'
+  RID=$(sed -n 's/^id: *//p' "$TMP/cmd.out")
+  RID=${RID:-0}
+  sc regions --json
+  check "regions --json: lists it-buf, 4096 bytes" \
+    py "any(r['id'] == '$RID' and r['name'] == 'it-buf' and r['length'] == '4096' for r in d['regions'])"
+  sc region-write "$RID" --offset 100 --hex 'de ad be ef 01 02'
+  check "region-write 6 bytes at offset 100: exit 0" rc_is 0
+  sc region-read "$RID" --offset 100 --length 6 --raw
+  check "region-read at offset 100: the bytes written" eval \
+    'rc_is 0 && [[ $(od -An -tx1 "$TMP/cmd.out" | tr -d " \n") == deadbeef0102 ]]'
+  sc region-read "$RID" --offset 96 --length 16
+  check "region-read hex dump: offsets and bytes" eval \
+    'rc_is 0 && out_has "^00000060  00 00 00 00 de ad be ef  01 02 00 00 00 00 00 00  \|"'
+  head -c 300 /dev/urandom >"$TMP/in.bin"
+  sc region-write "$RID" --offset 1000 --in "$TMP/in.bin"
+  sc region-read "$RID" --offset 1000 --length 300 --out "$TMP/back.bin"
+  check "region-write --in / region-read --out: same 300 bytes" eval 'rc_is 0 && cmp -s "$TMP/in.bin" "$TMP/back.bin"'
+  sc region-read "$RID" --offset 4090 --length 10
+  check "region-read past the end: exit 1, OUT_OF_RANGE" eval 'rc_is 1 && err_has "^spinctl: OUT_OF_RANGE: "'
+  sc region-register --length 16 --access local_read,bogus
+  check "region-register --access bogus: exit 2" eval 'rc_is 2 && err_has "bogus"'
+  sc region-deregister "$RID"
+  check "region-deregister: exit 0" rc_is 0
+  sc region-deregister "$RID"
+  check "region-deregister again: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: "'
+fi
+
+# --- TCP with mutual TLS -----------------------------------------------------
+if [[ $TLS -eq 1 ]]; then
+  tcp() {
+    "$SPINCTL" --target "127.0.0.1:$PORT" --timeout_ms 5000 "$@" >"$TMP/cmd.out" 2>"$TMP/cmd.err" </dev/null
+    RC=$?
+  }
+  tcp --tls_ca "$TMP/ca.pem" --tls_cert "$TMP/client.pem" --tls_key "$TMP/client.key" info
+  check "TCP, mutual TLS: info works" eval 'rc_is 0 && out_has "net_null0"'
+  tcp --tls_ca "$TMP/ca.pem" --tls_cert "$TMP/client.pem" --tls_key "$TMP/client.key" \
+    --target "localhost:$PORT" health
+  check "TCP, mutual TLS by host name: health works" rc_is 0
+  tcp --tls_ca "$TMP/ca.pem" info
+  check "TCP without a client certificate: refused (exit 3)" rc_is 3
+  tcp --tls_ca "$TMP/other.pem" --tls_cert "$TMP/client.pem" --tls_key "$TMP/client.key" info
+  check "TCP with the wrong CA: the server is not trusted (exit 3)" rc_is 3
+  tcp --insecure info
+  check "TCP plain text against the TLS listener: fails (exit 3)" rc_is 3
+  tcp --tls_ca "$TMP/missing.pem" info
+  check "TCP with a missing CA file: exit 2, names the file" eval 'rc_is 2 && err_has "missing.pem"'
+  tcp --tls_ca "$TMP/ca.pem" --tls_cert "$TMP/client.pem" info
+  check "TCP with --tls_cert but no --tls_key: exit 2" rc_is 2
+else
+  log "SKIP TLS checks (spinnicd has no --control_tcp, or openssl is missing)"
+fi
+
+it_stop_spinnicd TERM
+check "spinnicd exits 0 on SIGTERM" test "$SPN_RC" = 0
+check "the control socket is removed at exit" test ! -e "$SOCK"
+
+it_finish
