@@ -159,15 +159,22 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
 // file's absence or its permissions.
 std::string UnixSocketProblem(const std::string& path) {
   if (path.empty()) return "";
+  // spinnicd makes the socket 0600 and its directory 0700.
+  constexpr char kOwnerOnly[] =
+      " (the socket and its directory are owner-only: run as spinnicd's "
+      "user)";
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::StrCat("no socket at ", path);
-    return absl::StrCat(path, ": ", std::strerror(errno));
+    int error = errno;
+    if (error == ENOENT) {
+      return absl::StrCat("no socket at ", path, "; is it running?");
+    }
+    return absl::StrCat(path, ": ", std::strerror(error),
+                        error == EACCES ? kOwnerOnly : "");
   }
   if (!S_ISSOCK(st.st_mode)) return absl::StrCat(path, " is not a socket");
   if (access(path.c_str(), R_OK | W_OK) != 0) {
-    return absl::StrCat(path, ": ", std::strerror(errno),
-                        " (the socket is owner-only: run as spinnicd's user)");
+    return absl::StrCat(path, ": ", std::strerror(errno), kOwnerOnly);
   }
   return "";
 }
@@ -262,8 +269,7 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Connect(
     // Checked first: gRPC only reports "failed to connect", not why.
     std::string problem = UnixSocketProblem(target->socket_path);
     if (!problem.empty()) {
-      return absl::UnavailableError(
-          absl::StrCat(unreachable, problem, "; is it running?"));
+      return absl::UnavailableError(absl::StrCat(unreachable, problem));
     }
   }
   absl::Time deadline = absl::Now() + options.timeout;

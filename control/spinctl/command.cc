@@ -29,13 +29,21 @@ ControlClient* Env::Client() {
     connect_exit_ = UsageError(status.message());
     return nullptr;
   }
+  // A hint about our flags where a different address or credentials could
+  // help; not after a permission problem, which another path would not fix.
   bool tcp = !absl::StartsWith(options_.target, "unix:");
-  std::fprintf(stderr, "spinctl: %s %s\n",
-               std::string(status.message()).c_str(),
-               tcp ? "check --target and the TLS flags (--tls_ca, --tls_cert, "
-                     "--tls_key, --insecure)"
-                   : "pass --socket PATH (spinnicd's --control_socket) or "
-                     "--target HOST:PORT");
+  const char* hint = "";
+  if (tcp) {
+    hint =
+        " check --target and the TLS flags (--tls_ca, --tls_cert, --tls_key, "
+        "--insecure)";
+  } else if (absl::EndsWith(status.message(), "is it running?")) {
+    hint =
+        " pass --socket PATH (spinnicd's --control_socket) or --target "
+        "HOST:PORT";
+  }
+  std::fprintf(stderr, "spinctl: %s%s\n", std::string(status.message()).c_str(),
+               hint);
   connect_exit_ = kExitUnreachable;
   return nullptr;
 }
