@@ -155,6 +155,22 @@ sc handlers --json
 check "handlers --json: f1 as written in the file, with the flag's param" \
   py 'any(h["name"] == "f1" and h["kind"] == "filter" and h["priority"] == 3 and h["match"]["dst_port"]["first"] == 9 and h["params"] == {"payload_prefix": "474554"} for h in d["handlers"])'
 
+# ip_proto 200 never matches net_null's all-zero frames: the state stays as
+# written.
+sc install --name c3 --kind count --match 'ip_proto: 200' --state_size 32 \
+  --initial_state '0102030405060708 090a0b0c0d0e0f10'
+check "install --state_size 32 --initial_state: exit 0" rc_is 0
+sc state c3 --raw
+check "state c3 --raw: 32 bytes, the initial state then zeros" eval \
+  'rc_is 0 && [[ $(od -An -tx1 "$TMP/cmd.out" | tr -d " \n") == 0102030405060708090a0b0c0d0e0f10$(printf "0%.0s" {1..32}) ]]'
+sc state c3 --offset 4 --length 4
+check "state c3 --offset 4 --length 4: a dump from offset 4" eval \
+  'rc_is 0 && out_has "^00000004  05 06 07 08 +\|\.\.\.\.\|$"'
+sc install --name c4 --kind count --initial_state 0g
+check "install --initial_state 0g: exit 2, names the flag" eval 'rc_is 2 && err_has "--initial_state: .g. at character 2 is not a hex digit"'
+sc remove c3
+check "remove c3: exit 0" rc_is 0
+
 sc remove c1
 check "remove c1: exit 0" rc_is 0
 sc remove f1
@@ -214,6 +230,23 @@ else
   check "region-read past the end: exit 1, OUT_OF_RANGE" eval 'rc_is 1 && err_has "^spinctl: OUT_OF_RANGE: "'
   sc region-register --length 16 --access local_read,bogus
   check "region-register --access bogus: exit 2" eval 'rc_is 2 && err_has "bogus"'
+  sc kinds
+  if out_has "^capture: "; then
+    sc install --name cap --kind capture --match 'ip_proto: 200' --bind "$RID"
+    check "install --bind REGION: exit 0" rc_is 0
+    sc regions --json
+    check "regions --json: the region is bound to cap" \
+      py "any(r['id'] == '$RID' and r['bound_to'] == ['cap'] for r in d['regions'])"
+    sc region-deregister "$RID"
+    check "region-deregister while bound: exit 1, FAILED_PRECONDITION" eval \
+      'rc_is 1 && err_has "^spinctl: FAILED_PRECONDITION: "'
+    sc remove cap
+    check "remove cap: exit 0" rc_is 0
+  else
+    log "SKIP --bind checks (no capture kind in this build)"
+  fi
+  sc install --name nobind --kind count --bind 999999
+  check "install --bind of an unknown region: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: "'
   sc region-deregister "$RID"
   check "region-deregister: exit 0" rc_is 0
   sc region-deregister "$RID"
