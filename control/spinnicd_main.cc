@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,8 +53,27 @@ ABSL_FLAG(int64_t, main_lcore, -1, "CPU core of the main (control) lcore");
 ABSL_FLAG(std::string, stats_json, "",
           "At exit, write the final counters as JSON to this file");
 ABSL_FLAG(std::string, control_socket, "/run/spinnic/spinnicd.sock",
-          "Unix socket of the gRPC control API (mode 0600); empty: no "
-          "control API");
+          "Unix socket of the gRPC control API (mode 0600); empty: none "
+          "(and no control API at all without --control_tcp)");
+ABSL_FLAG(std::string, control_tcp, "",
+          "Also serve the control API on TCP at HOST:PORT, e.g. "
+          "0.0.0.0:50051 or [::1]:50051; needs --control_tls_cert and "
+          "--control_tls_key, or --control_insecure_tcp on loopback");
+ABSL_FLAG(std::string, control_tls_cert, "",
+          "PEM certificate (chain) of the TCP control listener");
+ABSL_FLAG(std::string, control_tls_key, "",
+          "PEM private key of --control_tls_cert");
+ABSL_FLAG(std::string, control_tls_client_ca, "",
+          "PEM CA certificate(s): TCP clients must present a certificate "
+          "signed by one of them (mutual TLS)");
+ABSL_FLAG(bool, control_insecure_tcp, false,
+          "Serve --control_tcp as plain text, without TLS; refused unless "
+          "its host is a loopback address (127.0.0.0/8, ::1, localhost)");
+ABSL_FLAG(int, control_max_message_bytes, 4 << 20,
+          "Largest control API request or response, in bytes; bigger ones "
+          "get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, control_max_streams, 16,
+          "Concurrent control API calls and streams per client connection");
 ABSL_FLAG(bool, check_config, false,
           "Validate the config, print the effective config, and exit");
 ABSL_FLAG(bool, list_handlers, false,
@@ -125,6 +145,32 @@ absl::StatusOr<ConfigOverrides> OverridesFromFlags(
   return overrides;
 }
 
+// The control API's listeners from the flags; nullopt: no control API.
+absl::StatusOr<std::optional<ControlServerOptions>> ControlOptionsFromFlags() {
+  ControlServerOptions options;
+  options.unix_socket = absl::GetFlag(FLAGS_control_socket);
+  options.tcp_address = absl::GetFlag(FLAGS_control_tcp);
+  options.tls_cert_file = absl::GetFlag(FLAGS_control_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_control_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_control_tls_client_ca);
+  options.insecure_tcp = absl::GetFlag(FLAGS_control_insecure_tcp);
+  options.max_message_bytes = absl::GetFlag(FLAGS_control_max_message_bytes);
+  options.max_concurrent_streams = absl::GetFlag(FLAGS_control_max_streams);
+  // No listener and no TCP flag either: the operator turned the API off.
+  // A TLS flag without a listener still goes through validation, which
+  // says it has no effect.
+  if (options.unix_socket.empty() && options.tcp_address.empty() &&
+      options.tls_cert_file.empty() && options.tls_key_file.empty() &&
+      options.tls_client_ca_file.empty() && !options.insecure_tcp) {
+    return std::nullopt;
+  }
+  if (absl::Status status = ValidateControlServerOptions(options);
+      !status.ok()) {
+    return status;
+  }
+  return options;
+}
+
 // Drains the HPUs' events: logged, and streamed to WatchEvents clients.
 void ForwardEvents(Dataplane& dataplane, ControlServer* control,
                    std::vector<Event>& events) {
@@ -155,6 +201,13 @@ int Run(int argc, char** argv) {
   if (!overrides.ok()) {
     std::fprintf(stderr, "%s\n",
                  std::string(overrides.status().message()).c_str());
+    return kExitBadConfig;
+  }
+  absl::StatusOr<std::optional<ControlServerOptions>> control_options =
+      ControlOptionsFromFlags();
+  if (!control_options.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(control_options.status().message()).c_str());
     return kExitBadConfig;
   }
   std::string config_path = absl::GetFlag(FLAGS_config);
@@ -201,13 +254,12 @@ int Run(int argc, char** argv) {
     Dataplane& dp = **dataplane;
     AttachTelemetry(&dp);
     std::unique_ptr<ControlServer> control;
-    if (std::string socket = absl::GetFlag(FLAGS_control_socket);
-        !socket.empty()) {
+    if (control_options->has_value()) {
       absl::StatusOr<std::unique_ptr<ControlServer>> started =
-          ControlServer::Start({.unix_socket = socket}, *config, &dp);
+          ControlServer::Start(**control_options, *config, &dp);
       if (started.ok()) {
         control = *std::move(started);
-        Log(absl::StrCat("control API on unix:", socket));
+        Log(absl::StrCat("control API on ", control->Describe()));
       } else {
         // Stops at once below: the dataplane still shuts down cleanly.
         Log(started.status().message());
