@@ -10,13 +10,17 @@
 #   4. runs spinnicd with its built-in default config (the quick-start
 #      topology, deploy/configs/quickstart.textproto: af_packet on both veths,
 #      bump in the wire, `count` handlers for ICMP and ICMPv6, no hugepages)
-#      for S seconds (default 30; env QUICKSTART_SECONDS) while the hosts ping
-#      each other over IPv4 and IPv6 and move a few MB over TCP through it,
-#      printing spinnicd's counters every second,
+#      for S seconds (default 30; env QUICKSTART_SECONDS), printing its
+#      counters every second; once the hosts reach each other through it,
+#      installs a third handler at runtime with spinctl (`count-tcp`, over
+#      the gRPC control socket), then the hosts ping each other over IPv4
+#      and IPv6 and move a few MB over TCP through it, and spinctl shows the
+#      handlers' counters before and after,
 #   5. stops by itself or on Ctrl-C, always removes the namespaces, and prints
 #      a summary: pings, TCP bytes (sha256-checked), the count handlers'
 #      counters.
-# Exit status 0 when every ping was answered and every TCP byte arrived intact.
+# Exit status 0 when every ping was answered, every TCP byte arrived intact
+# and the handler installed at runtime counted the TCP packets.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,12 +61,13 @@ if [[ $deps -eq 1 ]]; then
 fi
 
 # --- 2. build ---------------------------------------------------------------------
-step "building spinnicd in $builddir"
+step "building spinnicd and spinctl in $builddir"
 if [[ ! -f $builddir/build.ninja ]]; then
   meson setup "$builddir" "$REPO"
 fi
-ninja -C "$builddir" control/spinnicd
+ninja -C "$builddir" control/spinnicd control/spinctl/spinctl
 SPINNICD=$builddir/control/spinnicd
+SPINCTL=$builddir/control/spinctl/spinctl
 "$SPINNICD" --check_config
 
 # --- 3.-5. topology, spinnicd, traffic ------------------------------------------
@@ -104,21 +109,46 @@ bash "$REPO/deploy/netns-topology.sh" up --prefix "$PREFIX"
 step "spinnicd (built-in default config) for ${duration} s; counters every second"
 # spinnicd's output, indented so that the traffic lines stand out. The
 # indenter ignores Ctrl-C: spinnicd prints its final counters after it.
+# Its control socket is private to this run (owner-only, in $work).
+sock=$work/spinnicd.sock
 "$SPINNICD" --duration_s "$duration" --stats_json "$work/stats.json" \
+  --control_socket "$sock" \
   > >(trap '' INT TERM; exec sed -u 's/^/    | /') 2>&1 </dev/null &
 spn_pid=$!
 
-# Traffic: wait for the path, ping both ways, TCP 8 MiB over IPv4 and IPv6,
-# then one ping a second until spinnicd stops.
-bash "$REPO/deploy/traffic.sh" --prefix "$PREFIX" --count 5 --bytes $((8 * 1024 * 1024)) \
-  --wait 30 --summary "$work/summary" wait ping tcp &
+# Traffic, in the background so that Ctrl-C can stop it: wait for the path...
+bash "$REPO/deploy/traffic.sh" --prefix "$PREFIX" --wait 30 \
+  --summary "$work/summary" wait &
 traffic_pid=$!
 wait "$traffic_pid" 2>/dev/null || true  # its results are in the summary file
 traffic_pid=
+# ... keep a ping a second going until spinnicd stops, and install a handler
+# while it flows, over the control API ...
 if [[ $interrupted -eq 0 ]] && kill -0 "$spn_pid" 2>/dev/null; then
-  echo "quickstart: traffic done; spinnicd keeps running until ${duration} s (Ctrl-C stops it now)"
   bash "$REPO/deploy/traffic.sh" --prefix "$PREFIX" trickle >/dev/null 2>&1 &
   trickle_pid=$!
+  step "spinctl: install a handler at runtime (count-tcp), while traffic flows"
+  echo "\$ spinctl install --name count-tcp --kind count --match 'ip_proto: 6'"
+  "$SPINCTL" --socket "$sock" install --name count-tcp --kind count \
+    --match 'ip_proto: 6' || echo "quickstart: spinctl install failed"
+  echo "\$ spinctl handlers"
+  "$SPINCTL" --socket "$sock" handlers || true
+fi
+# ... then ping both ways and move 8 MiB over TCP (IPv4 and IPv6).
+if [[ $interrupted -eq 0 ]]; then
+  bash "$REPO/deploy/traffic.sh" --prefix "$PREFIX" --count 5 \
+    --bytes $((8 * 1024 * 1024)) --summary "$work/summary" ping tcp &
+  traffic_pid=$!
+  wait "$traffic_pid" 2>/dev/null || true
+  traffic_pid=
+fi
+if [[ $interrupted -eq 0 ]] && kill -0 "$spn_pid" 2>/dev/null; then
+  step "spinctl: the handlers' counters have moved"
+  echo "\$ spinctl handlers"
+  "$SPINCTL" --socket "$sock" handlers || true
+fi
+if [[ $interrupted -eq 0 ]] && kill -0 "$spn_pid" 2>/dev/null; then
+  echo "quickstart: traffic done; spinnicd keeps running until ${duration} s (Ctrl-C stops it now)"
 fi
 spn_rc=0
 while kill -0 "$spn_pid" 2>/dev/null; do
@@ -167,6 +197,10 @@ except (OSError, ValueError):
     sys.exit(0 if ok else 1)
 for e in s.get("ectxs", []):
     print("  %-34s %d packets, %d bytes" % ("handler %s (%s)" % (e["name"], e["kind"]), e["packets"], e["bytes"]))
+tcp = [e for e in s.get("ectxs", []) if e["name"] == "count-tcp"]
+if not interrupted:
+    row("count-tcp, installed by spinctl", "%d TCP packets counted" % tcp[0]["packets"] if tcp else "not installed",
+        bool(tcp) and tcp[0]["packets"] > 0)
 for p in s.get("ports", []):
     drops = sum(p["drops"].values())
     print("  %-34s rx %d, tx %d packets, %d dropped" % ("port " + p["name"], p["rx_packets"], p["tx_packets"], drops))
