@@ -278,6 +278,7 @@ void Dataplane::ReadDevice(size_t index, PortStats* stats) const {
   if (stopped_) {
     const PortStats& last = final_device_[index];
     stats->link_up = last.link_up;
+    stats->link_speed_mbps = last.link_speed_mbps;
     stats->hw_ipackets = last.hw_ipackets;
     stats->hw_opackets = last.hw_opackets;
     stats->hw_imissed = last.hw_imissed;
@@ -288,6 +289,7 @@ void Dataplane::ReadDevice(size_t index, PortStats* stats) const {
   }
   const Port& port = ports_[index];
   stats->link_up = port.link_up();
+  stats->link_speed_mbps = port.link_speed_mbps();
   rte_eth_stats hw;
   if (rte_eth_stats_get(port.port_id(), &hw) == 0) {
     stats->hw_ipackets = hw.ipackets;

@@ -177,6 +177,16 @@ void Port::Close() {
   if (!probed_device_.empty() && device != nullptr) rte_dev_remove(device);
 }
 
+uint32_t Port::link_speed_mbps() const {
+  rte_eth_link link;
+  if (rte_eth_link_get_nowait(port_id_, &link) != 0) return 0;
+  if (link.link_status != RTE_ETH_LINK_UP ||
+      link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN) {
+    return 0;
+  }
+  return link.link_speed;
+}
+
 bool Port::link_up() const {
   rte_eth_link link;
   if (rte_eth_link_get_nowait(port_id_, &link) != 0) return false;

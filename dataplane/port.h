@@ -36,6 +36,8 @@ class Port {
   // allowed on top.
   uint32_t max_frame() const { return max_frame_; }
   bool link_up() const;
+  // Mbit/s as the device reports it; 0 when unknown or down.
+  uint32_t link_speed_mbps() const;
 
  private:
   Port() = default;

@@ -17,6 +17,7 @@ struct PortStats {
   uint16_t port_id = 0;
   uint16_t queues = 0;
   bool link_up = false;
+  uint32_t link_speed_mbps = 0;
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
   // What the device itself reports (rte_eth_stats).

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "control/config_loader.h"
@@ -145,6 +146,7 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
     if (static_cast<size_t>(i) < snapshot.ports.size()) {
       port->set_queues(snapshot.ports[i].queues);
       port->set_link_up(snapshot.ports[i].link_up);
+      port->set_link_speed_mbps(snapshot.ports[i].link_speed_mbps);
     }
     for (const v1::PortPair& pair : config_.port_pairs()) {
       if (pair.a() == configured.name()) port->set_paired_with(pair.b());
@@ -200,7 +202,16 @@ grpc::Status SpinnicService::InstallHandler(
   candidate.clear_handlers();
   *candidate.add_handlers() = request->handler();
   absl::StatusOr<DataplaneConfig> converted = ToDataplaneConfig(candidate);
-  if (!converted.ok()) return ToGrpc(converted.status());
+  if (!converted.ok()) {
+    // The checks speak of the candidate config's path; the caller sent
+    // InstallHandlerRequest.handler.
+    std::string message(converted.status().message());
+    if (absl::StartsWith(message, "handlers[0]")) {
+      message.replace(0, std::string_view("handlers[0]").size(), "handler");
+    }
+    return grpc::Status(
+        static_cast<grpc::StatusCode>(converted.status().code()), message);
+  }
   converted->handlers[0].bound_regions.assign(request->bound_regions().begin(),
                                               request->bound_regions().end());
 

@@ -26,6 +26,7 @@ namespace spinnic {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Fails every packet: the engine raises kEventHandlerFailed for each.
 class FailsEverything {
@@ -241,6 +242,8 @@ TEST_F(ControlApiTest, InfoDescribesPortsAndPairs) {
   ASSERT_EQ(info.ports_size(), 2);
   EXPECT_EQ(info.ports(0).name(), "wire0");
   EXPECT_EQ(info.ports(0).paired_with(), "host0");
+  EXPECT_TRUE(info.ports(0).link_up());
+  EXPECT_GT(info.ports(0).link_speed_mbps(), 0u);
   EXPECT_EQ(info.hpus_size(), 1);
   EXPECT_EQ(info.max_handlers(), Ectx::kMaxEctxs);
 }
@@ -294,6 +297,9 @@ TEST_F(ControlApiTest, BadInstallsGetTheirCodeAndChangeNothing) {
   grpc::Status status = Call(Install("x", "no_such_kind"));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("no_such_kind"));
+  // Named as the request names it, not as the config file would.
+  EXPECT_THAT(status.error_message(), HasSubstr("handler.kind"));
+  EXPECT_THAT(status.error_message(), Not(HasSubstr("handlers[0]")));
 
   v1::InstallHandlerRequest bad_param = Install("x", "xor_payload");
   status = Call(bad_param);
