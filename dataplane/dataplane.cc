@@ -397,6 +397,11 @@ absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
         "region grants no access; set at least one of local_read, "
         "local_write, remote_read, remote_write");
   }
+  if (config.length > kRegionSpaceEnd - kRegionSpaceStart) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a region of ", config.length, " bytes is larger than the ",
+        kRegionSpaceEnd - kRegionSpaceStart, "-byte region address space"));
+  }
   absl::MutexLock lock(&mu_);
   const auto& regions = current_regions_->regions();
   if (regions.size() >= max_regions_) {

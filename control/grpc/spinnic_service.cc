@@ -292,8 +292,7 @@ grpc::Status SpinnicService::RegisterRegion(
 grpc::Status SpinnicService::DeregisterRegion(
     grpc::ServerContext*, const v1::DeregisterRegionRequest* request,
     v1::DeregisterRegionResponse*) {
-  // Under mu_ so that no install can bind the region meanwhile.
-  absl::MutexLock lock(&mu_);
+  // The dataplane checks bindings and deregisters under one lock.
   return ToGrpc(dataplane_->DeregisterRegion(request->id()));
 }
 

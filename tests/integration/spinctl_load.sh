@@ -37,7 +37,8 @@ sc() {
 # json EXPR: EXPR over the JSON in $TMP/cmd.out (bound to d), printed.
 json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$TMP/cmd.out"; }
 
-it_start_spinnicd "$CFG" --control_socket "$SOCK"
+# Long enough for the churn on a loaded machine (a cycle takes well under 1 s).
+it_start_spinnicd "$CFG" --control_socket "$SOCK" --duration_s $((120 + CYCLES))
 ready=0
 for ((i = 0; i < 600; i++)); do
   spinnicd_alive || die "spinnicd exited at start: $(head -c 2000 "$TMP/spinnicd.err")"
