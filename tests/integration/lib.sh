@@ -9,6 +9,10 @@
 #   it_start_spinnicd CONFIG     start spinnicd in the background ($SPN_PID)
 #   it_stop_spinnicd SIGNAL      signal it, wait (bounded), set $SPN_RC
 #   it_wait_path PREFIX          wait until A reaches B through spinnicd
+#   it_write_null_config FILE    two paired net_null ports (a full-rate source
+#                                and sink; no root, namespaces or hugepages)
+#   it_spinctl_init SPINCTL      $SPINCTL, $SOCK and sc/out_has/err_has/rc_is/py
+#   it_wait_spinctl              wait until spinnicd answers spinctl health
 #   check DESC CMD...            run CMD; PASS/FAIL line; failures counted
 #   it_finish                    exit 1 if any check failed, else 0
 #
@@ -233,4 +237,51 @@ it_finish() {
   log "$IT_PASSED checks passed, $IT_FAILED failed"
   [[ $IT_FAILED -eq 0 ]] && exit 0
   exit 1
+}
+
+# it_write_null_config FILE: spinnicd forwarding between two paired net_null
+# ports p0 (wire) and p1 (host), one worker on core 1.
+it_write_null_config() {
+  cat >"$1" <<EOF
+# spinnic integration test $TEST_NAME (generated)
+eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "$FILE_PREFIX"]
+ports { name: "p0" vdev: "net_null0" role: PORT_ROLE_WIRE }
+ports { name: "p1" vdev: "net_null1" role: PORT_ROLE_HOST }
+port_pairs { a: "p0" b: "p1" }
+workers: [1]
+main_lcore: 0
+EOF
+}
+
+# it_spinctl_init SPINCTL: sets $SPINCTL and $SOCK (spinnicd's control socket,
+# pass it with --control_socket); the spinctl tests then use:
+#   sc ARGS...   spinctl on $SOCK; stdout/stderr in $TMP/cmd.out/.err (shown
+#                when the test fails), exit status in $RC
+#   out_has RE / err_has RE   grep -E the last command's stdout / stderr
+#   rc_is N      the last exit status was N (else says what it was)
+#   py EXPR      EXPR over the JSON document in $TMP/cmd.out, bound to `d`
+it_spinctl_init() {
+  SPINCTL=$(readlink -f "$1")
+  [[ -x $SPINCTL ]] || die "spinctl not found at $1"
+  SOCK=$TMP/ctl.sock
+}
+sc() {
+  "$SPINCTL" --socket "$SOCK" "$@" >"$TMP/cmd.out" 2>"$TMP/cmd.err" </dev/null
+  RC=$?
+}
+out_has() { grep -Eq -- "$1" "$TMP/cmd.out"; }
+err_has() { grep -Eq -- "$1" "$TMP/cmd.err"; }
+rc_is() { [[ $RC -eq $1 ]] || { log "exit status $RC, expected $1: $(head -c 500 "$TMP/cmd.err")"; return 1; }; }
+py() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$TMP/cmd.out"; }
+
+# it_wait_spinctl: until `spinctl health` succeeds on $SOCK, at most 60 s;
+# fatal if spinnicd exits meanwhile.
+it_wait_spinctl() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    spinnicd_alive || die "spinnicd exited at start: $(head -c 2000 "$TMP/spinnicd.err")"
+    "$SPINCTL" --socket "$SOCK" --timeout_ms 2000 health >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  die "spinctl health did not succeed within 60 s"
 }

@@ -13,32 +13,9 @@ TEST_NAME=spinctl
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 it_init "$@"
 [[ $# -ge 2 ]] || die "usage: $0 SPINNICD SPINCTL"
-SPINCTL=$(readlink -f "$2")
-[[ -x $SPINCTL ]] || die "spinctl not found at $2"
-
-SOCK=$TMP/ctl.sock
+it_spinctl_init "$2"
 CFG=$TMP/config.textproto
-cat >"$CFG" <<EOF
-# spinnic integration test $TEST_NAME (generated)
-eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "$FILE_PREFIX"]
-ports { name: "p0" vdev: "net_null0" role: PORT_ROLE_WIRE }
-ports { name: "p1" vdev: "net_null1" role: PORT_ROLE_HOST }
-port_pairs { a: "p0" b: "p1" }
-workers: [1]
-main_lcore: 0
-EOF
-
-# sc ARGS...: spinctl on our socket; stdout/stderr in $TMP/cmd.out/.err (shown
-# by lib.sh when the test fails), exit status in $RC.
-sc() {
-  "$SPINCTL" --socket "$SOCK" "$@" >"$TMP/cmd.out" 2>"$TMP/cmd.err" </dev/null
-  RC=$?
-}
-out_has() { grep -Eq -- "$1" "$TMP/cmd.out"; }
-err_has() { grep -Eq -- "$1" "$TMP/cmd.err"; }
-rc_is() { [[ $RC -eq $1 ]] || { log "exit status $RC, expected $1: $(head -c 500 "$TMP/cmd.err")"; return 1; }; }
-# py EXPR: EXPR over the JSON document in $TMP/cmd.out, bound to `d`.
-py() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$TMP/cmd.out"; }
+it_write_null_config "$CFG"
 
 # TCP with mutual TLS, if this spinnicd can listen on TCP and openssl is here.
 TLS=0
@@ -68,16 +45,7 @@ if [[ $SPINNICD_HELP == *--control_tcp* ]] && command -v openssl >/dev/null; the
 fi
 
 it_start_spinnicd "$CFG" --control_socket "$SOCK" "${TLS_ARGS[@]}"
-ready=0
-for ((i = 0; i < 600; i++)); do
-  spinnicd_alive || die "spinnicd exited at start: $(head -c 2000 "$TMP/spinnicd.err")"
-  if "$SPINCTL" --socket "$SOCK" --timeout_ms 2000 health >/dev/null 2>&1; then
-    ready=1
-    break
-  fi
-  sleep 0.1
-done
-[[ $ready -eq 1 ]] || die "spinctl health did not succeed within 60 s"
+it_wait_spinctl
 log "spinnicd answers health checks"
 
 # --- reads -------------------------------------------------------------------

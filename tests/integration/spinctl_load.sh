@@ -13,42 +13,17 @@ TEST_NAME=spinctl_load
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 it_init "$@"
 [[ $# -ge 2 ]] || die "usage: $0 SPINNICD SPINCTL"
-SPINCTL=$(readlink -f "$2")
-[[ -x $SPINCTL ]] || die "spinctl not found at $2"
+it_spinctl_init "$2"
 CYCLES=${SPINCTL_LOAD_CYCLES:-40}
-
-SOCK=$TMP/ctl.sock
 CFG=$TMP/config.textproto
-cat >"$CFG" <<EOF
-# spinnic integration test $TEST_NAME (generated)
-eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "$FILE_PREFIX"]
-ports { name: "p0" vdev: "net_null0" role: PORT_ROLE_WIRE }
-ports { name: "p1" vdev: "net_null1" role: PORT_ROLE_HOST }
-port_pairs { a: "p0" b: "p1" }
-workers: [1]
-main_lcore: 0
-EOF
+it_write_null_config "$CFG"
 
-# sc ARGS...: spinctl on our socket; output in $TMP/cmd.out/.err, status in $RC.
-sc() {
-  "$SPINCTL" --socket "$SOCK" "$@" >"$TMP/cmd.out" 2>"$TMP/cmd.err" </dev/null
-  RC=$?
-}
 # json EXPR: EXPR over the JSON in $TMP/cmd.out (bound to d), printed.
 json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$TMP/cmd.out"; }
 
 # Long enough for the churn on a loaded machine (a cycle takes well under 1 s).
 it_start_spinnicd "$CFG" --control_socket "$SOCK" --duration_s $((120 + CYCLES))
-ready=0
-for ((i = 0; i < 600; i++)); do
-  spinnicd_alive || die "spinnicd exited at start: $(head -c 2000 "$TMP/spinnicd.err")"
-  if "$SPINCTL" --socket "$SOCK" --timeout_ms 2000 health >/dev/null 2>&1; then
-    ready=1
-    break
-  fi
-  sleep 0.1
-done
-[[ $ready -eq 1 ]] || die "spinctl health did not succeed within 60 s"
+it_wait_spinctl
 
 sc stats --json
 rx_before=$(json 'next(p["rx_packets"] for p in d["ports"] if p["name"] == "p0")')
