@@ -7,27 +7,18 @@
 #include <cstdio>
 #include <cstring>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/wire_format_lite.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
-#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/channel_arguments.h"
 
 namespace spinnic {
 namespace {
 
-using google::protobuf::internal::WireFormatLite;
-
-constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
-constexpr uint32_t kHealthServing = 1;  // HealthCheckResponse.SERVING
+using HealthStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
 
 // absl and gRPC share the canonical code numbering, so the server's code
 // passes through unchanged.
@@ -179,67 +170,18 @@ std::string UnixSocketProblem(const std::string& path) {
   return "";
 }
 
-// grpc.health.v1 without its generated code (Debian's libgrpc++-dev ships
-// none): both messages are a single field, encoded here by hand.
-std::string EncodeHealthCheckRequest(const std::string& service) {
-  std::string encoded;
-  {
-    google::protobuf::io::StringOutputStream stream(&encoded);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    if (!service.empty()) {  // proto3 omits a default-valued field
-      out.WriteTag(WireFormatLite::MakeTag(
-          1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-      out.WriteVarint32(static_cast<uint32_t>(service.size()));
-      out.WriteString(service);
-    }
-  }
-  return encoded;
-}
-
-absl::StatusOr<uint32_t> DecodeHealthCheckResponse(const std::string& bytes) {
-  google::protobuf::io::CodedInputStream in(
-      reinterpret_cast<const uint8_t*>(bytes.data()),
-      static_cast<int>(bytes.size()));
-  uint32_t status = 0;
-  while (uint32_t tag = in.ReadTag()) {
-    if (tag == WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_VARINT)) {
-      if (!in.ReadVarint32(&status)) break;
-    } else if (!WireFormatLite::SkipField(&in, tag)) {
-      return absl::InternalError("malformed grpc.health.v1 response");
-    }
-  }
-  return status;
-}
-
-absl::StatusOr<uint32_t> HealthCheck(
+absl::StatusOr<HealthStatus> HealthCheck(
     const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
     absl::Duration timeout) {
-  std::string request = EncodeHealthCheckRequest(service);
-  grpc::Slice slice(request);
-  grpc::ByteBuffer request_buffer(&slice, 1);
-  grpc::ByteBuffer response_buffer;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  grpc::GenericStub stub(channel);
-  grpc::Status status;
-  absl::Notification done;
-  stub.UnaryCall(&context, kHealthCheckMethod, grpc::StubOptions(),
-                 &request_buffer, &response_buffer,
-                 [&status, &done](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  done.WaitForNotification();
+  grpc::Status status = grpc::health::v1::Health::NewStub(channel)->Check(
+      &context, request, &response);
   if (!status.ok()) return FromGrpc(status);
-  std::vector<grpc::Slice> slices;
-  if (!response_buffer.Dump(&slices).ok()) {
-    return absl::InternalError("cannot read the grpc.health.v1 response");
-  }
-  std::string response;
-  for (const grpc::Slice& s : slices) {
-    response.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return DecodeHealthCheckResponse(response);
+  return response.status();
 }
 
 }  // namespace
@@ -280,7 +222,7 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Connect(
       // Fail fast, as a gRPC call would: waiting out the whole timeout for a
       // refused connection helps nobody. A call on the failed channel
       // carries the reason (refused, TLS handshake, name resolution).
-      absl::StatusOr<uint32_t> probe =
+      absl::StatusOr<HealthStatus> probe =
           HealthCheck(channel, "", absl::Seconds(1));
       std::string reason = probe.ok() ? "connection failed"
                                       : std::string(probe.status().message());
@@ -479,9 +421,10 @@ absl::Status ControlClient::WatchEvents(
 }
 
 absl::StatusOr<bool> ControlClient::CheckHealth(const std::string& service) {
-  absl::StatusOr<uint32_t> status = HealthCheck(channel_, service, timeout_);
+  absl::StatusOr<HealthStatus> status =
+      HealthCheck(channel_, service, timeout_);
   if (!status.ok()) return status.status();
-  return *status == kHealthServing;
+  return *status == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
 }  // namespace spinnic

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -287,6 +288,11 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // libgrpc++ serves grpc.health.v1.Health without its C++ descriptor, and
+  // nothing else here references health.pb.o, so the static link would drop
+  // it: this keeps it, putting the health service in the pool reflection
+  // describes.
+  grpc::health::v1::HealthCheckRequest::descriptor();
   server->service_ = std::make_unique<SpinnicService>(config, dataplane);
   grpc::ServerBuilder builder;
   int unix_bound = 0;

@@ -20,7 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "control/grpc/control_server.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
@@ -126,10 +128,10 @@ std::string FromByteBuffer(const grpc::ByteBuffer& buffer) {
   return bytes;
 }
 
-// The health and reflection protos are not installed by Debian's gRPC
-// packages, so their messages are encoded by hand. Only what these tests
-// send: one length-delimited field (wire type 2) shorter than 128 bytes, so
-// that its length is a one-byte varint.
+// Debian's gRPC packages install no reflection proto, so its messages are
+// encoded by hand. Only what these tests send: one length-delimited field
+// (wire type 2) shorter than 128 bytes, so that its length is a one-byte
+// varint.
 std::string StringField(int number, const std::string& value) {
   EXPECT_LT(value.size(), 128u);
   return absl::StrCat(std::string(1, static_cast<char>((number << 3) | 2)),
@@ -158,36 +160,25 @@ std::chrono::system_clock::time_point Deadline(int ms = 10'000) {
 }
 
 // grpc.health.v1.Health/Check for `service`. On OK, *serving holds the
-// response's status (field 1, an enum: 1 = SERVING, 2 = NOT_SERVING).
+// response's status (1 = SERVING, 2 = NOT_SERVING).
 grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
                          const std::string& service, uint64_t* serving) {
-  grpc::GenericStub stub(channel);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
   grpc::ClientContext context;
   context.set_deadline(Deadline());
-  grpc::CompletionQueue cq;
-  // HealthCheckRequest { string service = 1; }
-  auto call = stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check",
-                                    ToByteBuffer(StringField(1, service)), &cq);
-  call->StartCall();
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  int tag;
-  call->Finish(&response, &status, &tag);
-  Await(cq, &tag);
-  DrainAndShutdown(cq);
-  *serving = 0;  // an absent enum field is its zero value, UNKNOWN
-  google::protobuf::UnknownFieldSet fields;
-  if (status.ok() && fields.ParseFromString(FromByteBuffer(response))) {
-    for (int i = 0; i < fields.field_count(); ++i) {
-      if (fields.field(i).number() == 1) *serving = fields.field(i).varint();
-    }
-  }
+  grpc::Status status = grpc::health::v1::Health::NewStub(channel)->Check(
+      &context, request, &response);
+  *serving = status.ok() ? response.status() : 0;
   return status;
 }
 
-// ServerReflectionInfo with one list_services request; the names listed.
-grpc::Status ListServices(const std::shared_ptr<grpc::Channel>& channel,
-                          std::vector<std::string>* names) {
+// ServerReflectionInfo with the one (encoded) request; the responses, still
+// encoded, in *responses.
+grpc::Status ReflectionInfo(const std::shared_ptr<grpc::Channel>& channel,
+                            const std::string& request,
+                            std::vector<std::string>* responses) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(Deadline());
@@ -198,23 +189,30 @@ grpc::Status ListServices(const std::shared_ptr<grpc::Channel>& channel,
   int tag;
   call->StartCall(&tag);
   Await(cq, &tag);
-  // ServerReflectionRequest { oneof { string list_services = 7; } }: the
-  // oneof member is on the wire even when empty.
-  call->Write(ToByteBuffer(StringField(7, "")), &tag);
+  call->Write(ToByteBuffer(request), &tag);
   Await(cq, &tag);
   call->WritesDone(&tag);
   Await(cq, &tag);
   grpc::ByteBuffer response;
-  std::vector<std::string> responses;
   for (;;) {
     call->Read(&response, &tag);
     if (!Await(cq, &tag)) break;
-    responses.push_back(FromByteBuffer(response));
+    responses->push_back(FromByteBuffer(response));
   }
   grpc::Status status;
   call->Finish(&status, &tag);
   Await(cq, &tag);
   DrainAndShutdown(cq);
+  return status;
+}
+
+// ServerReflectionInfo with one list_services request; the names listed.
+grpc::Status ListServices(const std::shared_ptr<grpc::Channel>& channel,
+                          std::vector<std::string>* names) {
+  // ServerReflectionRequest { oneof { string list_services = 7; } }: the
+  // oneof member is on the wire even when empty.
+  std::vector<std::string> responses;
+  grpc::Status status = ReflectionInfo(channel, StringField(7, ""), &responses);
   // ServerReflectionResponse { ListServiceResponse list_services_response =
   // 6; } ListServiceResponse { repeated ServiceResponse service = 1; }
   // ServiceResponse { string name = 1; }
@@ -237,6 +235,52 @@ grpc::Status ListServices(const std::shared_ptr<grpc::Channel>& channel,
           }
         }
       }
+    }
+  }
+  return status;
+}
+
+// ServerReflectionInfo with one file_containing_symbol request. The encoded
+// FileDescriptorProtos of a file_descriptor_response go to *files (the one
+// defining `symbol` first); an error_response goes to *error as
+// "<code>: <message>".
+grpc::Status FileContainingSymbol(const std::shared_ptr<grpc::Channel>& channel,
+                                  const std::string& symbol,
+                                  std::vector<std::string>* files,
+                                  std::string* error) {
+  // ServerReflectionRequest { oneof { string file_containing_symbol = 4; } }
+  std::vector<std::string> responses;
+  grpc::Status status =
+      ReflectionInfo(channel, StringField(4, symbol), &responses);
+  // ServerReflectionResponse { FileDescriptorResponse
+  // file_descriptor_response = 4; ErrorResponse error_response = 7; }
+  // FileDescriptorResponse { repeated bytes file_descriptor_proto = 1; }
+  // ErrorResponse { int32 error_code = 1; string error_message = 2; }
+  for (const std::string& bytes : responses) {
+    google::protobuf::UnknownFieldSet top;
+    if (!top.ParseFromString(bytes)) continue;
+    for (int i = 0; i < top.field_count(); ++i) {
+      if (top.field(i).number() != 4 && top.field(i).number() != 7) continue;
+      google::protobuf::UnknownFieldSet inner;
+      if (!inner.ParseFromString(top.field(i).length_delimited())) continue;
+      if (top.field(i).number() == 4) {
+        for (int j = 0; j < inner.field_count(); ++j) {
+          if (inner.field(j).number() == 1) {
+            files->push_back(inner.field(j).length_delimited());
+          }
+        }
+        continue;
+      }
+      std::string code = "?";
+      std::string message;
+      for (int j = 0; j < inner.field_count(); ++j) {
+        if (inner.field(j).number() == 1) {
+          code = absl::StrCat(inner.field(j).varint());
+        } else if (inner.field(j).number() == 2) {
+          message = inner.field(j).length_delimited();
+        }
+      }
+      *error = absl::StrCat(code, ": ", message);
     }
   }
   return status;
@@ -515,6 +559,28 @@ TEST_F(ControlTlsTest, ReflectionListsTheServices) {
     EXPECT_THAT(names, ::testing::IsSupersetOf(
                            {"spinnic.v1.Spinnic", "grpc.health.v1.Health",
                             "grpc.reflection.v1alpha.ServerReflection"}));
+  }
+}
+
+// The health service is libgrpc++'s, but spinnicd carries its descriptor, so
+// reflection clients (grpcurl) can call it without a .proto file.
+TEST_F(ControlTlsTest, ReflectionDescribesTheHealthService) {
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  ASSERT_NO_FATAL_FAILURE(StartOnUnixAndTcp(&channels));
+  for (const auto& channel : channels) {
+    std::vector<std::string> files;
+    std::string error;
+    grpc::Status status =
+        FileContainingSymbol(channel, "grpc.health.v1.Health", &files, &error);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(error, "");
+    ASSERT_FALSE(files.empty());
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(files[0]));
+    EXPECT_EQ(file.name(), "grpc/health/v1/health.proto");
+    EXPECT_EQ(file.package(), "grpc.health.v1");
+    ASSERT_EQ(file.service_size(), 1);
+    EXPECT_EQ(file.service(0).name(), "Health");
   }
 }
 
