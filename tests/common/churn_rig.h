@@ -13,8 +13,6 @@
 #define SPINNIC_TESTS_COMMON_CHURN_RIG_H_
 
 #include <malloc.h>
-#include <rte_eth_ring.h>
-#include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -35,6 +33,7 @@
 #include "control/grpc/control_server.h"
 #include "dataplane/dataplane.h"
 #include "tests/common/frames.h"
+#include "tests/common/ring_dataplane.h"
 
 namespace spinnic::churn {
 
@@ -184,44 +183,11 @@ class Rig {
         InitEal({name, "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
                  "--lcores", "0@0,1@1", "--log-level", "4"});
     if (!eal.ok()) return eal;
-    v1::Config config;
-    DataplaneConfig dataplane_config;
-    for (int side = 0; side < 2; ++side) {
-      std::string base = absl::StrCat(name, side ? "h" : "w");
-      rig->rx_[side] = rte_ring_create((base + "rx").c_str(), kRingSize, 0,
-                                       RING_F_SP_ENQ | RING_F_SC_DEQ);
-      rig->tx_[side] = rte_ring_create((base + "tx").c_str(), kRingSize, 0,
-                                       RING_F_SP_ENQ | RING_F_SC_DEQ);
-      if (rig->rx_[side] == nullptr || rig->tx_[side] == nullptr) {
-        return absl::ResourceExhaustedError("cannot create the test rings");
-      }
-      int port_id = rte_eth_from_rings(base.c_str(), &rig->rx_[side], 1,
-                                       &rig->tx_[side], 1, 0);
-      char ethdev[RTE_ETH_NAME_MAX_LEN];
-      if (port_id < 0 || rte_eth_dev_get_name_by_port(
-                             static_cast<uint16_t>(port_id), ethdev) != 0) {
-        return absl::InternalError("cannot create the ring ethdevs");
-      }
-      PortConfig port;
-      port.name = side ? "host0" : "wire0";
-      port.existing = ethdev;
-      port.role = side ? PortRole::kHost : PortRole::kWire;
-      port.rx_descriptors = port.tx_descriptors = 512;
-      dataplane_config.ports.push_back(port);
-      v1::Port* configured = config.add_ports();
-      configured->set_name(port.name);
-      configured->set_vdev(absl::StrCat("net_ring_", base));
-      configured->set_role(side ? v1::PORT_ROLE_HOST : v1::PORT_ROLE_WIRE);
-    }
-    dataplane_config.port_pairs = {{0, 1}};
-    dataplane_config.worker_cores = {1};
-    config.add_port_pairs()->set_a("wire0");
-    config.mutable_port_pairs(0)->set_b("host0");
-    config.add_workers(1);
-    absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
-        Dataplane::Create(dataplane_config);
-    if (!dataplane.ok()) return dataplane.status();
-    rig->dataplane_ = *std::move(dataplane);
+    absl::StatusOr<std::unique_ptr<testing_rings::RingDataplane>> rings =
+        testing_rings::RingDataplane::Create(
+            name, {.ring_size = kRingSize, .descriptors = 512, .mbufs = 0});
+    if (!rings.ok()) return rings.status();
+    rig->rings_ = *std::move(rings);
     rig->pool_ = rte_pktmbuf_pool_create((name + "pool").c_str(), 8191, 256, 0,
                                          RTE_MBUF_DEFAULT_BUF_SIZE, 0);
     if (rig->pool_ == nullptr) {
@@ -229,15 +195,15 @@ class Rig {
     }
     rig->socket_ = absl::StrCat("/tmp/spinnic-", name, "-", getpid(), ".sock");
     absl::StatusOr<std::unique_ptr<ControlServer>> server =
-        ControlServer::Start({.unix_socket = rig->socket_}, config,
-                             rig->dataplane_.get());
+        ControlServer::Start({.unix_socket = rig->socket_},
+                             rig->rings_->config(), &rig->dataplane());
     if (!server.ok()) return server.status();
     rig->server_ = *std::move(server);
     absl::StatusOr<std::unique_ptr<ControlClient>> client =
         ControlClient::Connect({.target = "unix:" + rig->socket_});
     if (!client.ok()) return client.status();
     rig->client_ = *std::move(client);
-    absl::Status started = rig->dataplane_->Start();
+    absl::Status started = rig->dataplane().Start();
     if (!started.ok()) return started;
     return rig;
   }
@@ -245,16 +211,7 @@ class Rig {
   ~Rig() {
     client_.reset();
     server_.reset();
-    dataplane_.reset();
-    for (int side = 0; side < 2; ++side) {
-      void* m;
-      for (rte_ring* ring : {rx_[side], tx_[side]}) {
-        while (ring != nullptr && rte_ring_dequeue(ring, &m) == 0) {
-          rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
-        }
-        rte_ring_free(ring);
-      }
-    }
+    rings_.reset();
     rte_mempool_free(pool_);
   }
 
@@ -269,7 +226,7 @@ class Rig {
     absl::Status warm = Cycle(0, &result);
     if (!warm.ok()) return warm;
     result = ChurnResult();
-    Traffic traffic(rx_[0], tx_[1], pool_, kWindow);
+    Traffic traffic(rings_->rx(0), rings_->tx(1), pool_, kWindow);
     traffic.Start();
     // Some traffic before the first change.
     for (int i = 0; i < 1000 && traffic.sent() < 10 * kWindow; ++i) {
@@ -286,7 +243,7 @@ class Rig {
     result.after = Memory::Now();
     result.traffic = traffic.Stop();
     if (!status.ok()) return status;
-    StatsSnapshot stats = dataplane_->Snapshot();
+    StatsSnapshot stats = dataplane().Snapshot();
     for (const PortStats& port : stats.ports) {
       for (uint64_t drops : port.drops) result.port_drops += drops;
     }
@@ -295,7 +252,7 @@ class Rig {
     return result;
   }
 
-  Dataplane& dataplane() { return *dataplane_; }
+  Dataplane& dataplane() { return rings_->dataplane(); }
   ControlClient& client() { return *client_; }
 
  private:
@@ -349,11 +306,9 @@ class Rig {
     return absl::OkStatus();
   }
 
-  rte_ring* rx_[2] = {nullptr, nullptr};
-  rte_ring* tx_[2] = {nullptr, nullptr};
+  std::unique_ptr<testing_rings::RingDataplane> rings_;
   rte_mempool* pool_ = nullptr;
   std::string socket_;
-  std::unique_ptr<Dataplane> dataplane_;
   std::unique_ptr<ControlServer> server_;
   std::unique_ptr<ControlClient> client_;
 };

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "spinnic/v1/control.grpc.pb.h"
 #include "tests/common/frames.h"
+#include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
 namespace {
@@ -54,53 +55,19 @@ class ControlApiTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    static int instance = 0;  // ethdev names outlive a closed port
-    ++instance;
-    for (int side = 0; side < 2; ++side) {
-      std::string name = absl::StrCat("ctl", instance, "_", side);
-      rings_[side] =
-          rte_ring_create(name.c_str(), 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-      ASSERT_NE(rings_[side], nullptr);
-      int port = rte_eth_from_ring(rings_[side]);
-      ASSERT_GE(port, 0);
-      char ethdev[RTE_ETH_NAME_MAX_LEN];
-      ASSERT_EQ(rte_eth_dev_get_name_by_port(port, ethdev), 0);
-      ethdevs_[side] = ethdev;
-    }
-    // The config the daemon would run: ports by name; the test's ethdevs
-    // stand in for the vdevs.
-    v1::Port* wire = config_.add_ports();
-    wire->set_name("wire0");
-    wire->set_vdev("net_ring_unused0");
-    wire->set_role(v1::PORT_ROLE_WIRE);
-    v1::Port* host = config_.add_ports();
-    host->set_name("host0");
-    host->set_vdev("net_ring_unused1");
-    host->set_role(v1::PORT_ROLE_HOST);
-    config_.add_port_pairs()->set_a("wire0");
-    config_.mutable_port_pairs(0)->set_b("host0");
-    config_.add_workers(1);
-
-    DataplaneConfig dataplane_config;
-    for (int side = 0; side < 2; ++side) {
-      PortConfig port;
-      port.name = side ? "host0" : "wire0";
-      port.existing = ethdevs_[side];
-      port.rx_descriptors = port.tx_descriptors = 128;
-      dataplane_config.ports.push_back(port);
-    }
-    dataplane_config.port_pairs = {{0, 1}};
-    dataplane_config.worker_cores = {0};
-    dataplane_config.mbufs = 4095;
-    // Above the EAL's 256 MiB: both the limit and the EAL can refuse.
-    dataplane_config.region_bytes_limit = uint64_t{300} << 20;
-    auto dataplane = Dataplane::Create(dataplane_config);
-    ASSERT_TRUE(dataplane.ok()) << dataplane.status();
-    dataplane_ = *std::move(dataplane);
+    static int instance = 0;
+    // The region limit is above the EAL's 256 MiB: both can refuse.
+    auto rings = testing_rings::RingDataplane::Create(
+        absl::StrCat("ctl", ++instance),
+        {.region_bytes_limit = uint64_t{300} << 20});
+    ASSERT_TRUE(rings.ok()) << rings.status();
+    rings_ = *std::move(rings);
+    config_ = rings_->config();
+    dataplane_ = &rings_->dataplane();
 
     socket_ = absl::StrCat("/tmp/spinnic-ctl-test-", getpid(), "/s.sock");
-    auto server = ControlServer::Start({.unix_socket = socket_}, config_,
-                                       dataplane_.get());
+    auto server =
+        ControlServer::Start({.unix_socket = socket_}, config_, dataplane_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel(absl::StrCat("unix:", socket_),
@@ -110,9 +77,8 @@ class ControlApiTest : public ::testing::Test {
 
   void TearDown() override {
     server_.reset();
-    dataplane_.reset();
+    rings_.reset();  // frees the frames left in the rings
     rte_mempool_free(pool_);
-    for (rte_ring* ring : rings_) rte_ring_free(ring);
     rmdir(absl::StrCat("/tmp/spinnic-ctl-test-", getpid()).c_str());
   }
 
@@ -209,20 +175,19 @@ class ControlApiTest : public ::testing::Test {
     ASSERT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
                 frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rings_[0], m), 0);
+    ASSERT_EQ(rte_ring_enqueue(rings_->rx(0), m), 0);
     EXPECT_EQ(dataplane_->hpu(0).PollOnce(), 1u);
     // The forwarded copy, out of the host port's ring.
     void* out = nullptr;
-    if (rte_ring_dequeue(rings_[1], &out) == 0) {
+    if (rte_ring_dequeue(rings_->tx(1), &out) == 0) {
       rte_pktmbuf_free(static_cast<rte_mbuf*>(out));
     }
   }
 
   v1::Config config_;
   rte_mempool* pool_ = nullptr;
-  rte_ring* rings_[2];
-  std::string ethdevs_[2];
-  std::unique_ptr<Dataplane> dataplane_;
+  std::unique_ptr<testing_rings::RingDataplane> rings_;
+  Dataplane* dataplane_ = nullptr;
   std::string socket_;
   std::unique_ptr<ControlServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -374,16 +339,8 @@ TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {
 
   // A frame through the real HPU path: the handler fails, the engine raises
   // the event, the daemon's loop (here: the test) forwards it.
-  rte_mempool* pool = rte_pktmbuf_pool_create("ctl_inject", 63, 0, 0,
-                                              RTE_MBUF_DEFAULT_BUF_SIZE, 0);
-  ASSERT_NE(pool, nullptr);
-  frames::Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
-                                     "10.0.0.2", 1, 2, frames::Bytes(8, 0));
-  rte_mbuf* m = rte_pktmbuf_alloc(pool);
-  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
-              frame.data(), frame.size());
-  ASSERT_EQ(rte_ring_enqueue(rings_[0], m), 0);
-  EXPECT_EQ(dataplane_->hpu(0).PollOnce(), 1u);
+  Inject(frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 1,
+                      2, frames::Bytes(8, 0)));
   std::vector<Event> events;
   dataplane_->DrainEvents(&events);
   ASSERT_EQ(events.size(), 1u);
@@ -404,7 +361,6 @@ TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {
   }
   EXPECT_EQ(server_->service().event_subscribers(), 0u)
       << "a departed client must cost nothing";
-  rte_mempool_free(pool);
 }
 
 TEST_F(ControlApiTest, RegionRegisterWriteReadDeregister) {

@@ -3,9 +3,6 @@
 // loopback, the option checks, standard health checking and server
 // reflection, and the configured message-size and stream limits. A real
 // dataplane (net_ring ports, EAL without hugepages) stands behind the server.
-#include <rte_eth_ring.h>
-#include <rte_ethdev.h>
-#include <rte_ring.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -29,6 +26,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
 #include "spinnic/v1/control.grpc.pb.h"
+#include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
 namespace {
@@ -348,52 +346,18 @@ TlsTestEnvironment* const environment = static_cast<TlsTestEnvironment*>(
 class ControlTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static int instance = 0;  // ethdev names outlive a closed port
-    ++instance;
-    for (int side = 0; side < 2; ++side) {
-      std::string name = absl::StrCat("tls", instance, "_", side);
-      rings_[side] =
-          rte_ring_create(name.c_str(), 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-      ASSERT_NE(rings_[side], nullptr);
-      int port = rte_eth_from_ring(rings_[side]);
-      ASSERT_GE(port, 0);
-      char ethdev[RTE_ETH_NAME_MAX_LEN];
-      ASSERT_EQ(rte_eth_dev_get_name_by_port(port, ethdev), 0);
-      ethdevs_[side] = ethdev;
-    }
-    v1::Port* wire = config_.add_ports();
-    wire->set_name("wire0");
-    wire->set_vdev("net_ring_unused0");
-    wire->set_role(v1::PORT_ROLE_WIRE);
-    v1::Port* host = config_.add_ports();
-    host->set_name("host0");
-    host->set_vdev("net_ring_unused1");
-    host->set_role(v1::PORT_ROLE_HOST);
-    config_.add_port_pairs()->set_a("wire0");
-    config_.mutable_port_pairs(0)->set_b("host0");
-    config_.add_workers(1);
-
-    DataplaneConfig dataplane_config;
-    for (int side = 0; side < 2; ++side) {
-      PortConfig port;
-      port.name = side ? "host0" : "wire0";
-      port.existing = ethdevs_[side];
-      port.rx_descriptors = port.tx_descriptors = 128;
-      dataplane_config.ports.push_back(port);
-    }
-    dataplane_config.port_pairs = {{0, 1}};
-    dataplane_config.worker_cores = {0};
-    dataplane_config.mbufs = 4095;
-    auto dataplane = Dataplane::Create(dataplane_config);
-    ASSERT_TRUE(dataplane.ok()) << dataplane.status();
-    dataplane_ = *std::move(dataplane);
+    static int instance = 0;
+    auto rings =
+        testing_rings::RingDataplane::Create(absl::StrCat("tls", ++instance));
+    ASSERT_TRUE(rings.ok()) << rings.status();
+    rings_ = *std::move(rings);
+    config_ = rings_->config();
     socket_dir_ = absl::StrCat("/tmp/spinnic-tls-test-", getpid());
   }
 
   void TearDown() override {
     servers_.clear();
-    dataplane_.reset();
-    for (rte_ring* ring : rings_) rte_ring_free(ring);
+    rings_.reset();
     std::error_code error;
     std::filesystem::remove_all(socket_dir_, error);
   }
@@ -409,7 +373,7 @@ class ControlTlsTest : public ::testing::Test {
 
   // Starts a server kept until the end of the test.
   absl::StatusOr<ControlServer*> Start(const ControlServerOptions& options) {
-    auto server = ControlServer::Start(options, config_, dataplane_.get());
+    auto server = ControlServer::Start(options, config_, &rings_->dataplane());
     if (!server.ok()) return server.status();
     servers_.push_back(*std::move(server));
     return servers_.back().get();
@@ -442,9 +406,7 @@ class ControlTlsTest : public ::testing::Test {
 
   const Certs* certs_ = &environment->certs;
   v1::Config config_;
-  rte_ring* rings_[2] = {nullptr, nullptr};
-  std::string ethdevs_[2];
-  std::unique_ptr<Dataplane> dataplane_;
+  std::unique_ptr<testing_rings::RingDataplane> rings_;
   std::string socket_dir_;
   std::vector<std::unique_ptr<ControlServer>> servers_;
 };
