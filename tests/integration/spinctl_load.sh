@@ -37,29 +37,28 @@ rss() { awk '/^VmRSS/ {print $2}' "/proc/$SPN_PID/status"; }
 rss_before=$(rss)
 failed_calls=0
 handled=0
+# call ARGS...: spinctl; a failure is counted and logged with its message.
+call() {
+  sc "$@"
+  if [[ $RC -ne 0 ]]; then
+    failed_calls=$((failed_calls + 1))
+    log "cycle $c: spinctl $* exited $RC: $(head -c 300 "$TMP/cmd.err")"
+  fi
+}
 for ((c = 1; c <= CYCLES; c++)); do
-  sc install --name churn --kind count
-  [[ $RC -eq 0 ]] || failed_calls=$((failed_calls + 1))
-  sc handlers --json
+  call install --name churn --kind count
+  call handlers --json
   n=$(json 'sum(int(s.get("packets", 0)) for s in d.get("stats", []) if s["name"] == "churn")' 2>/dev/null || echo 0)
   handled=$((handled + n))
-  sc install --name churn --kind null --replace
-  [[ $RC -eq 0 ]] || failed_calls=$((failed_calls + 1))
-  sc remove churn
-  [[ $RC -eq 0 ]] || failed_calls=$((failed_calls + 1))
+  call install --name churn --kind null --replace
+  call remove churn
   if ((c % 10 == 0)); then
-    sc region-register --length 65536 --access local_write --json
+    call region-register --length 65536 --access local_write --json
     id=$(json 'd["id"]' 2>/dev/null)
-    if [[ -z $id ]]; then
-      failed_calls=$((failed_calls + 1))
-      continue
-    fi
-    sc install --name cap --kind capture --bind "$id"
-    [[ $RC -eq 0 ]] || failed_calls=$((failed_calls + 1))
-    sc remove cap
-    [[ $RC -eq 0 ]] || failed_calls=$((failed_calls + 1))
-    sc region-deregister "$id"
-    [[ $RC -eq 0 ]] || failed_calls=$((failed_calls + 1))
+    [[ -n $id ]] || continue
+    call install --name cap --kind capture --bind "$id"
+    call remove cap
+    call region-deregister "$id"
   fi
 done
 rss_after=$(rss)
