@@ -2,46 +2,109 @@
 // control side builds a new version for every change and publishes it by
 // pointer swap; HPUs read whichever version was current when their loop
 // iteration began (RCU, see dataplane.cc).
+//
+// Lookup is flat in the number of rules: rules are grouped by shape (which
+// fields they name, prefix lengths, exact or ranged L4 ports), each shape
+// has a hash table keyed by the named fields masked to the shape, and a
+// frame probes one table per shape (tuple space search, as Open vSwitch's
+// classifier does). The cost grows with the number of distinct shapes, not
+// of rules. Small tables keep the plain first-match walk, which is cheaper
+// than hashing below kLinearMax rules (bench/micro/hpu_path_bench).
 #ifndef SPINNIC_DATAPLANE_ECTX_TABLE_H_
 #define SPINNIC_DATAPLANE_ECTX_TABLE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "dataplane/ectx.h"
 
 namespace spinnic {
 
 class EctxTable {
  public:
+  // Up to this many rules, Match walks them in order.
+  static constexpr size_t kLinearMax = 8;
+
   EctxTable() = default;
   // `ectxs` in match order (priority, then install order).
-  explicit EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
-      : ectxs_(std::move(ectxs)) {
-    for (const auto& ectx : ectxs_) port_mask_ |= ectx->match().in_port_mask;
-  }
+  explicit EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs);
 
-  // The first ECTX whose rule matches, or nullptr. Linear in the number of
-  // installed rules, with an early out for ports no rule names: passthrough
-  // ports without handlers pay one AND.
+  // The first ECTX (in match order) whose rule matches, or nullptr. Ports
+  // that no rule names cost one AND.
   const Ectx* Match(const ParsedFrame& frame, uint16_t in_port) const {
     if (in_port >= 64 || (port_mask_ & (uint64_t{1} << in_port)) == 0) {
       return nullptr;
     }
-    for (const auto& ectx : ectxs_) {
-      if (ectx->match().Matches(frame, in_port)) return ectx.get();
+    if (shapes_.empty()) {
+      for (const auto& ectx : ectxs_) {
+        if (ectx->match().Matches(frame, in_port)) return ectx.get();
+      }
+      return nullptr;
     }
-    return nullptr;
+    return MatchByShape(frame, in_port);
   }
 
   const std::vector<std::shared_ptr<const Ectx>>& ectxs() const {
     return ectxs_;
   }
+  // Distinct rule shapes (0 while the table is walked linearly).
+  size_t shape_count() const { return shapes_.size(); }
 
  private:
+  // What a shape names. Rules of one shape hash the same fields.
+  struct Shape {
+    bool ethertype = false;
+    bool ip_proto = false;
+    bool src = false;
+    bool dst = false;
+    uint8_t src_bits = 0;  // prefix length, in the 16-byte address form
+    uint8_t dst_bits = 0;
+    bool src_port = false;  // an exact L4 port (first == last)
+    bool dst_port = false;
+    bool operator==(const Shape&) const = default;
+  };
+
+  // The named fields, masked to the shape; unnamed fields are zero.
+  struct Key {
+    std::array<uint8_t, 16> src{};
+    std::array<uint8_t, 16> dst{};
+    uint16_t ethertype = 0;
+    uint16_t src_port = 0;
+    uint16_t dst_port = 0;
+    uint8_t ip_proto = 0;
+    uint8_t families = 0;  // bit 0: src is IPv4, bit 1: dst is IPv4
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.src, k.dst, k.ethertype, k.src_port,
+                        k.dst_port, k.ip_proto, k.families);
+    }
+  };
+
+  struct ShapeTable {
+    Shape shape;
+    uint32_t first = 0;  // smallest match-order index of its rules
+    // Rule indices sharing a key, in match order; each is checked in full
+    // (ingress ports, port ranges) before it is taken.
+    absl::flat_hash_map<Key, absl::InlinedVector<uint32_t, 2>> rules;
+  };
+
+  static Shape ShapeOf(const MatchRule& rule);
+  static Key RuleKey(const MatchRule& rule, const Shape& shape);
+  // False when the frame lacks a layer the shape names.
+  static bool FrameKey(const ParsedFrame& frame, const Shape& shape, Key* key);
+
+  const Ectx* MatchByShape(const ParsedFrame& frame, uint16_t in_port) const;
+
   std::vector<std::shared_ptr<const Ectx>> ectxs_;
   uint64_t port_mask_ = 0;
+  // By `first`, so that the search can stop at the first shape that cannot
+  // beat what it found.
+  std::vector<ShapeTable> shapes_;
 };
 
 }  // namespace spinnic

@@ -1,0 +1,117 @@
+#include "dataplane/ectx_table.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace spinnic {
+namespace {
+
+// Clears every bit of `address` past the first `bits`.
+std::array<uint8_t, 16> Masked(const std::array<uint8_t, 16>& address,
+                               uint32_t bits) {
+  std::array<uint8_t, 16> out{};
+  for (uint32_t i = 0; i < 16 && bits > i * 8; ++i) {
+    uint32_t keep = std::min<uint32_t>(8, bits - i * 8);
+    out[i] = static_cast<uint8_t>(address[i] & (0xff00u >> keep));
+  }
+  return out;
+}
+
+}  // namespace
+
+EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
+    : ectxs_(std::move(ectxs)) {
+  for (const auto& ectx : ectxs_) port_mask_ |= ectx->match().in_port_mask;
+  if (ectxs_.size() <= kLinearMax) return;
+  for (uint32_t i = 0; i < ectxs_.size(); ++i) {
+    const MatchRule& rule = ectxs_[i]->match();
+    Shape shape = ShapeOf(rule);
+    auto it =
+        std::find_if(shapes_.begin(), shapes_.end(),
+                     [&](const ShapeTable& t) { return t.shape == shape; });
+    if (it == shapes_.end()) {
+      shapes_.push_back({.shape = shape, .first = i});
+      it = shapes_.end() - 1;
+    }
+    // Indices arrive in match order, so each list stays sorted.
+    it->rules[RuleKey(rule, shape)].push_back(i);
+  }
+  std::sort(shapes_.begin(), shapes_.end(),
+            [](const ShapeTable& a, const ShapeTable& b) {
+              return a.first < b.first;
+            });
+}
+
+EctxTable::Shape EctxTable::ShapeOf(const MatchRule& rule) {
+  Shape shape;
+  shape.ethertype = rule.ethertype != 0;
+  shape.ip_proto = rule.match_ip_proto;
+  shape.src = rule.match_src;
+  shape.src_bits = rule.match_src ? std::min<uint8_t>(rule.src.length, 128) : 0;
+  shape.dst = rule.match_dst;
+  shape.dst_bits = rule.match_dst ? std::min<uint8_t>(rule.dst.length, 128) : 0;
+  shape.src_port = rule.src_port_first == rule.src_port_last;
+  shape.dst_port = rule.dst_port_first == rule.dst_port_last;
+  return shape;
+}
+
+EctxTable::Key EctxTable::RuleKey(const MatchRule& rule, const Shape& shape) {
+  Key key;
+  if (shape.ethertype) key.ethertype = rule.ethertype;
+  if (shape.ip_proto) key.ip_proto = rule.ip_proto;
+  if (shape.src) {
+    key.src = Masked(rule.src.address, shape.src_bits);
+    key.families |= rule.src.is_ipv4 ? 1 : 0;
+  }
+  if (shape.dst) {
+    key.dst = Masked(rule.dst.address, shape.dst_bits);
+    key.families |= rule.dst.is_ipv4 ? 2 : 0;
+  }
+  if (shape.src_port) key.src_port = rule.src_port_first;
+  if (shape.dst_port) key.dst_port = rule.dst_port_first;
+  return key;
+}
+
+bool EctxTable::FrameKey(const ParsedFrame& frame, const Shape& shape,
+                         Key* key) {
+  const PacketLayers& l = frame.layers;
+  const bool has_l3 = l.is_ipv4 || l.is_ipv6;
+  if ((shape.ip_proto || shape.src || shape.dst) && !has_l3) return false;
+  if ((shape.src_port || shape.dst_port) && !frame.has_l4_ports) return false;
+  if (shape.ethertype) key->ethertype = l.ethertype;
+  if (shape.ip_proto) key->ip_proto = l.ip_proto;
+  if (shape.src) {
+    key->src = Masked(frame.src_addr, shape.src_bits);
+    key->families |= l.is_ipv4 ? 1 : 0;
+  }
+  if (shape.dst) {
+    key->dst = Masked(frame.dst_addr, shape.dst_bits);
+    key->families |= l.is_ipv4 ? 2 : 0;
+  }
+  if (shape.src_port) key->src_port = frame.src_port;
+  if (shape.dst_port) key->dst_port = frame.dst_port;
+  return true;
+}
+
+const Ectx* EctxTable::MatchByShape(const ParsedFrame& frame,
+                                    uint16_t in_port) const {
+  if (frame.frame_class == FrameClass::kDrop) return nullptr;
+  uint32_t best = std::numeric_limits<uint32_t>::max();
+  for (const ShapeTable& table : shapes_) {
+    if (table.first >= best) break;  // no rule of this or later shapes wins
+    Key key;
+    if (!FrameKey(frame, table.shape, &key)) continue;
+    auto it = table.rules.find(key);
+    if (it == table.rules.end()) continue;
+    for (uint32_t index : it->second) {
+      if (index >= best) break;
+      if (ectxs_[index]->match().Matches(frame, in_port)) {
+        best = index;
+        break;
+      }
+    }
+  }
+  return best < ectxs_.size() ? ectxs_[best].get() : nullptr;
+}
+
+}  // namespace spinnic
