@@ -20,6 +20,8 @@ packages=(
   libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   # net_pcap, unit tests, micro-benchmarks
   libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # instructions per iteration of the micro-benchmarks (bench/micro/callgrind.sh)
+  valgrind
   # the control API's TLS tests make their certificates with the openssl CLI
   openssl
   # quick start and integration tests: namespaces + veth (ip), sysctl (procps),

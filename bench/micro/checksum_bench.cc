@@ -1,0 +1,241 @@
+// Checksum and CRC helpers per byte, at 64 B, 1 KiB and 9 KiB:
+//   - the Internet checksum as a handler computes it with handlers/api/net.h
+//     (net::Load16 over the bytes, net::Fold; net.h has no full-sum helper,
+//     this is reflect.cc's loop) and RFC 1624's incremental update
+//     (net::UpdateChecksum, per call);
+//   - DPDK's rte_raw_cksum (the same sum, host-order words);
+//   - rte_hash_crc (CRC32-C), with the SSE4.2 instruction and in software;
+//   - rte_net_crc_calc(RTE_NET_CRC32_ETH), the CRC the RoCEv2 ICRC is built
+//     on, with each of its algorithms: scalar (table), SSE4.2 + PCLMULQDQ,
+//     AVX-512 + VPCLMULQDQ.
+// bytes_per_second is throughput; time/KiB the CPU time per KiB.
+//
+// rte_net_crc allows an algorithm only up to the EAL's maximum SIMD width
+// (0 before rte_eal_init: scalar only; 256 by default on x86: no AVX-512),
+// so main() initialises the EAL with --force-max-simd-bitwidth=512.
+// Run: build/bench/micro/checksum_bench (see bench/micro/README.md).
+#include <benchmark/benchmark.h>
+#include <rte_byteorder.h>
+#include <rte_cpuflags.h>
+#include <rte_eal.h>
+#include <rte_hash_crc.h>
+#include <rte_ip.h>
+#include <rte_net_crc.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bench/micro/bench_util.h"
+#include "dataplane/dataplane.h"
+#include "handlers/api/net.h"
+
+namespace spinnic {
+namespace {
+
+// The Internet checksum (RFC 1071) over `bytes`, the way a handler writes
+// it with net.h: big-endian words, an odd last byte as a high byte, folded
+// and complemented.
+uint16_t NetChecksum(std::span<const uint8_t> bytes) {
+  uint64_t sum = 0;
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  for (uint32_t i = 0; i + 1 < n; i += 2) sum += net::Load16(bytes, i);
+  if (n % 2 != 0) sum += uint64_t{bytes[n - 1]} << 8;
+  return static_cast<uint16_t>(~net::Fold(sum));
+}
+
+std::vector<uint8_t> RandomBytes(size_t n) {
+  std::mt19937 random(1);
+  std::vector<uint8_t> bytes(n);
+  for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(random());
+  return bytes;
+}
+
+void ReportBytes(benchmark::State& state, size_t bytes) {
+  const double total = static_cast<double>(state.iterations()) * bytes;
+  state.SetBytesProcessed(static_cast<int64_t>(total));
+  state.counters["time/KiB"] = benchmark::Counter(
+      total / 1024, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void Sizes(benchmark::internal::Benchmark* b) {
+  b->Arg(64)->Arg(1024)->Arg(9216);
+  bench::FixedIterationsIfRequested(b);
+}
+
+void BM_NetChecksum(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(NetChecksum(bytes));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_NetChecksum)->Apply(Sizes);
+
+// One 16-bit word of the covered bytes changed: the checksum's update, per
+// call. Each update feeds the next (a latency chain, as when a handler
+// rewrites several words of one header).
+void BM_NetUpdateChecksum(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(1024);
+  uint16_t checksum = NetChecksum(bytes);
+  uint32_t at = 0;
+  for (auto _ : state) {
+    checksum = net::UpdateChecksum(checksum, net::Load16(bytes, at),
+                                   net::Load16(bytes, at + 2));
+    at = (at + 2) & 1019;  // stays an even offset below 1022
+    benchmark::DoNotOptimize(checksum);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_NetUpdateChecksum)->Apply(bench::FixedIterationsIfRequested);
+
+void BM_RteRawCksum(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(rte_raw_cksum(bytes.data(), bytes.size()));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_RteRawCksum)->Apply(Sizes);
+
+// CRC32-C; `alg` is CRC32_SSE42_x64 (the default on x86-64: the crc32
+// instruction, 8 bytes at a time) or CRC32_SW (tables).
+void BM_RteHashCrc(benchmark::State& state, uint8_t alg) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  rte_hash_crc_set_alg(alg);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(rte_hash_crc(
+        bytes.data(), static_cast<uint32_t>(bytes.size()), 0xffffffff));
+  }
+  rte_hash_crc_set_alg(CRC32_SSE42_x64);
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK_CAPTURE(BM_RteHashCrc, sse42, uint8_t{CRC32_SSE42_x64})->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_RteHashCrc, sw, uint8_t{CRC32_SW})->Apply(Sizes);
+
+// Whether rte_net_crc_set_alg(alg) gets `alg` on this CPU rather than
+// falling back silently (to SSE4.2, or to the scalar tables); mirrors the
+// checks of DPDK's net_crc_sse.c and net_crc_avx512.c. The SIMD width they
+// also need is forced to 512 in main(). Valgrind hides AVX-512 from CPUID.
+bool NetCrcAlgAvailable(rte_net_crc_alg alg) {
+  auto has = [](rte_cpu_flag_t flag) {
+    return rte_cpu_get_flag_enabled(flag) > 0;
+  };
+  const bool sse42 = has(RTE_CPUFLAG_SSE4_2) && has(RTE_CPUFLAG_PCLMULQDQ);
+  switch (alg) {
+    case RTE_NET_CRC_SCALAR:
+      return true;
+    case RTE_NET_CRC_SSE42:
+      return sse42;
+    case RTE_NET_CRC_AVX512:
+      return sse42 && has(RTE_CPUFLAG_AVX512F) && has(RTE_CPUFLAG_AVX512BW) &&
+             has(RTE_CPUFLAG_AVX512DQ) && has(RTE_CPUFLAG_AVX512VL) &&
+             has(RTE_CPUFLAG_VPCLMULQDQ);
+    default:
+      return false;
+  }
+}
+
+// CRC32 as Ethernet's FCS and the RoCEv2 ICRC compute it.
+void BM_RteNetCrc32Eth(benchmark::State& state, rte_net_crc_alg alg) {
+  if (!NetCrcAlgAvailable(alg)) {
+    state.SkipWithError("this CPU lacks the instructions it needs");
+    return;
+  }
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  rte_net_crc_set_alg(alg);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(rte_net_crc_calc(
+        bytes.data(), static_cast<uint32_t>(bytes.size()), RTE_NET_CRC32_ETH));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK_CAPTURE(BM_RteNetCrc32Eth, scalar, RTE_NET_CRC_SCALAR)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_RteNetCrc32Eth, sse42, RTE_NET_CRC_SSE42)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_RteNetCrc32Eth, avx512, RTE_NET_CRC_AVX512)->Apply(Sizes);
+
+BENCHMARK(bench::BM_EmptyLoop)->Apply(bench::FixedIterationsIfRequested);
+
+// Every implementation against known answers before anything is timed: a
+// fast wrong checksum is not a result.
+bool SelfCheck() {
+  bool ok = true;
+  auto expect = [&ok](const char* what, uint32_t got, uint32_t want) {
+    if (got != want) {
+      std::fprintf(stderr, "self-check: %s = 0x%08x, want 0x%08x\n", what, got,
+                   want);
+      ok = false;
+    }
+  };
+  // The standard check input "123456789" (CRC catalogue check values).
+  const char* check = "123456789";
+  for (uint8_t alg : {uint8_t{CRC32_SW}, uint8_t{CRC32_SSE42_x64}}) {
+    rte_hash_crc_set_alg(alg);
+    expect("rte_hash_crc(\"123456789\")", ~rte_hash_crc(check, 9, 0xffffffff),
+           0xe3069283);
+  }
+  rte_hash_crc_set_alg(CRC32_SSE42_x64);
+  for (rte_net_crc_alg alg :
+       {RTE_NET_CRC_SCALAR, RTE_NET_CRC_SSE42, RTE_NET_CRC_AVX512}) {
+    if (!NetCrcAlgAvailable(alg)) continue;
+    rte_net_crc_set_alg(alg);
+    expect("rte_net_crc_calc(\"123456789\", CRC32_ETH)",
+           rte_net_crc_calc(check, 9, RTE_NET_CRC32_ETH), 0xcbf43926);
+    // Long enough for the vector paths' folding loops, odd for their tails.
+    const std::vector<uint8_t> bytes = RandomBytes(9215);
+    rte_net_crc_set_alg(RTE_NET_CRC_SCALAR);
+    const uint32_t want = rte_net_crc_calc(
+        bytes.data(), static_cast<uint32_t>(bytes.size()), RTE_NET_CRC32_ETH);
+    rte_net_crc_set_alg(alg);
+    expect("rte_net_crc_calc(9215 random bytes, CRC32_ETH) vs scalar",
+           rte_net_crc_calc(bytes.data(), static_cast<uint32_t>(bytes.size()),
+                            RTE_NET_CRC32_ETH),
+           want);
+  }
+  // RFC 1071's example words 0001 f203 f4f5 f6f7: sum ddf2, checksum 220d.
+  const uint8_t rfc1071[] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
+  expect("NetChecksum(RFC 1071 example)", NetChecksum(rfc1071), 0x220d);
+  for (size_t n : {size_t{64}, size_t{1023}, size_t{9216}}) {
+    const std::vector<uint8_t> bytes = RandomBytes(n);
+    // rte_raw_cksum sums host-order (little-endian) words: byte-swapped.
+    expect("rte_raw_cksum vs NetChecksum",
+           static_cast<uint16_t>(
+               ~rte_bswap16(rte_raw_cksum(bytes.data(), bytes.size()))),
+           NetChecksum(bytes));
+    // RFC 1624: changing one word and updating gives the full recompute.
+    std::vector<uint8_t> changed = bytes;
+    const uint16_t old_word = net::Load16(changed, 10);
+    net::Store16(changed, 10, static_cast<uint16_t>(old_word ^ 0x5a5a));
+    expect("UpdateChecksum vs recompute",
+           net::UpdateChecksum(NetChecksum(bytes), old_word,
+                               net::Load16(changed, 10)),
+           NetChecksum(changed));
+  }
+  return ok;
+}
+
+}  // namespace
+}  // namespace spinnic
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  absl::Status eal =
+      spinnic::InitEal({"checksum_bench", "--no-huge", "-m", "64", "--no-pci",
+                        "--no-shconf", "--no-telemetry", "-l", "0",
+                        "--log-level", "4", "--force-max-simd-bitwidth=512"});
+  if (!eal.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(eal.message()).c_str());
+    return 1;
+  }
+  if (!spinnic::SelfCheck()) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  rte_eal_cleanup();
+  return 0;
+}
