@@ -4,20 +4,6 @@
 #include <limits>
 
 namespace spinnic {
-namespace {
-
-// Clears every bit of `address` past the first `bits`.
-std::array<uint8_t, 16> Masked(const std::array<uint8_t, 16>& address,
-                               uint32_t bits) {
-  std::array<uint8_t, 16> out{};
-  for (uint32_t i = 0; i < 16 && bits > i * 8; ++i) {
-    uint32_t keep = std::min<uint32_t>(8, bits - i * 8);
-    out[i] = static_cast<uint8_t>(address[i] & (0xff00u >> keep));
-  }
-  return out;
-}
-
-}  // namespace
 
 EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
     : ectxs_(std::move(ectxs)) {
@@ -60,11 +46,11 @@ EctxTable::Key EctxTable::RuleKey(const MatchRule& rule, const Shape& shape) {
   if (shape.ethertype) key.ethertype = rule.ethertype;
   if (shape.ip_proto) key.ip_proto = rule.ip_proto;
   if (shape.src) {
-    key.src = Masked(rule.src.address, shape.src_bits);
+    key.src = MaskedAddress(rule.src.address, shape.src_bits);
     key.families |= rule.src.is_ipv4 ? 1 : 0;
   }
   if (shape.dst) {
-    key.dst = Masked(rule.dst.address, shape.dst_bits);
+    key.dst = MaskedAddress(rule.dst.address, shape.dst_bits);
     key.families |= rule.dst.is_ipv4 ? 2 : 0;
   }
   if (shape.src_port) key.src_port = rule.src_port_first;
@@ -81,11 +67,11 @@ bool EctxTable::FrameKey(const ParsedFrame& frame, const Shape& shape,
   if (shape.ethertype) key->ethertype = l.ethertype;
   if (shape.ip_proto) key->ip_proto = l.ip_proto;
   if (shape.src) {
-    key->src = Masked(frame.src_addr, shape.src_bits);
+    key->src = MaskedAddress(frame.src_addr, shape.src_bits);
     key->families |= l.is_ipv4 ? 1 : 0;
   }
   if (shape.dst) {
-    key->dst = Masked(frame.dst_addr, shape.dst_bits);
+    key->dst = MaskedAddress(frame.dst_addr, shape.dst_bits);
     key->families |= l.is_ipv4 ? 2 : 0;
   }
   if (shape.src_port) key->src_port = frame.src_port;

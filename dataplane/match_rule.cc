@@ -18,17 +18,6 @@ constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0,    0,
                                        0, 0, 0, 0, 0xff, 0xff};
 constexpr uint32_t kMappedPrefixBits = 96;
 
-inline uint64_t LoadBe64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
-}
-
-// The top `bits` bits set, for 0 <= bits <= 64 (a shift by 64 is undefined).
-inline uint64_t HighMask(uint32_t bits) {
-  return bits == 0 ? 0 : ~uint64_t{0} << (64 - bits);
-}
-
 // Input is echoed in error messages; keep them printable and short even if a
 // client sends a megabyte of binary.
 std::string Quote(absl::string_view text) {
@@ -37,22 +26,6 @@ std::string Quote(absl::string_view text) {
       absl::StrCat("\"", absl::CHexEscape(text.substr(0, kMaxEcho)), "\"");
   if (text.size() > kMaxEcho) quoted += "...";
   return quoted;
-}
-
-// Clears every bit past the first `bits` of `address`.
-std::array<uint8_t, 16> MaskAddress(const std::array<uint8_t, 16>& address,
-                                    uint32_t bits) {
-  std::array<uint8_t, 16> masked{};
-  for (uint32_t i = 0; i < 16; ++i) {
-    const uint32_t start = i * 8;
-    if (bits >= start + 8) {
-      masked[i] = address[i];
-    } else if (bits > start) {
-      masked[i] =
-          static_cast<uint8_t>(address[i] & (0xff00u >> (bits - start)));
-    }
-  }
-  return masked;
 }
 
 std::string FormatAddress(const std::array<uint8_t, 16>& address,
@@ -140,7 +113,7 @@ absl::StatusOr<AddressPrefix> AddressPrefix::Parse(absl::string_view text) {
   // ::ffff: block too and Contains needs no per-family case.
   const uint32_t bits =
       prefix.is_ipv4 ? kMappedPrefixBits + user_len : user_len;
-  const std::array<uint8_t, 16> masked = MaskAddress(prefix.address, bits);
+  const std::array<uint8_t, 16> masked = MaskedAddress(prefix.address, bits);
   if (masked != prefix.address) {
     return absl::InvalidArgumentError(absl::StrCat(
         Quote(text), " has host bits set beyond /", user_len, "; write \"",

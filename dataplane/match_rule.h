@@ -4,14 +4,44 @@
 #ifndef SPINNIC_DATAPLANE_MATCH_RULE_H_
 #define SPINNIC_DATAPLANE_MATCH_RULE_H_
 
+#include <endian.h>
+
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "dataplane/classifier.h"
 
 namespace spinnic {
+
+// Big-endian 64-bit load (one bswap, not a byte loop: this is per packet).
+inline uint64_t LoadBe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return be64toh(v);
+}
+
+// The top `bits` bits set, for 0 <= bits <= 64 (a shift by 64 is undefined).
+inline uint64_t HighMask(uint32_t bits) {
+  return bits == 0 ? 0 : ~uint64_t{0} << (64 - bits);
+}
+
+// `address` with every bit past the first `bits` (0..128) cleared.
+inline std::array<uint8_t, 16> MaskedAddress(
+    const std::array<uint8_t, 16>& address, uint32_t bits) {
+  if (bits > 128) bits = 128;
+  uint64_t hi = LoadBe64(address.data()) & HighMask(bits > 64 ? 64 : bits);
+  uint64_t lo =
+      LoadBe64(address.data() + 8) & HighMask(bits > 64 ? bits - 64 : 0);
+  std::array<uint8_t, 16> out;
+  hi = htobe64(hi);
+  lo = htobe64(lo);
+  std::memcpy(out.data(), &hi, 8);
+  std::memcpy(out.data() + 8, &lo, 8);
+  return out;
+}
 
 // An address prefix over the 16-byte form ParsedFrame uses (IPv4 mapped).
 struct AddressPrefix {
