@@ -28,6 +28,8 @@ packages=(
   # checksum offload off (ethtool), ping, traffic/JSON helpers (python3),
   # timeout/sha256sum/mktemp (coreutils)
   iproute2 procps ethtool iputils-ping python3 coreutils
+  # line-rate harness plots (bench/linerate/run; JSON and Markdown work without)
+  python3-matplotlib
 )
 
 check_only=0
