@@ -112,7 +112,8 @@ struct Generator::State {
     uint32_t cursor = 0;
     bool measured = false;
     bool done = false;
-    uint64_t built = 0;
+    uint64_t pace_origin_tsc = 0;  // start_tsc, then measure_start_tsc
+    uint64_t built = 0;            // since pace_origin_tsc
     uint64_t sent = 0;
     uint64_t tx_bytes = 0;
     uint64_t warmup_sent = 0;
@@ -347,12 +348,16 @@ void Generator::State::TxStep(uint64_t now) {
   if (!tx.measured && now >= measure_start_tsc) {
     tx.measured = true;
     std::fill(tx.next_seq.begin(), tx.next_seq.end(), 0);
+    // Pace the measured phase from its own start: a backlog the warmup
+    // left (a stall, a full queue) is dropped, not sent on top of the rate.
+    tx.pace_origin_tsc = measure_start_tsc;
+    tx.built = 0;
   }
 
   uint32_t want = o.burst - tx.pending_n;
   if (frames_per_cycle > 0) {
     const auto due = static_cast<uint64_t>(
-        static_cast<double>(now - start_tsc) * frames_per_cycle);
+        static_cast<double>(now - tx.pace_origin_tsc) * frames_per_cycle);
     const uint64_t backlog = due > tx.built ? due - tx.built : 0;
     want = static_cast<uint32_t>(std::min<uint64_t>(want, backlog));
   }
@@ -496,6 +501,7 @@ void Generator::Run(RunResult* result) {
   s.measure_start_tsc = s.start_tsc + static_cast<uint64_t>(o.warmup_s * hz);
   s.tx_end_tsc = s.measure_start_tsc + static_cast<uint64_t>(o.duration_s * hz);
   s.rx.next_check_tsc = s.start_tsc + s.check_cycles;
+  s.tx.pace_origin_tsc = s.start_tsc;
 
   if (s.split) {
     rte_eal_remote_launch(
