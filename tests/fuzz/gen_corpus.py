@@ -168,11 +168,43 @@ PREFIXES = {
     'bad_garbage': b'10.0.0.0/8/x\x00\xff',
 }
 
+# probe/: spinnic-gen probe frames as they come back from a device under
+# test (bench/linerate/gen/probe.h), each prefixed by the one byte the probe
+# target uses to choose the contiguous head's length (0: the minimum).
+PROBE_SRC = bytes([198, 18, 0, 1])
+PROBE_DST = bytes([198, 19, 0, 1])
+
+
+def probe(stream, seq, tsc, pad=0):
+    return b'SPNG' + struct.pack('!HQQ', stream, seq, tsc) + bytes(pad)
+
+
+def probe_frame(payload, options=b'', frag=0, tags=b''):
+    dgram = udp(10000, 9, payload, pseudo4(PROBE_SRC, PROBE_DST))
+    return (DST_MAC + SRC_MAC + tags + b'\x08\x00' +
+            ipv4(17, PROBE_SRC, PROBE_DST, dgram, options, frag))
+
+
+PROBE_64 = probe_frame(probe(0, 1, 123456789))
+PROBES = {
+    'probe_64': b'\x00' + PROBE_64,
+    'probe_1514': b'\x00' + probe_frame(probe(3, 2**40, 2**63, 1472 - 22)),
+    'probe_head_only': b'\x10' + probe_frame(probe(1, 5, 6, 500)),
+    'probe_vlan_qinq': b'\x00' + probe_frame(
+        probe(2, 9, 10), tags=vlan(0x88a8, 100) + vlan(0x8100, 200)),
+    'probe_ip_options': b'\x00' + probe_frame(probe(0, 3, 4),
+                                               options=bytes([1, 1, 1, 0])),
+    'bad_fragment': b'\x00' + probe_frame(probe(0, 1, 2), frag=0x2000),
+    'bad_magic': b'\x00' + probe_frame(b'SPNX' + bytes(18)),
+    'bad_truncated': b'\x00' + PROBE_64[:50],
+}
+
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     for sub, items, ext in (('classifier', FRAMES, '.bin'),
-                            ('prefix', PREFIXES, '.txt')):
+                            ('prefix', PREFIXES, '.txt'),
+                            ('probe', PROBES, '.bin')):
         out = os.path.join(here, 'corpus', sub)
         os.makedirs(out, exist_ok=True)
         for name, data in items.items():
