@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -31,6 +32,46 @@ constexpr uint64_t kRegionSpaceEnd = uint64_t{1} << 47;
 constexpr uint64_t kRegionAlign = 4096;
 
 int HpuMain(void* arg) { return static_cast<Hpu*>(arg)->Run(); }
+
+// OUT_OF_RANGE unless [offset, offset + length) lies in `size` bytes.
+absl::Status CheckRange(uint64_t size, uint64_t offset, uint64_t length,
+                        absl::string_view what) {
+  if (offset > size || length > size - offset) {
+    return absl::OutOfRangeError(absl::StrCat("bytes [", offset, ", ",
+                                              offset + length, ") are outside ",
+                                              what, " of ", size, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT when one read asks for more than a reply may carry.
+absl::Status CheckReadLength(uint64_t length, uint64_t max_length) {
+  if (length > max_length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("length ", length, " is over the ", max_length,
+                     " bytes one read may return; read in pieces"));
+  }
+  return absl::OkStatus();
+}
+
+// A copy of `length` bytes at `offset` (0: to the end) of live memory that
+// handlers and peers may be writing: each byte is as of some moment, as a
+// DMA read of live memory would be.
+absl::StatusOr<std::string> CopyRange(std::span<const uint8_t> bytes,
+                                      uint64_t offset, uint64_t length,
+                                      uint64_t max_length,
+                                      absl::string_view what) {
+  if (length == 0 && offset <= bytes.size()) length = bytes.size() - offset;
+  if (absl::Status ok = CheckReadLength(length, max_length); !ok.ok()) {
+    return ok;
+  }
+  if (absl::Status in = CheckRange(bytes.size(), offset, length, what);
+      !in.ok()) {
+    return in;
+  }
+  return std::string(reinterpret_cast<const char*>(bytes.data() + offset),
+                     length);
+}
 
 // Kernel randomness (getrandom): rkeys are capabilities, so a peer must not
 // be able to predict one from others it has seen.
@@ -378,12 +419,20 @@ absl::Status Dataplane::RemoveEctx(absl::string_view name) {
   return absl::OkStatus();
 }
 
-void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
-  auto next = std::make_unique<const EctxTable>(std::move(ectxs));
-  table_.store(next.get(), std::memory_order_release);
-  // After this no HPU holds the old version (nor a removed ECTX in it).
+template <typename Table>
+void Dataplane::PublishTable(std::atomic<const Table*>& published,
+                             std::unique_ptr<const Table>& current,
+                             std::unique_ptr<const Table> next) {
+  published.store(next.get(), std::memory_order_release);
+  // After this no HPU holds the old version (nor an ECTX or region that
+  // only it referenced).
   rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
-  current_table_ = std::move(next);
+  current = std::move(next);
+}
+
+void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
+  PublishTable(table_, current_table_,
+               std::make_unique<const EctxTable>(std::move(ectxs)));
 }
 
 absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
@@ -489,20 +538,17 @@ std::vector<RegionInfo> Dataplane::ListRegions() const {
 }
 
 absl::StatusOr<std::string> Dataplane::ReadRegion(uint64_t id, uint64_t offset,
-                                                  uint64_t length) const {
+                                                  uint64_t length,
+                                                  uint64_t max_length) const {
+  // An explicit length over the limit is refused before any lookup.
+  if (absl::Status ok = CheckReadLength(length, max_length); !ok.ok()) {
+    return ok;
+  }
   absl::MutexLock lock(&mu_);
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
   if (!region.ok()) return region.status();
-  std::span<uint8_t> bytes = (*region)->bytes();
-  if (offset > bytes.size() || length > bytes.size() - offset) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "bytes [", offset, ", ", offset + length, ") are outside region ", id,
-        " of ", bytes.size(), " bytes"));
-  }
-  // Handlers and peers may be writing concurrently: each byte is as of some
-  // moment, as a DMA read of live memory would be.
-  return std::string(reinterpret_cast<const char*>(bytes.data() + offset),
-                     length);
+  return CopyRange((*region)->bytes(), offset, length, max_length,
+                   absl::StrCat("region ", id));
 }
 
 absl::Status Dataplane::WriteRegion(uint64_t id, uint64_t offset,
@@ -511,14 +557,38 @@ absl::Status Dataplane::WriteRegion(uint64_t id, uint64_t offset,
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
   if (!region.ok()) return region.status();
   std::span<uint8_t> bytes = (*region)->bytes();
-  if (offset > bytes.size() || data.size() > bytes.size() - offset) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "bytes [", offset, ", ", offset + data.size(), ") are outside region ",
-        id, " of ", bytes.size(), " bytes"));
+  if (absl::Status in = CheckRange(bytes.size(), offset, data.size(),
+                                   absl::StrCat("region ", id));
+      !in.ok()) {
+    return in;
   }
-  if (!data.empty())
+  if (!data.empty()) {
     std::memcpy(bytes.data() + offset, data.data(), data.size());
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Dataplane::ReadEctxState(absl::string_view name,
+                                                     uint64_t offset,
+                                                     uint64_t length) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& ectx : current_table_->ectxs()) {
+    if (ectx->name() != name) continue;
+    return CopyRange(ectx->state(), offset, length,
+                     std::numeric_limits<uint64_t>::max(),
+                     absl::StrCat("handler '", name, "' state"));
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no handler named '", name, "' is installed"));
+}
+
+absl::flat_hash_map<uint32_t, std::string> Dataplane::EctxNames() const {
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_map<uint32_t, std::string> names;
+  for (const auto& ectx : current_table_->ectxs()) {
+    names[ectx->id()] = ectx->name();
+  }
+  return names;
 }
 
 absl::StatusOr<std::shared_ptr<const MemoryRegion>> Dataplane::FindRegion(
@@ -547,13 +617,11 @@ RegionInfo Dataplane::DescribeRegion(const MemoryRegion& region) const {
 
 void Dataplane::PublishRegions(
     std::vector<std::shared_ptr<const MemoryRegion>> regions) {
-  auto next = std::make_unique<const RegionTable>(std::move(regions));
-  regions_.store(next.get(), std::memory_order_release);
-  rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
-  current_regions_ = std::move(next);
+  PublishTable(regions_, current_regions_,
+               std::make_unique<const RegionTable>(std::move(regions)));
 }
 
-StatsSnapshot Dataplane::Snapshot() const {
+StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
   absl::MutexLock lock(&mu_);
   StatsSnapshot snapshot;
   for (size_t p = 0; p < ports_.size(); ++p) {
@@ -601,10 +669,12 @@ StatsSnapshot Dataplane::Snapshot() const {
     stats.disabled = ectx->disabled();
     stats.Accumulate(SumEctxCounters(ectx->id()), +1);
     stats.Accumulate(ectx_baseline_[ectx->id()], -1);
-    // Handlers may be writing concurrently; a copy is what a NIC's state
-    // read would give too: each word as of some moment.
-    auto state = ectx->state();
-    stats.state.assign(state.begin(), state.end());
+    if (state_copy == StateCopy::kInclude) {
+      // Handlers may be writing concurrently; a copy is what a NIC's state
+      // read would give too: each word as of some moment.
+      auto state = ectx->state();
+      stats.state.assign(state.begin(), state.end());
+    }
     snapshot.ectxs.push_back(std::move(stats));
   }
   return snapshot;

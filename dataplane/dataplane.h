@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -78,9 +79,12 @@ class Dataplane {
   absl::StatusOr<RegionInfo> RegisterRegion(const RegionConfig& config);
   absl::Status DeregisterRegion(uint64_t id);
   std::vector<RegionInfo> ListRegions() const;
-  // Control-side copies (tooling and tests); OUT_OF_RANGE outside the region.
+  // Control-side copies (tooling and tests); OUT_OF_RANGE outside the
+  // region. `length` 0 reads to the end; a read of more than `max_length`
+  // bytes is INVALID_ARGUMENT (a reply must fit in a message).
   absl::StatusOr<std::string> ReadRegion(uint64_t id, uint64_t offset,
-                                         uint64_t length) const;
+                                         uint64_t length,
+                                         uint64_t max_length) const;
   absl::Status WriteRegion(uint64_t id, uint64_t offset,
                            std::span<const uint8_t> data);
   uint64_t region_bytes_limit() const { return region_bytes_limit_; }
@@ -89,7 +93,18 @@ class Dataplane {
     return regions_.load(std::memory_order_acquire);
   }
 
-  StatsSnapshot Snapshot() const;
+  // Bytes [offset, offset + length) of the named ECTX's state memory
+  // (`length` 0: to the end). NOT_FOUND, or OUT_OF_RANGE outside the state.
+  absl::StatusOr<std::string> ReadEctxState(absl::string_view name,
+                                            uint64_t offset,
+                                            uint64_t length) const;
+  // The installed ECTXs' names by id (events name their ECTX by id).
+  absl::flat_hash_map<uint32_t, std::string> EctxNames() const;
+
+  // Whether a snapshot copies every ECTX's state memory (up to
+  // Ectx::kMaxStateSize each); callers that only want counters omit it.
+  enum class StateCopy { kInclude, kOmit };
+  StatsSnapshot Snapshot(StateCopy state = StateCopy::kInclude) const;
   // Moves pending events from the HPUs' rings into `out`; returns how many.
   size_t DrainEvents(std::vector<Event>* out);
 
@@ -105,6 +120,13 @@ class Dataplane {
   void Publish(std::vector<std::shared_ptr<const Ectx>> ectxs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishRegions(std::vector<std::shared_ptr<const MemoryRegion>> regions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Swaps `next` in as the version HPUs read, waits until no HPU can hold
+  // the old one, then frees it (with whatever only it referenced).
+  template <typename Table>
+  void PublishTable(std::atomic<const Table*>& published,
+                    std::unique_ptr<const Table>& current,
+                    std::unique_ptr<const Table> next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The registered region `id`, or NOT_FOUND saying so.
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> FindRegion(

@@ -133,7 +133,7 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
                                      v1::GetInfoResponse* response) {
   response->set_version(SPINNIC_VERSION);
   response->set_dpdk_version(rte_version());
-  StatsSnapshot snapshot = dataplane_->Snapshot();
+  StatsSnapshot snapshot = dataplane_->Snapshot(Dataplane::StateCopy::kOmit);
   for (int i = 0; i < config_.ports_size(); ++i) {
     const v1::Port& configured = config_.ports(i);
     v1::PortInfo* port = response->add_ports();
@@ -238,7 +238,7 @@ grpc::Status SpinnicService::ListHandlers(grpc::ServerContext*,
                                           const v1::ListHandlersRequest*,
                                           v1::ListHandlersResponse* response) {
   absl::MutexLock lock(&mu_);
-  StatsSnapshot snapshot = dataplane_->Snapshot();
+  StatsSnapshot snapshot = dataplane_->Snapshot(Dataplane::StateCopy::kOmit);
   for (const EctxStats& e : snapshot.ectxs) {
     auto it = installed_.find(e.name);
     if (it != installed_.end()) *response->add_handlers() = it->second;
@@ -250,27 +250,11 @@ grpc::Status SpinnicService::ListHandlers(grpc::ServerContext*,
 grpc::Status SpinnicService::ReadHandlerState(
     grpc::ServerContext*, const v1::ReadHandlerStateRequest* request,
     v1::ReadHandlerStateResponse* response) {
-  StatsSnapshot snapshot = dataplane_->Snapshot();
-  for (const EctxStats& e : snapshot.ectxs) {
-    if (e.name != request->name()) continue;
-    uint64_t offset = request->offset();
-    uint64_t length =
-        request->length() != 0
-            ? request->length()
-            : e.state.size() - std::min<uint64_t>(offset, e.state.size());
-    if (offset + length > e.state.size()) {
-      return grpc::Status(
-          grpc::StatusCode::OUT_OF_RANGE,
-          absl::StrCat("bytes [", offset, ", ", offset + length,
-                       ") are outside handler '", e.name, "' state of ",
-                       e.state.size(), " bytes"));
-    }
-    response->set_data(e.state.data() + offset, length);
-    return grpc::Status::OK;
-  }
-  return grpc::Status(
-      grpc::StatusCode::NOT_FOUND,
-      absl::StrCat("no handler named '", request->name(), "' is installed"));
+  absl::StatusOr<std::string> data = dataplane_->ReadEctxState(
+      request->name(), request->offset(), request->length());
+  if (!data.ok()) return ToGrpc(data.status());
+  response->set_data(*std::move(data));
+  return grpc::Status::OK;
 }
 
 grpc::Status SpinnicService::RegisterRegion(
@@ -308,23 +292,8 @@ grpc::Status SpinnicService::ListRegions(grpc::ServerContext*,
 grpc::Status SpinnicService::ReadRegion(grpc::ServerContext*,
                                         const v1::ReadRegionRequest* request,
                                         v1::ReadRegionResponse* response) {
-  uint64_t length = request->length();
-  if (length == 0) {
-    // To the end of the region.
-    for (const RegionInfo& region : dataplane_->ListRegions()) {
-      if (region.id == request->id() && request->offset() < region.length) {
-        length = region.length - request->offset();
-      }
-    }
-  }
-  if (length > kMaxRegionRead) {
-    return grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("length ", length, " is over the ", kMaxRegionRead,
-                     " bytes one read may return; read in pieces"));
-  }
-  absl::StatusOr<std::string> data =
-      dataplane_->ReadRegion(request->id(), request->offset(), length);
+  absl::StatusOr<std::string> data = dataplane_->ReadRegion(
+      request->id(), request->offset(), request->length(), kMaxRegionRead);
   if (!data.ok()) return ToGrpc(data.status());
   response->set_data(*std::move(data));
   return grpc::Status::OK;
@@ -342,7 +311,7 @@ grpc::Status SpinnicService::WriteRegion(grpc::ServerContext*,
 grpc::Status SpinnicService::GetStats(grpc::ServerContext*,
                                       const v1::GetStatsRequest*,
                                       v1::Stats* response) {
-  FillStats(dataplane_->Snapshot(), response);
+  FillStats(dataplane_->Snapshot(Dataplane::StateCopy::kOmit), response);
   return grpc::Status::OK;
 }
 
@@ -358,7 +327,7 @@ grpc::Status SpinnicService::WatchStats(grpc::ServerContext* context,
   // Ends when the client goes away or the server shuts down (cancelled).
   while (!context->IsCancelled()) {
     v1::Stats stats;
-    FillStats(dataplane_->Snapshot(), &stats);
+    FillStats(dataplane_->Snapshot(Dataplane::StateCopy::kOmit), &stats);
     if (!writer->Write(stats)) break;
     absl::SleepFor(absl::Milliseconds(request->interval_ms()));
   }
@@ -388,15 +357,15 @@ grpc::Status SpinnicService::WatchEvents(
 void SpinnicService::PublishEvents(const std::vector<Event>& events) {
   if (events.empty() || events_.subscribers() == 0) return;
   // Events name their ECTX by id; names are what clients know.
-  StatsSnapshot snapshot = dataplane_->Snapshot();
+  absl::flat_hash_map<uint32_t, std::string> names = dataplane_->EctxNames();
   for (const Event& event : events) {
     v1::Event out;
     out.set_timestamp_ns(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
     out.set_code(event.code);
     out.set_hpu(event.hpu);
     out.set_data(event.data, event.length);
-    for (const EctxStats& e : snapshot.ectxs) {
-      if (e.id == event.ectx_id) out.set_handler(e.name);
+    if (auto it = names.find(event.ectx_id); it != names.end()) {
+      out.set_handler(it->second);
     }
     events_.Publish(out);
   }
