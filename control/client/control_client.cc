@@ -184,6 +184,28 @@ absl::StatusOr<HealthStatus> HealthCheck(
   return response.status();
 }
 
+// Hands each message of a server stream to `on_message` until it returns
+// false (then cancels the stream; Finish() may only follow a Read() that
+// returned false, so the rest is drained) or the stream ends. Returns the
+// stream's status, and whether the caller stopped it.
+template <typename Message>
+std::pair<grpc::Status, bool> ReadStream(
+    grpc::ClientContext& context, grpc::ClientReader<Message>& reader,
+    const std::function<bool(const Message&)>& on_message) {
+  Message message;
+  bool stopped = false;
+  while (reader.Read(&message)) {
+    if (!on_message(message)) {
+      stopped = true;
+      context.TryCancel();
+      while (reader.Read(&message)) {
+      }
+      break;
+    }
+  }
+  return {reader.Finish(), stopped};
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Connect(
@@ -373,19 +395,7 @@ absl::Status ControlClient::WatchStats(
   request.set_interval_ms(interval_ms);
   std::unique_ptr<grpc::ClientReader<v1::Stats>> reader =
       stub_->WatchStats(&context, request);
-  v1::Stats stats;
-  bool stopped = false;
-  while (reader->Read(&stats)) {
-    if (!on_stats(stats)) {
-      stopped = true;
-      context.TryCancel();
-      // Finish() may only follow a Read() that returned false.
-      while (reader->Read(&stats)) {
-      }
-      break;
-    }
-  }
-  grpc::Status status = reader->Finish();
+  auto [status, stopped] = ReadStream(context, *reader, on_stats);
   if (stopped) return absl::OkStatus();
   return FromGrpc(status);
 }
@@ -399,18 +409,7 @@ absl::Status ControlClient::WatchEvents(
   }
   std::unique_ptr<grpc::ClientReader<v1::Event>> reader =
       stub_->WatchEvents(&context, v1::WatchEventsRequest());
-  v1::Event event;
-  bool stopped = false;
-  while (reader->Read(&event)) {
-    if (!on_event(event)) {
-      stopped = true;
-      context.TryCancel();
-      while (reader->Read(&event)) {
-      }
-      break;
-    }
-  }
-  grpc::Status status = reader->Finish();
+  auto [status, stopped] = ReadStream(context, *reader, on_event);
   if (stopped) return absl::OkStatus();
   // The deadline is the caller's max_wait running out, not a failure.
   if (max_wait != absl::InfiniteDuration() &&
