@@ -35,9 +35,9 @@
 #include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "dataplane/impair/impair_stage.h"
 #include "dataplane/impair/impairment_model.h"
@@ -158,8 +158,12 @@ void PrintUsage() {
       kProgram);
   for (const FlagSpec& spec : kFlags) {
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(spec.name);
-    std::printf("  --%-20s %s (default: %s)\n", spec.name, flag->Help().c_str(),
-                flag->DefaultValue().c_str());
+    absl::string_view name = spec.name;
+    bool per_direction =
+        absl::StartsWith(name, "a_to_b_") || absl::StartsWith(name, "b_to_a_");
+    std::printf(
+        "  --%-20s %s (default: %s)\n", spec.name, flag->Help().c_str(),
+        per_direction ? "the general flag" : flag->DefaultValue().c_str());
   }
   std::printf(
       "\nWithout EAL arguments: -l 0 --no-huge -m 256 --no-pci "
