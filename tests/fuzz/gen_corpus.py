@@ -53,9 +53,9 @@ def ipv4(proto, src, dst, payload, options=b'', frag=0):
     return header + payload
 
 
-def ipv6(next_header, src, dst, payload):
-    return struct.pack('!IHBB', 0x60000000, len(payload), next_header,
-                       64) + src + dst + payload
+def ipv6(next_header, src, dst, payload, hop_limit=64, flow=0):
+    return struct.pack('!IHBB', 0x60000000 | flow, len(payload), next_header,
+                       hop_limit) + src + dst + payload
 
 
 def udp(sport, dport, data, pseudo):
@@ -200,11 +200,182 @@ PROBES = {
 }
 
 
+# diad/: DiAD frames (dataplane/diad/wire.h, docs/diad.md) from fd00::1 to
+# fd00::2: every packet type, flag combination and a range of payload
+# lengths, VLAN-tagged and with an extension header (the classifier's
+# offsets then differ from 14/54), and one broken frame per parse error.
+DIAD_PORT = 4792
+FLAG_FIRST, FLAG_LAST, FLAG_ACK_NOW, FLAG_PROBE_REPLY = 1, 2, 4, 8
+
+
+def diad_header(type_, flags=0, channel=0, seq=0, ack=0, txn=0, key=0,
+                address=0, msg_length=0, msg_offset=0, payload_length=0,
+                status=0, version=1, reserved=0, src_epoch=0x1234abcd,
+                dst_epoch=0x5678ef01):
+    return struct.pack('!BBHIIIIIIQIIHBB', version << 4 | type_, flags,
+                       channel, src_epoch, dst_epoch, seq, ack, txn, key,
+                       address, msg_length, msg_offset, payload_length,
+                       status, reserved)
+
+
+def diad_udp(header, payload, channel, pseudo=P6, sport=None):
+    sport = 0xc000 + channel if sport is None else sport
+    return udp(sport, DIAD_PORT, header + payload, pseudo)
+
+
+def diad(type_, payload=b'', channel=0, tags=b'', ext=b'', **fields):
+    fields.setdefault('payload_length', len(payload))
+    fields.setdefault('msg_length', fields.get('msg_offset', 0) + len(payload))
+    dgram = diad_udp(diad_header(type_, channel=channel, **fields), payload,
+                     channel)
+    next_header = 0 if ext else 17
+    return (DST_MAC + SRC_MAC + tags + b'\x86\xdd' +
+            ipv6(next_header, V6_A, V6_B, ext + dgram, flow=channel + 1))
+
+
+HOP_BY_HOP_UDP = bytes([17, 0, 1, 4, 0, 0, 0, 0])  # next UDP, PadN
+
+DIAD = {
+    'read_request': diad(1, flags=FLAG_FIRST | FLAG_LAST, seq=7, ack=3,
+                         txn=42, key=0x1001, address=0x10000,
+                         msg_length=4096),
+    'write_request_1': diad(2, b'x', flags=FLAG_FIRST | FLAG_LAST, seq=1,
+                            txn=1, key=5),
+    'write_request_first': diad(2, bytes(range(64)), flags=FLAG_FIRST,
+                                channel=1, txn=9, key=5, msg_length=3000),
+    'write_request_middle': diad(2, b'\x5a' * 1400, channel=1, seq=1,
+                                 txn=9, key=5, msg_length=3000,
+                                 msg_offset=64),
+    'write_request_last': diad(2, b'\xa5' * 1536, flags=FLAG_LAST |
+                               FLAG_ACK_NOW, channel=1, seq=2, txn=9, key=5,
+                               msg_length=3000, msg_offset=1464),
+    'read_response': diad(3, b'response' * 8, flags=FLAG_FIRST | FLAG_LAST,
+                          channel=2, seq=0xffffffff, ack=8, txn=42),
+    'write_response_ok': diad(4, flags=FLAG_FIRST | FLAG_LAST, txn=9,
+                              ack=3),
+    'write_response_bad_key': diad(4, flags=FLAG_FIRST | FLAG_LAST, txn=10,
+                                   status=1),
+    'stream_first': diad(5, b'stream!', flags=FLAG_FIRST, channel=1023,
+                         key=77, msg_length=14),
+    'stream_last': diad(5, b'stream!', flags=FLAG_LAST | FLAG_ACK_NOW,
+                        channel=1023, seq=1, key=77, msg_length=14,
+                        msg_offset=7),
+    'stream_empty': diad(5, flags=FLAG_FIRST | FLAG_LAST, key=1),
+    'ack': diad(6, ack=1000),
+    'ack_probe_reply': diad(6, flags=FLAG_PROBE_REPLY | FLAG_ACK_NOW,
+                            ack=0x80000000, channel=512),
+    'nack': diad(7, ack=5, channel=3),
+    'unack': diad(8, seq=17, channel=3, dst_epoch=0),
+    'vlan_stream': diad(5, b'tagged', flags=FLAG_FIRST | FLAG_LAST,
+                        tags=vlan(0x8100, 100), channel=4),
+    'ext_header_ack': diad(6, ack=2, ext=HOP_BY_HOP_UDP),
+}
+DIAD['padded_ack'] = DIAD['ack'] + bytes(8)
+
+
+def broken_diad(name, offset, value, fix_checksum=True):
+    """Overwrites bytes of an untagged DiAD frame, then recomputes the UDP
+    checksum so that only the intended check fails."""
+    frame = bytearray(DIAD[name])
+    frame[offset:offset + len(value)] = value
+    if fix_checksum:
+        seg = bytearray(frame[54:])
+        seg[6:8] = b'\0\0'
+        csum = checksum(P6(17, len(seg)) + bytes(seg)) or 0xffff
+        frame[60:62] = struct.pack('!H', csum)
+    return bytes(frame)
+
+
+DIAD.update({
+    'bad_truncated': DIAD['ack'][:100],
+    'bad_checksum': broken_diad('ack', 61, b'\x00', fix_checksum=False),
+    'bad_zero_checksum': broken_diad('ack', 60, b'\0\0', fix_checksum=False),
+    'bad_version': broken_diad('ack', 62, b'\x26'),
+    'bad_type': broken_diad('ack', 62, b'\x19'),
+    'bad_flags': broken_diad('nack', 63, bytes([FLAG_FIRST])),
+    'bad_reserved': broken_diad('ack', 109, b'\x01'),
+    'bad_length': broken_diad('write_request_1', 107, b'\x02'),
+    'bad_channel': broken_diad('nack', 54, b'\xc0\x04'),
+})
+
+# neighbor/: one byte choosing the reply buffer (0: the largest reply, n:
+# n - 1 bytes), then an NS / NA / ARP frame. We are fd00::1 / 10.0.0.1 at
+# 02:00:00:00:00:01 (tests/fuzz/neighbor_fuzz.cc), the peer fd00::2 /
+# 10.0.0.2 at 02:00:00:00:00:02.
+OUR_MAC = SRC_MAC
+PEER_MAC = DST_MAC
+V6_UNSPECIFIED = bytes(16)
+V6_ALL_NODES = bytes.fromhex('ff020000000000000000000000000001')
+
+
+def solicited_node(address):
+    return bytes.fromhex('ff0200000000000000000001ff') + address[13:]
+
+
+def icmpv6(src, dst, message):
+    csum = checksum(pseudo6(src, dst)(58, len(message)) + message)
+    return message[:2] + struct.pack('!H', csum) + message[4:]
+
+
+def nd_frame(src_mac, dst_mac, src, dst, message, tags=b'', hop_limit=255):
+    return (dst_mac + src_mac + tags + b'\x86\xdd' +
+            ipv6(58, src, dst, icmpv6(src, dst, message), hop_limit))
+
+
+def ns(src_mac, src, target, dst=None, option=True, **kw):
+    dst = dst or solicited_node(target)
+    message = (struct.pack('!BBHI', 135, 0, 0, 0) + target +
+               (b'\x01\x01' + src_mac if option else b''))
+    dst_mac = b'\x33\x33' + dst[12:] if dst[0] == 0xff else OUR_MAC
+    return nd_frame(src_mac, dst_mac, src, dst, message, **kw)
+
+
+def na(src_mac, dst_mac, src, dst, target, flags=0x60, option=True):
+    message = (struct.pack('!BBHB3x', 136, 0, 0, flags) + target +
+               (b'\x02\x01' + src_mac if option else b''))
+    return nd_frame(src_mac, dst_mac, src, dst, message)
+
+
+def arp(op, sha, spa, tha, tpa, tags=b''):
+    dst_mac = b'\xff' * 6 if op == 1 else tha
+    return (dst_mac + sha + tags + b'\x08\x06' +
+            struct.pack('!HHBBH', 1, 0x0800, 6, 4, op) + sha + spa + tha +
+            tpa)
+
+
+NS_FOR_US = ns(PEER_MAC, V6_B, V6_A)
+NEIGHBOR = {
+    'ns_for_us': b'\x00' + NS_FOR_US,
+    'ns_for_us_small_buffer': b'\x50' + NS_FOR_US,
+    'ns_unicast_no_option': b'\x00' + ns(PEER_MAC, V6_B, V6_A, dst=V6_A,
+                                          option=False),
+    'ns_dad': b'\x00' + ns(PEER_MAC, V6_UNSPECIFIED, V6_A, option=False),
+    'ns_vlan': b'\x00' + ns(PEER_MAC, V6_B, V6_A,
+                             tags=vlan(0x88a8, 10) + vlan(0x8100, 20)),
+    'ns_for_other': b'\x00' + ns(PEER_MAC, V6_B, V6_B),
+    'ns_bad_hop_limit': b'\x00' + ns(PEER_MAC, V6_B, V6_A, hop_limit=64),
+    'na_from_peer': b'\x00' + na(PEER_MAC, OUR_MAC, V6_B, V6_A, V6_B),
+    'na_unsolicited': b'\x00' + na(PEER_MAC, b'\x33\x33\0\0\0\x01',
+                                    V6_B, V6_ALL_NODES, V6_B, flags=0x20),
+    'na_no_option': b'\x00' + na(PEER_MAC, OUR_MAC, V6_B, V6_A, V6_B,
+                                  option=False),
+    'arp_request_for_us': b'\x00' + arp(1, PEER_MAC, V4_B, bytes(6), V4_A),
+    'arp_request_vlan': b'\x00' + arp(1, PEER_MAC, V4_B, bytes(6), V4_A,
+                                       tags=vlan(0x8100, 7)),
+    'arp_request_for_other': b'\x00' + arp(1, PEER_MAC, V4_B, bytes(6),
+                                            V4_TEST1),
+    'arp_reply_from_peer': b'\x00' + arp(2, PEER_MAC, V4_B, OUR_MAC, V4_A),
+    'arp_probe': b'\x00' + arp(1, PEER_MAC, bytes(4), bytes(6), V4_A),
+}
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     for sub, items, ext in (('classifier', FRAMES, '.bin'),
                             ('prefix', PREFIXES, '.txt'),
-                            ('probe', PROBES, '.bin')):
+                            ('probe', PROBES, '.bin'),
+                            ('diad', DIAD, '.bin'),
+                            ('neighbor', NEIGHBOR, '.bin')):
         out = os.path.join(here, 'corpus', sub)
         os.makedirs(out, exist_ok=True)
         for name, data in items.items():
