@@ -1,0 +1,281 @@
+// The reliability state machines of one DiAD channel (one direction pair
+// between us and one peer), owned by one HPU lcore: no locks, no atomics,
+// no allocation after construction. Pure logic over sequence numbers, epochs
+// and a caller-supplied clock in nanoseconds, so that unit tests drive it
+// through a seeded lossy channel without DPDK (tests/unit/diad/).
+//
+// The protocol (docs/diad.md):
+//  - Every sequenced packet (requests, responses, stream data) carries the
+//    next sequence number of its direction; the receiver accepts exactly the
+//    next expected one (go-back-N) and drops everything else: a duplicate is
+//    re-ACKed, a gap gets one NACK (repeated at most every nack_interval
+//    while the gap persists), a number far outside the window is dropped
+//    without a reply.
+//  - ACKs are cumulative and coalesced: one per `ack_every` accepted packets
+//    or `ack_delay_ns` after the first unacknowledged one, earlier when the
+//    packet asks (kFlagAckNow). Every sequenced packet we send carries the
+//    cumulative ack too (piggyback), which counts as an ACK sent.
+//  - The sender holds each packet (an mbuf clone in the dataplane) until it
+//    is acknowledged; a NACK or the answer to an UNACK retransmits from the
+//    receiver's next expected number (go-back-N). When the retransmission
+//    timer fires without progress the sender asks with an UNACK, and doubles
+//    the timeout (up to rto_max_ns); after `max_retries` expiries without
+//    progress the channel is down.
+//  - Sessions: each side picks a random non-zero epoch per session. Packets
+//    carry (src_epoch, dst_epoch). A packet with dst_epoch 0 and an unknown
+//    src_epoch starts a new peer session (the peer restarted or reset): we
+//    reset the channel and fail what was pending. A packet whose dst_epoch
+//    is non-zero and not ours belongs to an old session and is dropped.
+#ifndef SPINNIC_DATAPLANE_DIAD_CHANNEL_H_
+#define SPINNIC_DATAPLANE_DIAD_CHANNEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "dataplane/diad/wire.h"
+
+namespace spinnic::diad {
+
+struct ChannelConfig {
+  // Sequenced packets sent and not yet acknowledged; a power of two.
+  uint32_t window_packets = 256;
+  // Payload bytes sent and not yet acknowledged.
+  uint64_t window_bytes = uint64_t{4} << 20;
+  // Transactions (reads, writes, stream messages) in flight per channel:
+  // 1..16 in the DiAD paper; a power of two up to 1024 here.
+  uint32_t max_transactions = 16;
+  uint32_t ack_every = 16;
+  uint64_t ack_delay_ns = 20'000;
+  uint64_t rto_ns = 1'000'000;  // first retransmission timeout
+  uint64_t rto_max_ns = 16'000'000;
+  // Timer expiries in a row without progress before the channel is down.
+  uint32_t max_retries = 8;
+  // At most one NACK per gap, and one go-back-N retransmission per
+  // sequence number, per this interval (a flood of NACKs or UNACKs costs
+  // the sender at most one window per interval).
+  uint64_t nack_interval_ns = 200'000;
+  // A sequence number this far (or farther) from the expected one, either
+  // way, is outside the window: dropped without a reply.
+  uint32_t receive_span = 1u << 20;
+};
+
+// Time after which an unanswered channel is declared down with `config`:
+// the sum of the timeouts of every retry.
+uint64_t DownAfterNs(const ChannelConfig& config);
+
+// ---------------------------------------------------------------- sessions
+
+class Session {
+ public:
+  // `my_epoch` must be non-zero (the dataplane draws it from getrandom).
+  explicit Session(uint32_t my_epoch) : my_epoch_(my_epoch) {}
+
+  enum class Verdict : uint8_t {
+    kOk,         // current session (or the peer's first packet: learned)
+    kPeerReset,  // the peer started a new session: reset the channel first
+    kStale,      // an older session's packet: drop (count) it
+  };
+  // Checks a received packet's epochs and learns the peer's epoch.
+  Verdict Check(uint32_t src_epoch, uint32_t dst_epoch);
+  // Starts a new session of our own (after the channel went down): a new
+  // epoch, the peer's forgotten.
+  void Restart(uint32_t new_epoch);
+
+  uint32_t my_epoch() const { return my_epoch_; }
+  uint32_t peer_epoch() const { return peer_epoch_; }
+
+ private:
+  uint32_t my_epoch_;
+  uint32_t peer_epoch_ = 0;
+  // The peer's epoch before its last kPeerReset: a late packet of that
+  // session (even one with dst_epoch 0) is stale, not another reset.
+  uint32_t retired_peer_epoch_ = 0;
+};
+
+// ---------------------------------------------------------------- receiver
+
+class ReceiveWindow {
+ public:
+  explicit ReceiveWindow(const ChannelConfig& config) : config_(config) {}
+
+  enum class Verdict : uint8_t {
+    kAccept,     // the expected packet: deliver it (expected advanced)
+    kDuplicate,  // already delivered: drop, ACK now
+    kGap,        // a later packet (one went missing): drop; NACK if due
+    kOutside,    // outside the window: drop, no reply
+  };
+  struct Result {
+    Verdict verdict;
+    bool send_nack;  // kGap: a NACK for expected() is due now
+  };
+  // A sequenced packet arrived at `now_ns`; `ack_now` is its kFlagAckNow.
+  Result OnPacket(uint32_t seq, bool ack_now, uint64_t now_ns);
+  // An UNACK arrived: an ACK (kFlagProbeReply) is due now.
+  void OnUnack();
+
+  // Whether an ACK should go out now (coalescing count or delay reached,
+  // or one was asked for). The caller sends it, then calls OnAckSent().
+  bool AckDue(uint64_t now_ns) const;
+  // True when the due ACK answers an UNACK (set kFlagProbeReply).
+  bool probe_reply_due() const { return probe_reply_due_; }
+  // An ACK or a sequenced packet carrying `expected()` went out.
+  void OnAckSent();
+  // Earliest time AckDue can become true by itself (0 when it already is);
+  // UINT64_MAX if never.
+  uint64_t ack_deadline() const;
+
+  uint32_t expected() const { return expected_; }
+  void Reset();  // a new session: expect sequence number 0
+
+ private:
+  friend class ChannelTestPeer;  // tests: sequence numbers near 2^32
+
+  ChannelConfig config_;
+  uint32_t expected_ = 0;
+  uint32_t unacked_ = 0;  // accepted since the last ACK went out
+  uint64_t first_unacked_ns_ = 0;
+  bool ack_now_ = false;
+  bool probe_reply_due_ = false;
+  bool nack_sent_ = false;  // for the current value of expected_
+  uint64_t nack_sent_ns_ = 0;
+};
+
+// ---------------------------------------------------------------- sender
+
+// `Handle` is what the caller keeps per sent packet until it is
+// acknowledged: an rte_mbuf* in the dataplane, an index in tests.
+template <typename Handle>
+class SendWindow {
+ public:
+  explicit SendWindow(const ChannelConfig& config);
+
+  // Whether a packet of `payload_bytes` fits the window now.
+  bool CanSend(uint32_t payload_bytes) const;
+  // The sequence number the next Push() gets.
+  uint32_t next_seq() const { return next_seq_; }
+  // Records a sent packet (after it was built with next_seq()); arms the
+  // timer when the window was empty. `txn` and `completes_txn` are given
+  // back when it is acknowledged (stream messages complete on their ACK).
+  void Push(Handle handle, uint32_t payload_bytes, uint32_t txn,
+            bool completes_txn, uint64_t now_ns);
+
+  enum class AckVerdict : uint8_t {
+    kProgress,  // released at least one packet
+    kNoChange,  // acknowledged nothing new
+    kInvalid,   // acknowledges data never sent: ignored (count it)
+  };
+  // A cumulative ack (from an ACK, NACK or any sequenced packet): every
+  // held packet before `ack` is released through `release(handle, txn,
+  // completes_txn)`. Progress resets the retry count and the timeout.
+  template <typename Release>
+  AckVerdict OnAck(uint32_t ack, uint64_t now_ns, Release&& release);
+
+  // A NACK, or the ACK answering our UNACK, reported `ack` as the receiver's
+  // next expected number: after OnAck(ack), every held packet from `ack` on
+  // is passed to `retransmit(handle)`, oldest first, unless the same range
+  // was retransmitted less than nack_interval_ns ago (then returns 0).
+  // Returns how many were retransmitted; a retransmission re-arms the timer
+  // (the timeout is kept). This form expects the caller to have applied
+  // OnAck(ack) already (as for every packet carrying an ack): it releases
+  // nothing, and resends nothing when `ack` is not in [base, next_seq).
+  template <typename Retransmit>
+  uint32_t GoBackN(uint32_t ack, uint64_t now_ns, Retransmit&& retransmit);
+  // The same, applying OnAck(ack, now_ns, release) first.
+  template <typename Release, typename Retransmit>
+  uint32_t GoBackN(uint32_t ack, uint64_t now_ns, Release&& release,
+                   Retransmit&& retransmit);
+
+  enum class TimerVerdict : uint8_t {
+    kIdle,       // not due
+    kSendUnack,  // timed out: send an UNACK (timeout doubled)
+    kDown,       // expiry max_retries + 1 without progress: the channel is
+                 // down (held packets stay held until Reset)
+  };
+  TimerVerdict OnTimer(uint64_t now_ns);
+  // Window full: whether to send an UNACK now (at most one per
+  // nack_interval_ns), so the receiver's ACK reopens the window early.
+  bool UnackDueOnFullWindow(uint64_t now_ns);
+  // When OnTimer next becomes due; UINT64_MAX when nothing is held.
+  uint64_t timer_deadline() const;
+
+  // Hands every held packet to `release(handle, txn, completes_txn)` and
+  // starts again from sequence number 0 (peer reset, channel down).
+  template <typename Release>
+  void Reset(Release&& release);
+
+  uint32_t in_flight_packets() const { return next_seq_ - base_; }
+  uint64_t in_flight_bytes() const { return in_flight_bytes_; }
+  uint32_t base() const { return base_; }
+  uint32_t retries() const { return retries_; }
+  uint64_t rto_ns() const { return rto_ns_; }
+
+ private:
+  friend class ChannelTestPeer;  // tests: sequence numbers near 2^32
+
+  struct Slot {
+    Handle handle{};
+    uint32_t payload_bytes = 0;
+    uint32_t txn = 0;
+    bool completes_txn = false;
+  };
+
+  ChannelConfig config_;
+  std::vector<Slot> slots_;  // window_packets entries, indexed seq & mask
+  uint32_t mask_;
+  uint32_t base_ = 0;      // oldest unacknowledged sequence number
+  uint32_t next_seq_ = 0;  // next to assign
+  uint64_t in_flight_bytes_ = 0;
+  uint64_t rto_ns_;
+  uint64_t deadline_ns_ = UINT64_MAX;
+  uint32_t retries_ = 0;
+  // Go-back-N damping: last retransmission's start and time.
+  uint32_t last_gbn_from_ = 0;
+  uint64_t last_gbn_ns_ = 0;
+  bool gbn_done_ = false;
+  uint64_t last_unack_ns_ = 0;
+  bool unack_sent_ = false;
+};
+
+// ---------------------------------------------------------------- transactions
+
+// Transactions this side started on one channel, by id: reads and writes
+// wait for their response, stream messages for the ACK of their last
+// packet. Ids are per channel, increasing; a response with an id not in
+// the table is refused (counted by the caller).
+template <typename Cookie>
+class TransactionTable {
+ public:
+  explicit TransactionTable(uint32_t capacity);  // a power of two
+
+  bool Full() const { return count_ == slots_.size(); }
+  uint32_t count() const { return count_; }
+  // A new transaction; its id. Precondition: !Full().
+  uint32_t Begin(PacketType type, Cookie cookie);
+  // The pending transaction `txn` of `type`, or nullptr.
+  Cookie* Find(uint32_t txn, PacketType type);
+  // Ends `txn` (precondition: Find succeeded) and returns its cookie.
+  Cookie End(uint32_t txn);
+  // Ends every pending transaction, oldest first, through fn(txn, cookie).
+  template <typename Fn>
+  void EndAll(Fn&& fn);
+
+ private:
+  friend class ChannelTestPeer;  // tests: ids near 2^32
+
+  struct Slot {
+    bool used = false;
+    PacketType type = PacketType::kAck;
+    uint32_t txn = 0;
+    Cookie cookie{};
+  };
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> order_;  // EndAll's scratch: capacity entries
+  uint32_t next_txn_ = 1;
+  uint32_t count_ = 0;
+};
+
+}  // namespace spinnic::diad
+
+#include "dataplane/diad/channel_impl.h"  // IWYU pragma: export
+
+#endif  // SPINNIC_DATAPLANE_DIAD_CHANNEL_H_

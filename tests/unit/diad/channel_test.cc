@@ -1,0 +1,1817 @@
+// The DiAD reliability state machines (dataplane/diad/channel.h): rule by
+// rule, then two endpoints through a seeded lossy channel in simulated time.
+#include "dataplane/diad/channel.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dataplane/diad/wire.h"
+
+namespace spinnic::diad {
+
+// Reaches the private sequence counters so that tests start near 2^32
+// instead of sending four billion packets first.
+class ChannelTestPeer {
+ public:
+  static void SetExpected(ReceiveWindow& window, uint32_t expected) {
+    window.expected_ = expected;
+  }
+  template <typename Handle>
+  static void SetSeq(SendWindow<Handle>& window, uint32_t seq) {
+    ASSERT_EQ(window.in_flight_packets(), 0u);
+    window.base_ = seq;
+    window.next_seq_ = seq;
+  }
+  template <typename Cookie>
+  static void SetNextTxn(TransactionTable<Cookie>& table, uint32_t txn) {
+    table.next_txn_ = txn;
+  }
+};
+
+namespace {
+
+using Peer = ChannelTestPeer;
+
+ChannelConfig SmallConfig() {
+  ChannelConfig config;
+  config.window_packets = 8;
+  config.window_bytes = 8000;
+  config.max_transactions = 4;
+  config.ack_every = 4;
+  config.ack_delay_ns = 1000;
+  config.rto_ns = 10'000;
+  config.rto_max_ns = 80'000;
+  config.max_retries = 5;
+  config.nack_interval_ns = 500;
+  config.receive_span = 1000;
+  return config;
+}
+
+// ---------------------------------------------------------------- DownAfterNs
+
+TEST(DownAfterNsTest, DefaultConfig) {
+  // 1 + 2 + 4 + 8 + 16 ms, then four more at the 16 ms cap: 9 expiries.
+  EXPECT_EQ(DownAfterNs(ChannelConfig{}), 95'000'000u);
+}
+
+TEST(DownAfterNsTest, ZeroRetriesIsOneTimeout) {
+  ChannelConfig config = SmallConfig();
+  config.max_retries = 0;
+  EXPECT_EQ(DownAfterNs(config), config.rto_ns);
+}
+
+TEST(DownAfterNsTest, SaturatesInsteadOfWrapping) {
+  ChannelConfig config;
+  config.rto_ns = UINT64_MAX / 4;
+  config.rto_max_ns = UINT64_MAX;
+  config.max_retries = 10;
+  EXPECT_EQ(DownAfterNs(config), UINT64_MAX);
+}
+
+// Drives a SendWindow whose peer never answers, jumping to each timer
+// deadline: the channel must go down exactly DownAfterNs after the push,
+// at expiry max_retries + 1, having asked max_retries times.
+void ExpectDownAfterMatchesTimer(const ChannelConfig& config) {
+  SendWindow<int> window(config);
+  const uint64_t start = 123'456;
+  window.Push(1, 100, 0, false, start);
+  uint64_t now = start;
+  uint32_t unacks = 0;
+  uint32_t expiries = 0;
+  for (;;) {
+    ASSERT_LT(expiries, config.max_retries + 5);
+    const uint64_t deadline = window.timer_deadline();
+    ASSERT_NE(deadline, UINT64_MAX);
+    // Not a nanosecond early.
+    EXPECT_EQ(window.OnTimer(deadline - 1),
+              SendWindow<int>::TimerVerdict::kIdle);
+    now = deadline;
+    const auto verdict = window.OnTimer(now);
+    ++expiries;
+    if (verdict == SendWindow<int>::TimerVerdict::kDown) break;
+    ASSERT_EQ(verdict, SendWindow<int>::TimerVerdict::kSendUnack);
+    ++unacks;
+  }
+  EXPECT_EQ(expiries, config.max_retries + 1);
+  EXPECT_EQ(unacks, config.max_retries);
+  EXPECT_EQ(now - start, DownAfterNs(config));
+  EXPECT_EQ(window.in_flight_packets(), 1u);  // kept for Reset
+  int released = 0;
+  window.Reset([&](int, uint32_t, bool) { ++released; });
+  EXPECT_EQ(released, 1);
+}
+
+TEST(DownAfterNsTest, ConsistentWithOnTimer) {
+  ExpectDownAfterMatchesTimer(ChannelConfig{});
+  ExpectDownAfterMatchesTimer(SmallConfig());
+  ChannelConfig config = SmallConfig();
+  config.max_retries = 0;
+  ExpectDownAfterMatchesTimer(config);
+  config.max_retries = 20;  // long past the cap
+  ExpectDownAfterMatchesTimer(config);
+  config.rto_ns = 100'000;  // first timeout above the cap
+  config.rto_max_ns = 30'000;
+  config.max_retries = 3;
+  ExpectDownAfterMatchesTimer(config);
+}
+
+// ---------------------------------------------------------------- Session
+
+TEST(SessionTest, FirstPacketLearnsThePeer) {
+  Session session(0x1111);
+  EXPECT_EQ(session.peer_epoch(), 0u);
+  EXPECT_EQ(session.Check(0x2222, 0), Session::Verdict::kOk);
+  EXPECT_EQ(session.peer_epoch(), 0x2222u);
+  EXPECT_EQ(session.Check(0x2222, 0), Session::Verdict::kOk);  // not yet ours
+  EXPECT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+}
+
+TEST(SessionTest, FirstPacketAddressedToUsIsLearned) {
+  Session session(0x1111);
+  EXPECT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+  EXPECT_EQ(session.peer_epoch(), 0x2222u);
+}
+
+TEST(SessionTest, PacketForAnotherSessionOfOursIsStale) {
+  Session session(0x1111);
+  EXPECT_EQ(session.Check(0x2222, 0x9999), Session::Verdict::kStale);
+  EXPECT_EQ(session.peer_epoch(), 0u);  // not learned from a stale packet
+  EXPECT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+  EXPECT_EQ(session.Check(0x2222, 0x9999), Session::Verdict::kStale);
+  EXPECT_EQ(session.peer_epoch(), 0x2222u);
+}
+
+TEST(SessionTest, ZeroSourceEpochIsStale) {
+  Session session(0x1111);
+  EXPECT_EQ(session.Check(0, 0), Session::Verdict::kStale);
+  EXPECT_EQ(session.peer_epoch(), 0u);
+}
+
+TEST(SessionTest, NewPeerEpochWithoutOursIsAReset) {
+  Session session(0x1111);
+  ASSERT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+  EXPECT_EQ(session.Check(0x3333, 0), Session::Verdict::kPeerReset);
+  EXPECT_EQ(session.peer_epoch(), 0x3333u);
+  EXPECT_EQ(session.my_epoch(), 0x1111u);
+  // The new session continues normally.
+  EXPECT_EQ(session.Check(0x3333, 0), Session::Verdict::kOk);
+  EXPECT_EQ(session.Check(0x3333, 0x1111), Session::Verdict::kOk);
+  // Late packets of the session the peer left are stale, even ones that
+  // did not know us (they must not reset the channel back).
+  EXPECT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kStale);
+  EXPECT_EQ(session.Check(0x2222, 0), Session::Verdict::kStale);
+  EXPECT_EQ(session.peer_epoch(), 0x3333u);
+}
+
+TEST(SessionTest, UnknownEpochClaimingToKnowUsIsStale) {
+  Session session(0x1111);
+  ASSERT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+  EXPECT_EQ(session.Check(0x4444, 0x1111), Session::Verdict::kStale);
+  EXPECT_EQ(session.peer_epoch(), 0x2222u);
+}
+
+TEST(SessionTest, RestartForgetsThePeer) {
+  Session session(0x1111);
+  ASSERT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+  session.Restart(0x5555);
+  EXPECT_EQ(session.my_epoch(), 0x5555u);
+  EXPECT_EQ(session.peer_epoch(), 0u);
+  // The peer still addresses our old session: stale until it learns ours.
+  EXPECT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kStale);
+  // It saw our dst_epoch 0 packet, reset, and now addresses the new one.
+  EXPECT_EQ(session.Check(0x2222, 0x5555), Session::Verdict::kOk);
+  EXPECT_EQ(session.peer_epoch(), 0x2222u);
+}
+
+// ----------------------------------------------------------------
+// ReceiveWindow
+
+using RxVerdict = ReceiveWindow::Verdict;
+
+TEST(ReceiveWindowTest, AcceptsOnlyTheExpectedNumber) {
+  ReceiveWindow rx(SmallConfig());
+  EXPECT_EQ(rx.expected(), 0u);
+  EXPECT_EQ(rx.OnPacket(0, false, 0).verdict, RxVerdict::kAccept);
+  EXPECT_EQ(rx.OnPacket(1, false, 0).verdict, RxVerdict::kAccept);
+  EXPECT_EQ(rx.expected(), 2u);
+  EXPECT_EQ(rx.OnPacket(3, false, 0).verdict, RxVerdict::kGap);
+  EXPECT_EQ(rx.expected(), 2u);
+  EXPECT_EQ(rx.OnPacket(1, false, 0).verdict, RxVerdict::kDuplicate);
+  EXPECT_EQ(rx.expected(), 2u);
+  EXPECT_EQ(rx.OnPacket(2, false, 0).verdict, RxVerdict::kAccept);
+  EXPECT_EQ(rx.expected(), 3u);
+}
+
+TEST(ReceiveWindowTest, DuplicateAsksForAnAckAtOnce) {
+  ReceiveWindow rx(SmallConfig());
+  rx.OnPacket(0, false, 0);
+  rx.OnAckSent();
+  EXPECT_FALSE(rx.AckDue(0));
+  const auto result = rx.OnPacket(0, false, 10);
+  EXPECT_EQ(result.verdict, RxVerdict::kDuplicate);
+  EXPECT_FALSE(result.send_nack);
+  EXPECT_TRUE(rx.AckDue(10));
+  EXPECT_EQ(rx.ack_deadline(), 0u);
+  EXPECT_FALSE(rx.probe_reply_due());
+  rx.OnAckSent();
+  EXPECT_FALSE(rx.AckDue(10));
+}
+
+TEST(ReceiveWindowTest, GapNacksOncePerInterval) {
+  const ChannelConfig config = SmallConfig();
+  ReceiveWindow rx(config);
+  auto r = rx.OnPacket(2, false, 1000);
+  EXPECT_EQ(r.verdict, RxVerdict::kGap);
+  EXPECT_TRUE(r.send_nack);
+  // The same gap: quiet until nack_interval has passed.
+  for (uint32_t seq = 3; seq < 10; ++seq) {
+    r = rx.OnPacket(seq, false, 1000 + config.nack_interval_ns - 1);
+    EXPECT_EQ(r.verdict, RxVerdict::kGap);
+    EXPECT_FALSE(r.send_nack);
+  }
+  r = rx.OnPacket(4, false, 1000 + config.nack_interval_ns);
+  EXPECT_TRUE(r.send_nack);
+  r = rx.OnPacket(5, false, 1000 + config.nack_interval_ns);
+  EXPECT_FALSE(r.send_nack);
+  EXPECT_FALSE(rx.AckDue(1000 + config.nack_interval_ns));  // gaps don't ACK
+  // The gap closes; the next one is NACKed at once, even inside the
+  // interval of the previous NACK.
+  EXPECT_EQ(rx.OnPacket(0, false, 1600).verdict, RxVerdict::kAccept);
+  r = rx.OnPacket(5, false, 1601);
+  EXPECT_EQ(r.verdict, RxVerdict::kGap);
+  EXPECT_TRUE(r.send_nack);
+  r = rx.OnPacket(6, false, 1602);
+  EXPECT_FALSE(r.send_nack);
+}
+
+TEST(ReceiveWindowTest, FloodOfGapPacketsCostsOneNackPerInterval) {
+  const ChannelConfig config = SmallConfig();
+  ReceiveWindow rx(config);
+  uint32_t nacks = 0;
+  // 10,000 out-of-order packets, one every 10 ns: 100 us = 200 intervals.
+  for (uint32_t i = 0; i < 10'000; ++i) {
+    if (rx.OnPacket(1 + i % 500, false, i * 10ull).send_nack) ++nacks;
+  }
+  EXPECT_EQ(nacks, 10'000 * 10 / config.nack_interval_ns);
+}
+
+TEST(ReceiveWindowTest, OutsideTheSpanGetsNoReply) {
+  const ChannelConfig config = SmallConfig();  // receive_span 1000
+  ReceiveWindow rx(config);
+  for (uint32_t i = 0; i < 5000; ++i) rx.OnPacket(i, false, 0);
+  rx.OnAckSent();
+  const uint32_t e = rx.expected();
+  auto r = rx.OnPacket(e + config.receive_span, true, 0);
+  EXPECT_EQ(r.verdict, RxVerdict::kOutside);
+  EXPECT_FALSE(r.send_nack);
+  r = rx.OnPacket(e - config.receive_span, true, 0);
+  EXPECT_EQ(r.verdict, RxVerdict::kOutside);
+  EXPECT_FALSE(rx.AckDue(0));
+  r = rx.OnPacket(e + 0x80000000u, true, 0);  // the farthest either way
+  EXPECT_EQ(r.verdict, RxVerdict::kOutside);
+  EXPECT_EQ(rx.OnPacket(e + config.receive_span - 1, false, 0).verdict,
+            RxVerdict::kGap);
+  EXPECT_EQ(rx.OnPacket(e - config.receive_span + 1, false, 0).verdict,
+            RxVerdict::kDuplicate);
+  EXPECT_EQ(rx.expected(), e);
+}
+
+TEST(ReceiveWindowTest, AckAfterAckEveryPackets) {
+  const ChannelConfig config = SmallConfig();  // ack_every 4
+  ReceiveWindow rx(config);
+  EXPECT_FALSE(rx.AckDue(0));
+  EXPECT_EQ(rx.ack_deadline(), UINT64_MAX);
+  for (uint32_t i = 0; i < 3; ++i) {
+    rx.OnPacket(i, false, 100);
+    EXPECT_FALSE(rx.AckDue(100));
+  }
+  rx.OnPacket(3, false, 100);
+  EXPECT_TRUE(rx.AckDue(100));
+  EXPECT_EQ(rx.ack_deadline(), 0u);
+  EXPECT_FALSE(rx.probe_reply_due());
+  rx.OnAckSent();
+  EXPECT_FALSE(rx.AckDue(100));
+  EXPECT_EQ(rx.ack_deadline(), UINT64_MAX);
+}
+
+TEST(ReceiveWindowTest, AckAfterDelayFromTheFirstUnacked) {
+  const ChannelConfig config = SmallConfig();  // ack_delay 1000 ns
+  ReceiveWindow rx(config);
+  rx.OnPacket(0, false, 5000);
+  rx.OnPacket(1, false, 5900);
+  EXPECT_EQ(rx.ack_deadline(), 6000u);
+  EXPECT_FALSE(rx.AckDue(5999));
+  EXPECT_TRUE(rx.AckDue(6000));
+  rx.OnAckSent();
+  rx.OnPacket(2, false, 7000);
+  EXPECT_EQ(rx.ack_deadline(), 8000u);
+}
+
+TEST(ReceiveWindowTest, AckNowFlag) {
+  ReceiveWindow rx(SmallConfig());
+  rx.OnPacket(0, true, 0);
+  EXPECT_TRUE(rx.AckDue(0));
+  EXPECT_FALSE(rx.probe_reply_due());
+  rx.OnAckSent();
+  // ACK_NOW on a packet that is not accepted does not count.
+  rx.OnPacket(5, true, 0);
+  EXPECT_FALSE(rx.AckDue(0));
+}
+
+TEST(ReceiveWindowTest, UnackAsksForAProbeReply) {
+  ReceiveWindow rx(SmallConfig());
+  EXPECT_FALSE(rx.AckDue(0));
+  rx.OnUnack();
+  EXPECT_TRUE(rx.AckDue(0));
+  EXPECT_TRUE(rx.probe_reply_due());
+  EXPECT_EQ(rx.ack_deadline(), 0u);
+  rx.OnAckSent();
+  EXPECT_FALSE(rx.AckDue(0));
+  EXPECT_FALSE(rx.probe_reply_due());
+}
+
+TEST(ReceiveWindowTest, ResetExpectsZero) {
+  ReceiveWindow rx(SmallConfig());
+  for (uint32_t i = 0; i < 3; ++i) rx.OnPacket(i, false, 0);
+  rx.OnPacket(9, false, 0);  // NACK sent for 3
+  rx.OnUnack();
+  rx.Reset();
+  EXPECT_EQ(rx.expected(), 0u);
+  EXPECT_FALSE(rx.AckDue(UINT64_MAX - 1));
+  EXPECT_FALSE(rx.probe_reply_due());
+  auto r = rx.OnPacket(2, false, 1);
+  EXPECT_EQ(r.verdict, RxVerdict::kGap);
+  EXPECT_TRUE(r.send_nack);  // the NACK memory went with the session
+}
+
+TEST(ReceiveWindowTest, WrapsAround) {
+  const ChannelConfig config = SmallConfig();
+  ReceiveWindow rx(config);
+  Peer::SetExpected(rx, 0xfffffffe);
+  EXPECT_EQ(rx.OnPacket(0xffffffff, false, 0).verdict, RxVerdict::kGap);
+  EXPECT_EQ(rx.OnPacket(1, false, 0).verdict, RxVerdict::kGap);
+  EXPECT_EQ(rx.OnPacket(0xfffffffd, false, 0).verdict, RxVerdict::kDuplicate);
+  EXPECT_EQ(rx.OnPacket(0xfffffffe, false, 0).verdict, RxVerdict::kAccept);
+  EXPECT_EQ(rx.OnPacket(0xffffffff, false, 0).verdict, RxVerdict::kAccept);
+  EXPECT_EQ(rx.expected(), 0u);
+  EXPECT_EQ(rx.OnPacket(0xffffffff, false, 0).verdict, RxVerdict::kDuplicate);
+  EXPECT_EQ(rx.OnPacket(0u - config.receive_span + 1, false, 0).verdict,
+            RxVerdict::kDuplicate);
+  EXPECT_EQ(rx.OnPacket(0u - config.receive_span, false, 0).verdict,
+            RxVerdict::kOutside);
+  EXPECT_EQ(rx.OnPacket(config.receive_span, false, 0).verdict,
+            RxVerdict::kOutside);
+  EXPECT_EQ(rx.OnPacket(0, false, 0).verdict, RxVerdict::kAccept);
+  EXPECT_EQ(rx.expected(), 1u);
+}
+
+// ---------------------------------------------------------------- SendWindow
+
+using Window = SendWindow<int>;
+using AckVerdict = Window::AckVerdict;
+using TimerVerdict = Window::TimerVerdict;
+
+struct Released {
+  int handle;
+  uint32_t txn;
+  bool completes;
+  bool operator==(const Released&) const = default;
+};
+
+// Pushes handles first..first+n-1 (txn = handle, the last completes).
+void PushN(Window& w, int first, int n, uint32_t bytes, uint64_t now) {
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(w.CanSend(bytes));
+    w.Push(first + i, bytes, static_cast<uint32_t>(first + i), i == n - 1, now);
+  }
+}
+
+TEST(SendWindowTest, WindowPacketsLimit) {
+  const ChannelConfig config = SmallConfig();  // 8 packets, 8000 bytes
+  Window w(config);
+  EXPECT_EQ(w.next_seq(), 0u);
+  PushN(w, 0, 8, 10, 0);
+  EXPECT_EQ(w.in_flight_packets(), 8u);
+  EXPECT_EQ(w.in_flight_bytes(), 80u);
+  EXPECT_EQ(w.next_seq(), 8u);
+  EXPECT_FALSE(w.CanSend(0));
+  w.OnAck(1, 0, [](int, uint32_t, bool) {});
+  EXPECT_TRUE(w.CanSend(10));
+}
+
+TEST(SendWindowTest, WindowBytesLimit) {
+  Window w(SmallConfig());  // 8000 bytes
+  PushN(w, 0, 3, 2500, 0);
+  EXPECT_TRUE(w.CanSend(500));
+  EXPECT_FALSE(w.CanSend(501));
+  w.Push(3, 500, 0, false, 0);
+  EXPECT_FALSE(w.CanSend(1));
+  EXPECT_TRUE(w.CanSend(0));  // a payload-less request still fits
+}
+
+TEST(SendWindowTest, OversizedPacketFitsAnEmptyWindowOnly) {
+  Window w(SmallConfig());
+  EXPECT_TRUE(w.CanSend(100'000));
+  w.Push(0, 100'000, 0, false, 0);
+  EXPECT_FALSE(w.CanSend(1));
+  EXPECT_FALSE(w.CanSend(100'000));
+  w.OnAck(1, 0, [](int, uint32_t, bool) {});
+  EXPECT_EQ(w.in_flight_bytes(), 0u);
+  EXPECT_TRUE(w.CanSend(100'000));
+}
+
+TEST(SendWindowTest, PushArmsTheTimerOnlyWhenEmpty) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  EXPECT_EQ(w.timer_deadline(), UINT64_MAX);
+  w.Push(0, 1, 0, false, 1000);
+  EXPECT_EQ(w.timer_deadline(), 1000 + config.rto_ns);
+  w.Push(1, 1, 0, false, 5000);
+  EXPECT_EQ(w.timer_deadline(), 1000 + config.rto_ns);
+}
+
+TEST(SendWindowTest, AckReleasesInOrder) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  PushN(w, 10, 5, 100, 0);
+  std::vector<Released> released;
+  auto release = [&](int h, uint32_t txn, bool completes) {
+    released.push_back({h, txn, completes});
+  };
+  EXPECT_EQ(w.OnAck(0, 50, release), AckVerdict::kNoChange);
+  EXPECT_TRUE(released.empty());
+  EXPECT_EQ(w.OnAck(3, 100, release), AckVerdict::kProgress);
+  EXPECT_EQ(released, (std::vector<Released>{
+                          {10, 10, false}, {11, 11, false}, {12, 12, false}}));
+  EXPECT_EQ(w.base(), 3u);
+  EXPECT_EQ(w.in_flight_packets(), 2u);
+  EXPECT_EQ(w.in_flight_bytes(), 200u);
+  EXPECT_EQ(w.timer_deadline(), 100 + config.rto_ns);  // re-armed
+  EXPECT_EQ(w.OnAck(3, 200, release), AckVerdict::kNoChange);
+  EXPECT_EQ(w.OnAck(1, 200, release), AckVerdict::kNoChange);  // old
+  EXPECT_EQ(w.timer_deadline(), 100 + config.rto_ns);
+  released.clear();
+  EXPECT_EQ(w.OnAck(5, 300, release), AckVerdict::kProgress);
+  EXPECT_EQ(released, (std::vector<Released>{{13, 13, false}, {14, 14, true}}));
+  EXPECT_EQ(w.in_flight_packets(), 0u);
+  EXPECT_EQ(w.in_flight_bytes(), 0u);
+  EXPECT_EQ(w.timer_deadline(), UINT64_MAX);
+}
+
+TEST(SendWindowTest, InvalidAcks) {
+  const ChannelConfig config = SmallConfig();  // 8 packets
+  Window w(config);
+  int released = 0;
+  auto release = [&](int, uint32_t, bool) { ++released; };
+  // Nothing sent: any ack other than 0 is beyond next_seq.
+  EXPECT_EQ(w.OnAck(1, 0, release), AckVerdict::kInvalid);
+  EXPECT_EQ(w.OnAck(0x7fffffff, 0, release), AckVerdict::kInvalid);
+  PushN(w, 0, 4, 1, 0);
+  EXPECT_EQ(w.OnAck(5, 0, release), AckVerdict::kInvalid);
+  EXPECT_EQ(w.OnAck(4 + 0x7ffffff0u, 0, release), AckVerdict::kInvalid);
+  EXPECT_EQ(released, 0);
+  EXPECT_EQ(w.OnAck(4, 0, release), AckVerdict::kProgress);
+  EXPECT_EQ(released, 4);
+  // Behind base: fine within a window, invalid beyond.
+  PushN(w, 4, 8, 1, 0);
+  EXPECT_EQ(w.OnAck(12, 0, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.OnAck(12 - config.window_packets, 0, release),
+            AckVerdict::kNoChange);
+  EXPECT_EQ(w.OnAck(12 - config.window_packets - 1, 0, release),
+            AckVerdict::kInvalid);
+  EXPECT_EQ(w.OnAck(12 + 0x80000000u, 0, release), AckVerdict::kInvalid);
+  EXPECT_EQ(released, 12);
+  EXPECT_EQ(w.base(), 12u);
+}
+
+TEST(SendWindowTest, ProgressResetsRetriesAndTimeout) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  PushN(w, 0, 3, 1, 0);
+  uint64_t now = w.timer_deadline();
+  ASSERT_EQ(w.OnTimer(now), TimerVerdict::kSendUnack);
+  now = w.timer_deadline();
+  ASSERT_EQ(w.OnTimer(now), TimerVerdict::kSendUnack);
+  EXPECT_EQ(w.retries(), 2u);
+  EXPECT_EQ(w.rto_ns(), 4 * config.rto_ns);
+  ASSERT_EQ(w.OnAck(1, now + 7, [](int, uint32_t, bool) {}),
+            AckVerdict::kProgress);
+  EXPECT_EQ(w.retries(), 0u);
+  EXPECT_EQ(w.rto_ns(), config.rto_ns);
+  EXPECT_EQ(w.timer_deadline(), now + 7 + config.rto_ns);
+  // No progress: no reset.
+  ASSERT_EQ(w.OnTimer(w.timer_deadline()), TimerVerdict::kSendUnack);
+  w.OnAck(1, now + 9, [](int, uint32_t, bool) {});
+  EXPECT_EQ(w.retries(), 1u);
+}
+
+TEST(SendWindowTest, TimerBackoff) {
+  const ChannelConfig config = SmallConfig();  // 10 us .. 80 us, 5 retries
+  Window w(config);
+  EXPECT_EQ(w.OnTimer(UINT64_MAX - 1), TimerVerdict::kIdle);  // empty
+  w.Push(0, 1, 0, false, 0);
+  EXPECT_EQ(w.rto_ns(), 10'000u);
+  EXPECT_EQ(w.OnTimer(9'999), TimerVerdict::kIdle);
+  const uint64_t expected_rto[] = {20'000, 40'000, 80'000, 80'000, 80'000};
+  uint64_t now = 10'000;
+  for (uint32_t i = 0; i < config.max_retries; ++i) {
+    ASSERT_EQ(w.OnTimer(now), TimerVerdict::kSendUnack) << i;
+    EXPECT_EQ(w.retries(), i + 1);
+    EXPECT_EQ(w.rto_ns(), expected_rto[i]);
+    EXPECT_EQ(w.timer_deadline(), now + expected_rto[i]);
+    EXPECT_EQ(w.OnTimer(now + 1), TimerVerdict::kIdle);
+    now += expected_rto[i];
+  }
+  EXPECT_EQ(w.OnTimer(now - 1), TimerVerdict::kIdle);
+  EXPECT_EQ(w.OnTimer(now), TimerVerdict::kDown);
+  EXPECT_EQ(w.OnTimer(now + 1), TimerVerdict::kDown);  // until Reset
+  EXPECT_EQ(w.in_flight_packets(), 1u);
+  int released = 0;
+  w.Reset([&](int, uint32_t, bool) { ++released; });
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(w.OnTimer(UINT64_MAX - 1), TimerVerdict::kIdle);
+  EXPECT_EQ(w.retries(), 0u);
+  EXPECT_EQ(w.rto_ns(), config.rto_ns);
+}
+
+TEST(SendWindowTest, GoBackNRetransmitsFromTheReportedNumber) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  PushN(w, 0, 6, 1, 0);
+  std::vector<int> resent;
+  auto retransmit = [&](int h) { resent.push_back(h); };
+  auto release = [](int, uint32_t, bool) {};
+  ASSERT_EQ(w.OnAck(2, 1000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.GoBackN(2, 1000, retransmit), 4u);
+  EXPECT_EQ(resent, (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_EQ(w.timer_deadline(), 1000 + config.rto_ns);
+  // The same start within nack_interval: damped.
+  resent.clear();
+  EXPECT_EQ(w.GoBackN(2, 1000 + config.nack_interval_ns - 1, retransmit), 0u);
+  EXPECT_TRUE(resent.empty());
+  // After the interval: again.
+  EXPECT_EQ(w.GoBackN(2, 1000 + config.nack_interval_ns, retransmit), 4u);
+  // A later start (progress in between) is not damped.
+  resent.clear();
+  ASSERT_EQ(w.OnAck(4, 1600, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.GoBackN(4, 1600, retransmit), 2u);
+  EXPECT_EQ(resent, (std::vector<int>{4, 5}));
+  // Nothing to resend at next_seq, before base (a late NACK) or beyond.
+  EXPECT_EQ(w.GoBackN(6, 5000, retransmit), 0u);
+  EXPECT_EQ(w.GoBackN(3, 5000, retransmit), 0u);
+  EXPECT_EQ(w.GoBackN(7, 5000, retransmit), 0u);
+  EXPECT_EQ(w.base(), 4u);
+}
+
+TEST(SendWindowTest, GoBackNDoesNotResetTheBackoff) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  PushN(w, 0, 2, 1, 0);
+  ASSERT_EQ(w.OnTimer(w.timer_deadline()), TimerVerdict::kSendUnack);
+  const uint64_t rto = w.rto_ns();
+  EXPECT_EQ(w.GoBackN(0, 50'000, [](int) {}), 2u);
+  EXPECT_EQ(w.rto_ns(), rto);
+  EXPECT_EQ(w.retries(), 1u);
+  EXPECT_EQ(w.timer_deadline(), 50'000 + rto);
+}
+
+TEST(SendWindowTest, GoBackNWithReleaseAppliesTheAckFirst) {
+  Window w(SmallConfig());
+  PushN(w, 0, 5, 1, 0);
+  std::vector<int> released;
+  std::vector<int> resent;
+  EXPECT_EQ(w.GoBackN(
+                3, 100, [&](int h, uint32_t, bool) { released.push_back(h); },
+                [&](int h) { resent.push_back(h); }),
+            2u);
+  EXPECT_EQ(released, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(resent, (std::vector<int>{3, 4}));
+  EXPECT_EQ(w.base(), 3u);
+}
+
+TEST(SendWindowTest, NackAndUnackFloodCostsOneWindowPerInterval) {
+  const ChannelConfig config = SmallConfig();  // nack_interval 500 ns
+  Window w(config);
+  PushN(w, 0, 8, 1, 0);
+  ReceiveWindow rx(config);  // the peer, answering UNACKs
+  uint64_t resent = 0;
+  uint32_t unacks = 0;
+  uint32_t probe_replies = 0;
+  // 10,000 NACKs and 10,000 UNACK round trips, one every 5 ns: 50 us, i.e.
+  // 100 intervals.
+  const uint64_t step = 5;
+  const uint64_t span = 10'000 * step;
+  for (uint64_t i = 0; i < 10'000; ++i) {
+    const uint64_t now = i * step;
+    resent += w.GoBackN(0, now, [](int) {});  // a NACK for 0
+    if (w.UnackDueOnFullWindow(now)) {
+      ++unacks;
+    }
+    rx.OnUnack();  // a flood of UNACKs
+    if (rx.AckDue(now)) {
+      ++probe_replies;
+      rx.OnAckSent();
+      resent += w.GoBackN(rx.expected(), now, [](int) {});  // reply
+    }
+  }
+  const uint64_t intervals = span / config.nack_interval_ns;
+  EXPECT_EQ(unacks, intervals);
+  EXPECT_EQ(probe_replies, 10'000u);
+  EXPECT_LE(resent, (intervals + 1) * config.window_packets);
+  EXPECT_GE(resent, intervals * config.window_packets);
+}
+
+TEST(SendWindowTest, UnackOnFullWindowDamped) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  EXPECT_TRUE(w.UnackDueOnFullWindow(1000));
+  EXPECT_FALSE(w.UnackDueOnFullWindow(1000));
+  EXPECT_FALSE(w.UnackDueOnFullWindow(1000 + config.nack_interval_ns - 1));
+  EXPECT_TRUE(w.UnackDueOnFullWindow(1000 + config.nack_interval_ns));
+}
+
+TEST(SendWindowTest, ResetReleasesEverythingInOrder) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  PushN(w, 0, 6, 100, 0);
+  w.OnAck(2, 10, [](int, uint32_t, bool) {});
+  ASSERT_EQ(w.OnTimer(w.timer_deadline()), TimerVerdict::kSendUnack);
+  std::vector<Released> released;
+  w.Reset([&](int h, uint32_t txn, bool completes) {
+    released.push_back({h, txn, completes});
+  });
+  EXPECT_EQ(released,
+            (std::vector<Released>{
+                {2, 2, false}, {3, 3, false}, {4, 4, false}, {5, 5, true}}));
+  EXPECT_EQ(w.next_seq(), 0u);
+  EXPECT_EQ(w.base(), 0u);
+  EXPECT_EQ(w.in_flight_packets(), 0u);
+  EXPECT_EQ(w.in_flight_bytes(), 0u);
+  EXPECT_EQ(w.retries(), 0u);
+  EXPECT_EQ(w.rto_ns(), config.rto_ns);
+  EXPECT_EQ(w.timer_deadline(), UINT64_MAX);
+  // A go-back-N from 0 right after is not damped by the old session.
+  PushN(w, 0, 2, 1, 20);
+  EXPECT_EQ(w.GoBackN(0, 20, [](int) {}), 2u);
+}
+
+TEST(SendWindowTest, WrapsAround) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  Peer::SetSeq(w, 0xfffffffc);
+  PushN(w, 0, 8, 10, 0);
+  EXPECT_EQ(w.next_seq(), 4u);
+  EXPECT_EQ(w.in_flight_packets(), 8u);
+  EXPECT_FALSE(w.CanSend(0));
+  std::vector<int> released;
+  auto release = [&](int h, uint32_t, bool) { released.push_back(h); };
+  EXPECT_EQ(w.OnAck(5, 0, release), AckVerdict::kInvalid);
+  EXPECT_EQ(w.OnAck(0xfffffffb, 0, release), AckVerdict::kNoChange);
+  EXPECT_EQ(w.OnAck(0xfffffffc - config.window_packets - 1, 0, release),
+            AckVerdict::kInvalid);
+  EXPECT_EQ(w.OnAck(0xfffffffe, 0, release), AckVerdict::kProgress);
+  EXPECT_EQ(released, (std::vector<int>{0, 1}));
+  std::vector<int> resent;
+  EXPECT_EQ(w.GoBackN(0xffffffff, 0, [&](int h) { resent.push_back(h); }), 5u)
+      << "no ack applied: resends from the reported number only";
+  EXPECT_EQ(resent, (std::vector<int>{3, 4, 5, 6, 7}));
+  EXPECT_EQ(w.OnAck(1, 10, release), AckVerdict::kProgress);
+  EXPECT_EQ(released, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(w.in_flight_packets(), 3u);
+  EXPECT_EQ(w.in_flight_bytes(), 30u);
+  EXPECT_EQ(w.OnAck(4, 10, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.in_flight_packets(), 0u);
+  EXPECT_EQ(released.size(), 8u);
+}
+
+// ---------------------------------------------------------------- transactions
+
+TEST(TransactionTableTest, BeginFindEnd) {
+  TransactionTable<int> table(4);
+  EXPECT_EQ(table.count(), 0u);
+  const uint32_t a = table.Begin(PacketType::kReadRequest, 100);
+  const uint32_t b = table.Begin(PacketType::kWriteRequest, 200);
+  const uint32_t c = table.Begin(PacketType::kStream, 300);
+  EXPECT_EQ(a, 1u);
+  EXPECT_EQ(b, 2u);
+  EXPECT_EQ(c, 3u);
+  EXPECT_EQ(table.count(), 3u);
+  ASSERT_NE(table.Find(a, PacketType::kReadRequest), nullptr);
+  EXPECT_EQ(*table.Find(a, PacketType::kReadRequest), 100);
+  EXPECT_EQ(table.Find(a, PacketType::kWriteRequest), nullptr);     // type
+  EXPECT_EQ(table.Find(a + 4, PacketType::kReadRequest), nullptr);  // slot
+  EXPECT_EQ(table.Find(0, PacketType::kReadRequest), nullptr);
+  EXPECT_EQ(table.Find(7, PacketType::kStream), nullptr);
+  EXPECT_EQ(table.End(b), 200);
+  EXPECT_EQ(table.Find(b, PacketType::kWriteRequest), nullptr);
+  EXPECT_EQ(table.count(), 2u);
+  EXPECT_FALSE(table.Full());
+  table.Begin(PacketType::kStream, 400);
+  table.Begin(PacketType::kStream, 500);
+  EXPECT_TRUE(table.Full());
+}
+
+TEST(TransactionTableTest, SkipsIdsWhoseSlotIsTaken) {
+  TransactionTable<int> table(4);
+  const uint32_t old_txn = table.Begin(PacketType::kReadRequest, 1);  // slot 1
+  for (int i = 0; i < 3; ++i) table.End(table.Begin(PacketType::kStream, i));
+  // Ids 2, 3, 4 came and went; 5 would share slot 1 with the pending id 1.
+  const uint32_t next = table.Begin(PacketType::kStream, 9);
+  EXPECT_EQ(next, 6u);
+  EXPECT_EQ(*table.Find(old_txn, PacketType::kReadRequest), 1);
+  EXPECT_EQ(*table.Find(next, PacketType::kStream), 9);
+  EXPECT_EQ(table.Find(5, PacketType::kReadRequest), nullptr);
+}
+
+TEST(TransactionTableTest, IdsWrapSkippingZero) {
+  TransactionTable<int> table(4);
+  Peer::SetNextTxn(table, 0xfffffffe);
+  const uint32_t a = table.Begin(PacketType::kWriteRequest, 1);
+  const uint32_t b = table.Begin(PacketType::kWriteRequest, 2);
+  const uint32_t c = table.Begin(PacketType::kWriteRequest, 3);
+  EXPECT_EQ(a, 0xfffffffeu);
+  EXPECT_EQ(b, 0xffffffffu);
+  EXPECT_EQ(c, 1u);
+  EXPECT_EQ(table.Find(0, PacketType::kWriteRequest), nullptr);
+  // Ended out of order and begun again: reuse keeps ids unique.
+  table.End(b);
+  // 2 would share a's slot (0xfffffffe & 3): skipped; 3 takes b's.
+  const uint32_t d = table.Begin(PacketType::kWriteRequest, 4);
+  EXPECT_EQ(d, 3u);
+  EXPECT_EQ(*table.Find(a, PacketType::kWriteRequest), 1);
+  EXPECT_EQ(*table.Find(c, PacketType::kWriteRequest), 3);
+  EXPECT_EQ(*table.Find(d, PacketType::kWriteRequest), 4);
+  // Oldest first across the wrap.
+  std::vector<std::pair<uint32_t, int>> ended;
+  table.EndAll([&](uint32_t txn, int cookie) {
+    ended.push_back({txn, cookie});
+  });
+  EXPECT_EQ(ended, (std::vector<std::pair<uint32_t, int>>{
+                       {0xfffffffe, 1}, {1, 3}, {3, 4}}));
+  EXPECT_EQ(table.count(), 0u);
+  EXPECT_EQ(table.Find(a, PacketType::kWriteRequest), nullptr);
+}
+
+TEST(TransactionTableTest, EndAllOldestFirst) {
+  TransactionTable<int> table(8);
+  // Pending ids 1, 5, 9, 12 in slots 1, 5, 2 (9 skips the pending 1's slot?
+  // no: 9 & 7 = 1 is taken, so it becomes 10), ...
+  std::vector<uint32_t> pending;
+  for (int i = 0; i < 20; ++i) {
+    const uint32_t txn = table.Begin(PacketType::kStream, i);
+    if (i % 4 == 0) {
+      pending.push_back(txn);
+    } else {
+      table.End(txn);
+    }
+  }
+  ASSERT_EQ(table.count(), 5u);
+  std::vector<uint32_t> ended;
+  table.EndAll([&](uint32_t txn, int) { ended.push_back(txn); });
+  EXPECT_EQ(ended, pending);
+  EXPECT_EQ(table.count(), 0u);
+}
+
+TEST(TransactionTableTest, ManyWrapsStayConsistent) {
+  TransactionTable<uint32_t> table(16);
+  Peer::SetNextTxn(table, 0xffffff00);
+  std::mt19937 rng(7);
+  std::deque<uint32_t> live;
+  for (int i = 0; i < 5000; ++i) {
+    if (!table.Full() && (live.empty() || rng() % 2 == 0)) {
+      const uint32_t txn = table.Begin(PacketType::kStream, 0);
+      EXPECT_NE(txn, 0u);
+      for (uint32_t other : live) ASSERT_NE(other, txn);
+      *table.Find(txn, PacketType::kStream) = txn;
+      live.push_back(txn);
+    } else {
+      const size_t k = rng() % live.size();
+      const uint32_t txn = live[k];
+      ASSERT_NE(table.Find(txn, PacketType::kStream), nullptr);
+      EXPECT_EQ(table.End(txn), txn);
+      live.erase(live.begin() + k);
+    }
+    ASSERT_EQ(table.count(), live.size());
+  }
+}
+
+// ---------------------------------------------------------------- simulation
+//
+// Two endpoints, each with Session + SendWindow + ReceiveWindow +
+// TransactionTable, driven as the dataplane drives them, connected by a
+// seeded lossy network in simulated time. Frames are a Header plus payload
+// plus a checksum over both (the UDP checksum's stand-in): corruption flips
+// bits in flight and the receiver's checksum check drops the frame.
+
+namespace sim {
+
+constexpr uint32_t kMaxPayload = 512;
+
+struct Frame {
+  Header hdr;
+  uint32_t length = 0;
+  uint64_t checksum = 0;
+  bool held = false;  // a SendWindow handle (the mbuf clone)
+  std::array<uint8_t, kMaxPayload> payload{};
+};
+
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+uint64_t Checksum(const Frame& f) {
+  const Header& h = f.hdr;
+  uint64_t sum =
+      Mix(static_cast<uint64_t>(h.type) | uint64_t{h.flags} << 8 |
+          uint64_t{h.channel} << 16 | static_cast<uint64_t>(h.status) << 32 |
+          uint64_t{h.payload_length} << 40);
+  for (uint64_t v :
+       {uint64_t{h.src_epoch} << 32 | h.dst_epoch,
+        uint64_t{h.seq} << 32 | h.ack, uint64_t{h.txn} << 32 | h.key, h.address,
+        uint64_t{h.msg_length} << 32 | h.msg_offset, uint64_t{f.length}}) {
+    sum = Mix(sum ^ v);
+  }
+  for (uint32_t i = 0; i < f.length; i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, f.payload.data() + i, std::min(8u, f.length - i));
+    sum = Mix(sum ^ word);
+  }
+  return sum;
+}
+
+// The payload of every message is a function of its address and offset.
+uint8_t PatternByte(uint64_t address, uint32_t offset) {
+  return static_cast<uint8_t>((address >> ((offset & 7) * 8)) + offset * 0x9du +
+                              (offset >> 8));
+}
+
+uint64_t MessageAddress(int from, uint32_t msg) {
+  return Mix(uint64_t{static_cast<uint32_t>(from)} << 32 | msg);
+}
+
+struct Impairments {
+  double loss = 0;
+  double reorder = 0;
+  double duplicate = 0;
+  double corrupt = 0;
+};
+
+struct NetStats {
+  uint64_t sent = 0;
+  uint64_t lost = 0;
+  uint64_t duplicated = 0;
+  uint64_t reordered = 0;
+  uint64_t corrupted = 0;
+  uint64_t arrived = 0;
+  uint64_t blackholed = 0;  // to an endpoint that is gone
+};
+
+class Pool {
+ public:
+  uint32_t Alloc() {
+    if (free_.empty()) {
+      frames_.emplace_back();
+      ++live_;
+      return static_cast<uint32_t>(frames_.size() - 1);
+    }
+    const uint32_t i = free_.back();
+    free_.pop_back();
+    ++live_;
+    return i;
+  }
+  void Free(uint32_t i) {
+    frames_[i].held = false;
+    free_.push_back(i);
+    --live_;
+  }
+  uint32_t Copy(uint32_t i) {
+    const uint32_t j = Alloc();
+    frames_[j] = frames_[i];
+    frames_[j].held = false;
+    return j;
+  }
+  Frame& operator[](uint32_t i) { return frames_[i]; }
+  uint64_t live() const { return live_; }
+
+ private:
+  std::deque<Frame> frames_;  // stable addresses
+  std::vector<uint32_t> free_;
+  uint64_t live_ = 0;
+};
+
+struct Cookie {
+  PacketType type = PacketType::kAck;
+  uint32_t msg = 0;
+  uint64_t address = 0;
+  uint32_t length = 0;
+  uint32_t received = 0;
+};
+
+// A message being sent: a request, a stream message or a response.
+struct Outgoing {
+  PacketType type = PacketType::kStream;
+  uint32_t txn = 0;
+  uint32_t msg = 0;
+  uint64_t address = 0;
+  uint32_t length = 0;   // msg_length (the read length for a read request)
+  uint32_t payload = 0;  // bytes carried (0 for a read request)
+  uint32_t offset = 0;
+  bool started = false;
+};
+
+struct EndpointStats {
+  uint64_t txn_started = 0;
+  uint64_t txn_ok = 0;
+  uint64_t txn_failed = 0;
+  uint64_t msgs_sent = 0;       // first packet pushed
+  uint64_t msgs_delivered = 0;  // from the peer, complete and checked
+  uint64_t data_pushed = 0;
+  uint64_t data_released = 0;
+  uint64_t retransmitted = 0;
+  uint64_t acks_sent = 0;
+  uint64_t probe_replies_sent = 0;
+  uint64_t nacks_sent = 0;
+  uint64_t unacks_sent = 0;
+  uint64_t unacks_timer = 0;
+  uint64_t frames_rx = 0;
+  uint64_t acks_rx = 0;
+  uint64_t nacks_rx = 0;
+  uint64_t unacks_rx = 0;
+  uint64_t accepted = 0;
+  uint64_t duplicates = 0;
+  uint64_t gaps = 0;
+  uint64_t outside = 0;
+  uint64_t bad_checksum = 0;
+  uint64_t stale = 0;
+  uint64_t peer_resets = 0;
+  uint64_t downs = 0;
+  uint64_t invalid_acks = 0;
+  uint64_t unknown_txn = 0;
+  uint64_t errors = 0;             // payload, order or framing mismatches
+  uint64_t out_of_order_msgs = 0;  // a delivered msg not last + 1
+};
+
+class Simulation;
+
+class Endpoint {
+ public:
+  Endpoint(Simulation* sim, int id, const ChannelConfig& config, uint32_t epoch,
+           uint64_t seed, uint64_t transactions)
+      : sim_(sim),
+        id_(id),
+        config_(config),
+        session_(epoch),
+        tx_(config),
+        rx_(config),
+        table_(config.max_transactions),
+        rng_(seed),
+        to_start_(transactions) {}
+
+  // A frame from the network.
+  void OnFrame(uint32_t f, uint64_t now);
+  // Timers; then sends what is due.
+  void OnWake(uint64_t now);
+  uint64_t NextWake() const {
+    return std::min(tx_.timer_deadline(), rx_.ack_deadline());
+  }
+  // Sends data while the window allows, then any due ACK.
+  void Pump(uint64_t now);
+
+  // The process dies and comes back with a new epoch and nothing.
+  void Restart(uint64_t now, uint32_t new_epoch);
+
+  bool Idle() const {
+    return to_start_ == 0 && table_.count() == 0 && !current_ &&
+           responses_.empty() && tx_.in_flight_packets() == 0;
+  }
+  const EndpointStats& stats() const { return stats_; }
+  const Session& session() const { return session_; }
+  const SendWindow<uint32_t>& tx() const { return tx_; }
+  uint32_t pending_txns() const { return table_.count(); }
+  uint64_t down_at() const { return down_at_; }
+  uint64_t last_progress() const { return last_progress_; }
+  void AddTransactions(uint64_t n) { to_start_ += n; }
+  // Per message id of the peer's direction: times delivered.
+  const std::vector<uint8_t>& delivered() const { return delivered_; }
+  const std::vector<uint32_t>& completed_msgs() const {
+    return completed_msgs_;
+  }
+  uint64_t held_frames() const { return held_; }
+  // State right after the last channel reset (down, peer reset, restart).
+  struct Snapshot {
+    EndpointStats stats;
+    uint32_t pending = 0;
+    uint64_t held = 0;
+  };
+  const Snapshot& at_reset() const { return at_reset_; }
+
+ private:
+  void SendControl(PacketType type, uint8_t flags, uint64_t now);
+  bool SendNextPacket(uint64_t now);  // false: nothing (more) to send now
+  void Deliver(const Frame& f);
+  void Complete(uint32_t txn, PacketType type);
+  void ResetChannel(Status status);
+  void GoDown(uint64_t now);
+  void Release(uint32_t f, uint32_t txn, bool completes_txn);
+  void ReleaseOnReset(uint32_t f);
+  void Retransmit(uint32_t f, uint64_t now);
+  void NewRequest();
+  uint32_t RandomLength();
+
+  Simulation* sim_;
+  int id_;
+  ChannelConfig config_;
+  Session session_;
+  SendWindow<uint32_t> tx_;
+  ReceiveWindow rx_;
+  TransactionTable<Cookie> table_;
+  std::mt19937_64 rng_;
+  uint64_t to_start_;
+  std::optional<Outgoing> current_;
+  std::deque<Outgoing> responses_;
+  uint32_t next_msg_ = 0;
+  // Reassembly of the peer's current message.
+  bool in_msg_ = false;
+  Header msg_hdr_;
+  uint32_t msg_next_offset_ = 0;
+  bool msg_ok_ = true;
+  // Delivery checks.
+  std::vector<uint8_t> delivered_;
+  std::optional<uint32_t> last_msg_;      // in this session
+  std::vector<uint32_t> completed_msgs_;  // our stream/write msgs confirmed
+  uint64_t held_ = 0;
+  uint64_t down_at_ = UINT64_MAX;
+  uint64_t last_progress_ = 0;
+  EndpointStats stats_;
+  Snapshot at_reset_;
+};
+
+class Simulation {
+ public:
+  Simulation(uint64_t seed, const ChannelConfig& config,
+             const Impairments& impairments, uint64_t transactions)
+      : config_(config), impairments_(impairments), rng_(seed) {
+    for (int i = 0; i < 2; ++i) {
+      endpoints_.emplace_back(this, i, config, NewEpoch(),
+                              Mix(seed * 2 + i + 1), transactions);
+    }
+  }
+
+  uint32_t NewEpoch() {
+    uint32_t e = 0;
+    while (e == 0) e = static_cast<uint32_t>(rng_());
+    return e;
+  }
+
+  // Sends frame `f` (ownership passes to the network) from endpoint `from`.
+  void Transmit(int from, uint32_t f, uint64_t now) {
+    Frame& frame = pool_[f];
+    frame.checksum = Checksum(frame);
+    ++net_.sent;
+    uint64_t& link = link_free_[from];
+    const uint64_t departure = std::max(now, link);
+    link = departure + 20 + frame.length;  // ~8 Gbit/s with overhead
+    if (Chance(impairments_.loss)) {
+      ++net_.lost;
+      pool_.Free(f);
+      return;
+    }
+    if (Chance(impairments_.duplicate)) {
+      ++net_.duplicated;
+      const uint32_t copy = pool_.Copy(f);
+      Enqueue(1 - from, copy, departure + kDelayNs + Uniform(0, 20'000));
+    }
+    uint64_t arrival = departure + kDelayNs;
+    if (Chance(impairments_.reorder)) {
+      ++net_.reordered;
+      arrival += Uniform(2'000, 30'000);
+    }
+    if (Chance(impairments_.corrupt)) {
+      ++net_.corrupted;
+      Corrupt(frame);
+    }
+    Enqueue(1 - from, f, arrival);
+  }
+
+  // Runs until nothing is left to do, `stop` says so, or `until`.
+  template <typename Stop>
+  uint64_t Run(uint64_t until, Stop&& stop) {
+    if (!started_) {
+      started_ = true;
+      for (int i = 0; i < 2; ++i) endpoints_[i].Pump(now_);
+    }
+    for (;;) {
+      const uint64_t tq = queue_.empty() ? UINT64_MAX : queue_.top().time;
+      uint64_t tw[2] = {UINT64_MAX, UINT64_MAX};
+      for (int i = 0; i < 2; ++i) {
+        if (alive_[i]) tw[i] = std::max(now_, endpoints_[i].NextWake());
+      }
+      const uint64_t next = std::min({tq, tw[0], tw[1]});
+      if (next == UINT64_MAX || next > until) break;
+      now_ = next;
+      if (tq == next) {
+        const InFlight in = queue_.top();
+        queue_.pop();
+        if (!alive_[in.to]) {
+          ++net_.blackholed;
+          pool_.Free(in.frame);
+        } else {
+          ++net_.arrived;
+          endpoints_[in.to].OnFrame(in.frame, now_);
+        }
+      } else {
+        endpoints_[tw[0] == next ? 0 : 1].OnWake(now_);
+      }
+      ++events_;
+      if (stop()) break;
+    }
+    return now_;
+  }
+  uint64_t Run(uint64_t until) {
+    return Run(until, [] { return false; });
+  }
+
+  Endpoint& ep(int i) { return endpoints_[i]; }
+  Pool& pool() { return pool_; }
+  const NetStats& net() const { return net_; }
+  uint64_t now() const { return now_; }
+  uint64_t events() const { return events_; }
+  size_t queued() const { return queue_.size(); }
+  void Kill(int i) { alive_[i] = false; }
+  bool Alive(int i) const { return alive_[i]; }
+  std::mt19937_64& rng() { return rng_; }
+
+  static constexpr uint64_t kDelayNs = 5'000;
+
+ private:
+  struct InFlight {
+    uint64_t time;
+    uint64_t order;
+    uint32_t frame;
+    int to;
+    bool operator>(const InFlight& o) const {
+      return time != o.time ? time > o.time : order > o.order;
+    }
+  };
+
+  bool Chance(double p) {
+    return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p;
+  }
+  uint64_t Uniform(uint64_t lo, uint64_t hi) {
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_);
+  }
+  void Enqueue(int to, uint32_t f, uint64_t time) {
+    queue_.push({time, order_++, f, to});
+  }
+  void Corrupt(Frame& frame) {
+    const uint8_t bit = static_cast<uint8_t>(1u << Uniform(0, 7));
+    if (frame.length > 0 && Chance(0.7)) {
+      frame.payload[Uniform(0, frame.length - 1)] ^= bit;
+      return;
+    }
+    switch (Uniform(0, 3)) {
+      case 0:
+        frame.hdr.seq ^= bit;
+        break;
+      case 1:
+        frame.hdr.ack ^= bit;
+        break;
+      case 2:
+        frame.hdr.txn ^= bit;
+        break;
+      default:
+        frame.hdr.flags ^= bit;
+        break;
+    }
+  }
+
+  ChannelConfig config_;
+  Impairments impairments_;
+  std::mt19937_64 rng_;
+  Pool pool_;
+  std::deque<Endpoint> endpoints_;
+  std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>>
+      queue_;
+  uint64_t order_ = 0;
+  uint64_t link_free_[2] = {0, 0};
+  bool alive_[2] = {true, true};
+  uint64_t now_ = 0;
+  uint64_t events_ = 0;
+  bool started_ = false;
+  NetStats net_;
+};
+
+// ------------------------------------------------------------ Endpoint
+
+uint32_t Endpoint::RandomLength() {
+  const uint64_t r = rng_() % 100;
+  if (r < 60) return 1 + rng_() % 256;             // small
+  if (r < 90) return 257 + rng_() % (1500 - 256);  // medium
+  return 1501 + rng_() % (4096 - 1500);            // large
+}
+
+void Endpoint::NewRequest() {
+  Outgoing out;
+  const uint64_t kind = rng_() % 10;
+  out.type = kind < 4   ? PacketType::kStream
+             : kind < 7 ? PacketType::kWriteRequest
+                        : PacketType::kReadRequest;
+  out.length = RandomLength();
+  out.payload = out.type == PacketType::kReadRequest ? 0 : out.length;
+  Cookie cookie;
+  cookie.type = out.type;
+  cookie.length = out.length;
+  if (out.type == PacketType::kReadRequest) {
+    out.address = rng_();  // the response's pattern
+  }
+  cookie.address = out.address;
+  out.txn = table_.Begin(out.type, cookie);
+  --to_start_;
+  ++stats_.txn_started;
+  current_ = out;
+}
+
+void Endpoint::SendControl(PacketType type, uint8_t flags, uint64_t now) {
+  const uint32_t f = sim_->pool().Alloc();
+  Frame& frame = sim_->pool()[f];
+  frame.hdr = Header{};
+  frame.hdr.type = type;
+  frame.hdr.flags = flags;
+  frame.hdr.src_epoch = session_.my_epoch();
+  frame.hdr.dst_epoch = session_.peer_epoch();
+  frame.hdr.ack = rx_.expected();
+  frame.length = 0;
+  sim_->Transmit(id_, f, now);
+}
+
+bool Endpoint::SendNextPacket(uint64_t now) {
+  if (!current_) {
+    if (!responses_.empty()) {
+      current_ = responses_.front();
+      responses_.pop_front();
+    } else if (to_start_ > 0 && !table_.Full()) {
+      NewRequest();
+    } else {
+      return false;
+    }
+  }
+  Outgoing& out = *current_;
+  const uint32_t bytes = std::min(out.payload - out.offset, kMaxPayload);
+  if (!tx_.CanSend(bytes)) {
+    if (tx_.UnackDueOnFullWindow(now)) {
+      ++stats_.unacks_sent;
+      SendControl(PacketType::kUnack, 0, now);
+    }
+    return false;
+  }
+  if (!out.started) {
+    out.started = true;
+    out.msg = next_msg_++;
+    // Streams and writes carry a pattern the receiver can check from the
+    // message id alone; reads and read responses the requester's address.
+    if (out.type == PacketType::kStream ||
+        out.type == PacketType::kWriteRequest) {
+      out.address = MessageAddress(id_, out.msg);
+      if (Cookie* c = table_.Find(out.txn, out.type)) c->msg = out.msg;
+    }
+    ++stats_.msgs_sent;
+  }
+  const bool last = out.offset + bytes >= out.payload;
+  const uint32_t f = sim_->pool().Alloc();
+  Frame& frame = sim_->pool()[f];
+  Header& h = frame.hdr;
+  h = Header{};
+  h.type = out.type;
+  h.flags = static_cast<uint8_t>((out.offset == 0 ? kFlagFirst : 0) |
+                                 (last ? kFlagLast : 0));
+  h.src_epoch = session_.my_epoch();
+  h.dst_epoch = session_.peer_epoch();
+  h.seq = tx_.next_seq();
+  h.ack = rx_.expected();
+  h.txn = out.txn;
+  h.key = out.msg;
+  h.address = out.address;
+  h.msg_length = out.length;
+  h.msg_offset = out.offset;
+  h.payload_length = static_cast<uint16_t>(bytes);
+  frame.length = bytes;
+  for (uint32_t i = 0; i < bytes; ++i) {
+    frame.payload[i] = PatternByte(out.address, out.offset + i);
+  }
+  // Ask for an ACK now when the window is nearly full or a stream message
+  // (which completes on its ACK) ends.
+  if (tx_.in_flight_packets() + 1 >= config_.window_packets * 3 / 4 ||
+      (last && out.type == PacketType::kStream)) {
+    h.flags |= kFlagAckNow;
+  }
+  frame.held = true;
+  ++held_;
+  ++stats_.data_pushed;
+  tx_.Push(f, bytes, out.txn, last && out.type == PacketType::kStream, now);
+  rx_.OnAckSent();  // the piggybacked ack
+  sim_->Transmit(id_, sim_->pool().Copy(f), now);
+  out.offset += bytes;
+  if (last) current_.reset();
+  return true;
+}
+
+void Endpoint::Pump(uint64_t now) {
+  if (rx_.probe_reply_due()) {
+    ++stats_.probe_replies_sent;
+    SendControl(PacketType::kAck, kFlagProbeReply, now);
+    rx_.OnAckSent();
+  }
+  while (SendNextPacket(now)) {
+  }
+  if (rx_.AckDue(now)) {
+    ++stats_.acks_sent;
+    SendControl(PacketType::kAck, 0, now);
+    rx_.OnAckSent();
+  }
+}
+
+void Endpoint::Release(uint32_t f, uint32_t txn, bool completes_txn) {
+  Frame& frame = sim_->pool()[f];
+  if (!frame.held) ++stats_.errors;  // released twice
+  --held_;
+  ++stats_.data_released;
+  sim_->pool().Free(f);
+  if (completes_txn) Complete(txn, PacketType::kStream);
+}
+
+void Endpoint::ReleaseOnReset(uint32_t f) {
+  if (!sim_->pool()[f].held) ++stats_.errors;
+  --held_;
+  ++stats_.data_released;
+  sim_->pool().Free(f);
+}
+
+void Endpoint::Retransmit(uint32_t f, uint64_t now) {
+  Frame& held = sim_->pool()[f];
+  if (!held.held) ++stats_.errors;
+  ++stats_.retransmitted;
+  const uint32_t copy = sim_->pool().Copy(f);
+  // The clone goes out with the current ack (the dataplane rewrites it
+  // before the checksum too).
+  sim_->pool()[copy].hdr.ack = rx_.expected();
+  rx_.OnAckSent();
+  sim_->Transmit(id_, copy, now);
+}
+
+void Endpoint::Complete(uint32_t txn, PacketType type) {
+  Cookie* c = table_.Find(txn, type);
+  if (c == nullptr) {
+    ++stats_.unknown_txn;
+    return;
+  }
+  if (type != PacketType::kReadRequest) completed_msgs_.push_back(c->msg);
+  table_.End(txn);
+  ++stats_.txn_ok;
+}
+
+void Endpoint::Deliver(const Frame& f) {
+  const Header& h = f.hdr;
+  if (h.first()) {
+    if (in_msg_) ++stats_.errors;  // a message cut short
+    in_msg_ = true;
+    msg_hdr_ = h;
+    msg_next_offset_ = 0;
+    msg_ok_ = true;
+  } else if (!in_msg_ || h.key != msg_hdr_.key || h.type != msg_hdr_.type) {
+    ++stats_.errors;
+    return;
+  }
+  if (h.msg_offset != msg_next_offset_ || h.txn != msg_hdr_.txn ||
+      h.address != msg_hdr_.address || h.msg_length != msg_hdr_.msg_length) {
+    msg_ok_ = false;
+  }
+  for (uint32_t i = 0; i < f.length; ++i) {
+    if (f.payload[i] != PatternByte(h.address, h.msg_offset + i)) {
+      msg_ok_ = false;
+      break;
+    }
+  }
+  msg_next_offset_ += f.length;
+  if (h.type == PacketType::kReadResponse) {
+    Cookie* c = table_.Find(h.txn, PacketType::kReadRequest);
+    if (c == nullptr || c->address != h.address || c->length != h.msg_length) {
+      msg_ok_ = false;
+    } else {
+      c->received += f.length;
+    }
+  } else if (h.type == PacketType::kStream ||
+             h.type == PacketType::kWriteRequest) {
+    if (h.address != MessageAddress(1 - id_, h.key)) msg_ok_ = false;
+  }
+  if (!h.last()) return;
+  in_msg_ = false;
+  const uint32_t expected_length =
+      h.type == PacketType::kReadRequest || h.type == PacketType::kWriteResponse
+          ? 0
+          : h.msg_length;
+  if (msg_next_offset_ != expected_length) msg_ok_ = false;
+  if (!msg_ok_) {
+    ++stats_.errors;
+    return;
+  }
+  // Exactly once, in order.
+  const uint32_t msg = h.key;
+  if (delivered_.size() <= msg) delivered_.resize(msg + 1, 0);
+  ++delivered_[msg];
+  if (last_msg_ && SeqDiff(msg, *last_msg_) <= 0) ++stats_.errors;
+  if (last_msg_ && msg != *last_msg_ + 1) ++stats_.out_of_order_msgs;
+  last_msg_ = msg;
+  ++stats_.msgs_delivered;
+  switch (h.type) {
+    case PacketType::kWriteRequest: {
+      Outgoing out;
+      out.type = PacketType::kWriteResponse;
+      out.txn = h.txn;
+      responses_.push_back(out);
+      break;
+    }
+    case PacketType::kReadRequest: {
+      Outgoing out;
+      out.type = PacketType::kReadResponse;
+      out.txn = h.txn;
+      out.address = h.address;
+      out.length = h.msg_length;
+      out.payload = h.msg_length;
+      responses_.push_back(out);
+      break;
+    }
+    case PacketType::kWriteResponse:
+      Complete(h.txn, PacketType::kWriteRequest);
+      break;
+    case PacketType::kReadResponse: {
+      Cookie* c = table_.Find(h.txn, PacketType::kReadRequest);
+      if (c == nullptr || c->received != c->length) {
+        ++stats_.errors;
+        return;
+      }
+      Complete(h.txn, PacketType::kReadRequest);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void Endpoint::OnFrame(uint32_t f, uint64_t now) {
+  Frame& frame = sim_->pool()[f];
+  ++stats_.frames_rx;
+  if (Checksum(frame) != frame.checksum) {
+    ++stats_.bad_checksum;
+    sim_->pool().Free(f);
+    return;
+  }
+  const Header& h = frame.hdr;
+  switch (session_.Check(h.src_epoch, h.dst_epoch)) {
+    case Session::Verdict::kStale:
+      ++stats_.stale;
+      sim_->pool().Free(f);
+      return;
+    case Session::Verdict::kPeerReset:
+      ++stats_.peer_resets;
+      ResetChannel(Status::kPeerReset);
+      break;
+    case Session::Verdict::kOk:
+      break;
+  }
+  // Every packet carries the peer's cumulative ack of our direction.
+  switch (tx_.OnAck(h.ack, now,
+                    [this](uint32_t handle, uint32_t txn, bool completes) {
+                      Release(handle, txn, completes);
+                    })) {
+    case SendWindow<uint32_t>::AckVerdict::kProgress:
+      last_progress_ = now;
+      break;
+    case SendWindow<uint32_t>::AckVerdict::kInvalid:
+      ++stats_.invalid_acks;
+      break;
+    case SendWindow<uint32_t>::AckVerdict::kNoChange:
+      break;
+  }
+  auto retransmit = [this, now](uint32_t handle) { Retransmit(handle, now); };
+  switch (h.type) {
+    case PacketType::kNack:
+      ++stats_.nacks_rx;
+      tx_.GoBackN(h.ack, now, retransmit);
+      break;
+    case PacketType::kAck:
+      ++stats_.acks_rx;
+      if ((h.flags & kFlagProbeReply) != 0) {
+        tx_.GoBackN(h.ack, now, retransmit);
+      }
+      break;
+    case PacketType::kUnack:
+      ++stats_.unacks_rx;
+      rx_.OnUnack();
+      break;
+    default: {
+      const auto result =
+          rx_.OnPacket(h.seq, (h.flags & kFlagAckNow) != 0, now);
+      switch (result.verdict) {
+        case ReceiveWindow::Verdict::kAccept:
+          ++stats_.accepted;
+          Deliver(frame);
+          break;
+        case ReceiveWindow::Verdict::kDuplicate:
+          ++stats_.duplicates;
+          break;
+        case ReceiveWindow::Verdict::kGap:
+          ++stats_.gaps;
+          if (result.send_nack) {
+            ++stats_.nacks_sent;
+            SendControl(PacketType::kNack, 0, now);
+          }
+          break;
+        case ReceiveWindow::Verdict::kOutside:
+          ++stats_.outside;
+          break;
+      }
+    }
+  }
+  sim_->pool().Free(f);
+  Pump(now);
+}
+
+void Endpoint::OnWake(uint64_t now) {
+  switch (tx_.OnTimer(now)) {
+    case SendWindow<uint32_t>::TimerVerdict::kSendUnack:
+      ++stats_.unacks_sent;
+      ++stats_.unacks_timer;
+      SendControl(PacketType::kUnack, 0, now);
+      break;
+    case SendWindow<uint32_t>::TimerVerdict::kDown:
+      GoDown(now);
+      break;
+    case SendWindow<uint32_t>::TimerVerdict::kIdle:
+      break;
+  }
+  Pump(now);
+}
+
+void Endpoint::ResetChannel(Status status) {
+  tx_.Reset(
+      [this](uint32_t handle, uint32_t, bool) { ReleaseOnReset(handle); });
+  rx_.Reset();
+  table_.EndAll([this, status](uint32_t, const Cookie&) {
+    EXPECT_NE(status, Status::kOk);
+    ++stats_.txn_failed;
+  });
+  current_.reset();
+  responses_.clear();
+  in_msg_ = false;
+  last_msg_.reset();
+  at_reset_ = {stats_, table_.count(), held_};
+}
+
+void Endpoint::GoDown(uint64_t now) {
+  ++stats_.downs;
+  if (down_at_ == UINT64_MAX) down_at_ = now;
+  ResetChannel(Status::kPeerDown);
+  session_.Restart(sim_->NewEpoch());
+}
+
+void Endpoint::Restart(uint64_t now, uint32_t new_epoch) {
+  ResetChannel(Status::kAborted);
+  session_.Restart(new_epoch);
+  Pump(now);
+}
+
+// ------------------------------------------------------------ the tests
+
+ChannelConfig SimConfig() {
+  ChannelConfig config;
+  config.window_packets = 64;
+  config.window_bytes = 16 << 10;
+  config.max_transactions = 16;
+  config.ack_every = 8;
+  config.ack_delay_ns = 20'000;
+  config.rto_ns = 1'000'000;
+  config.rto_max_ns = 16'000'000;
+  config.max_retries = 8;
+  config.nack_interval_ns = 200'000;
+  config.receive_span = 1u << 20;
+  return config;
+}
+
+Impairments Lossy() {
+  Impairments imp;
+  imp.loss = 0.05;
+  imp.reorder = 0.02;
+  imp.duplicate = 0.01;
+  imp.corrupt = 0.005;
+  return imp;
+}
+
+void ExpectExactlyOnce(Endpoint& receiver, Endpoint& sender,
+                       bool allow_missing) {
+  const auto& delivered = receiver.delivered();
+  uint64_t once = 0;
+  for (size_t m = 0; m < delivered.size(); ++m) {
+    ASSERT_LE(delivered[m], 1) << "message " << m << " delivered twice";
+    if (delivered[m] == 1) ++once;
+    if (!allow_missing) {
+      ASSERT_EQ(delivered[m], 1) << "message " << m << " lost";
+    }
+  }
+  EXPECT_EQ(once, receiver.stats().msgs_delivered);
+  // Every stream or write the sender saw complete arrived.
+  for (uint32_t m : sender.completed_msgs()) {
+    ASSERT_LT(m, delivered.size());
+    ASSERT_EQ(delivered[m], 1) << "completed message " << m;
+  }
+}
+
+class ChannelSimTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(ChannelSimTest, LossyChannelDeliversEverythingExactlyOnceInOrder) {
+  const uint64_t kTransactions = 100'000;
+  const ChannelConfig config = SimConfig();
+  Simulation sim(GetParam(), config, Lossy(), kTransactions);
+  const uint64_t end = sim.Run(uint64_t{3600} * 1'000'000'000);
+  Endpoint& a = sim.ep(0);
+  Endpoint& b = sim.ep(1);
+  ASSERT_TRUE(a.Idle());
+  ASSERT_TRUE(b.Idle());
+  EXPECT_EQ(sim.queued(), 0u);
+  for (int i = 0; i < 2; ++i) {
+    const Endpoint& e = sim.ep(i);
+    const EndpointStats& s = e.stats();
+    const EndpointStats& peer = sim.ep(1 - i).stats();
+    SCOPED_TRACE("endpoint " + std::to_string(i));
+    EXPECT_EQ(s.txn_started, kTransactions);
+    EXPECT_EQ(s.txn_ok, kTransactions);
+    EXPECT_EQ(s.txn_failed, 0u);
+    EXPECT_EQ(e.pending_txns(), 0u);
+    EXPECT_EQ(s.errors, 0u);
+    EXPECT_EQ(s.out_of_order_msgs, 0u);
+    EXPECT_EQ(s.unknown_txn, 0u);
+    // An ack more than a window behind base counts as invalid: only a frame
+    // held back in the network (reordered or duplicated) can carry one.
+    EXPECT_LE(s.invalid_acks, sim.net().reordered + sim.net().duplicated);
+    EXPECT_EQ(s.downs, 0u);
+    EXPECT_EQ(s.peer_resets, 0u);
+    EXPECT_EQ(s.stale, 0u);
+    EXPECT_EQ(s.outside, 0u);
+    EXPECT_GE(s.msgs_delivered, 100'000u);
+    // Counters add up: each message the peer sent arrived once; each packet
+    // the peer pushed was accepted once and released once.
+    EXPECT_EQ(s.msgs_delivered, peer.msgs_sent);
+    EXPECT_EQ(s.accepted, peer.data_pushed);
+    EXPECT_EQ(s.data_pushed, s.data_released);
+    EXPECT_EQ(e.held_frames(), 0u);
+    EXPECT_EQ(e.tx().in_flight_packets(), 0u);
+    EXPECT_EQ(e.tx().in_flight_bytes(), 0u);
+    EXPECT_EQ(s.frames_rx, s.bad_checksum + s.stale + s.acks_rx + s.nacks_rx +
+                               s.unacks_rx + s.accepted + s.duplicates +
+                               s.gaps + s.outside);
+    ExpectExactlyOnce(sim.ep(i), sim.ep(1 - i), /*allow_missing=*/false);
+  }
+  const NetStats& n = sim.net();
+  const EndpointStats& sa = a.stats();
+  const EndpointStats& sb = b.stats();
+  // Frames: every one sent or duplicated was lost or arrived; the corrupted
+  // ones were all caught by the checksum.
+  EXPECT_EQ(n.sent + n.duplicated, n.lost + n.arrived);
+  EXPECT_EQ(n.sent, sa.data_pushed + sa.retransmitted + sa.acks_sent +
+                        sa.probe_replies_sent + sa.nacks_sent + sa.unacks_sent +
+                        sb.data_pushed + sb.retransmitted + sb.acks_sent +
+                        sb.probe_replies_sent + sb.nacks_sent + sb.unacks_sent);
+  EXPECT_EQ(n.arrived, sa.frames_rx + sb.frames_rx);
+  EXPECT_EQ(sa.bad_checksum + sb.bad_checksum, n.corrupted);
+  EXPECT_EQ(sim.pool().live(), 0u);  // no frame leaked anywhere
+  std::printf(
+      "seed %llu: %.3f s simulated, %llu events; msgs A->B %llu B->A %llu; "
+      "retransmitted A %llu B %llu; NACKs A %llu B %llu; UNACKs A %llu B "
+      "%llu (timer %llu/%llu); probe replies %llu/%llu; ACKs %llu/%llu; "
+      "net sent %llu lost %llu dup %llu reord %llu corrupt %llu\n",
+      static_cast<unsigned long long>(GetParam()), end / 1e9,
+      static_cast<unsigned long long>(sim.events()),
+      static_cast<unsigned long long>(sb.msgs_delivered),
+      static_cast<unsigned long long>(sa.msgs_delivered),
+      static_cast<unsigned long long>(sa.retransmitted),
+      static_cast<unsigned long long>(sb.retransmitted),
+      static_cast<unsigned long long>(sa.nacks_sent),
+      static_cast<unsigned long long>(sb.nacks_sent),
+      static_cast<unsigned long long>(sa.unacks_sent),
+      static_cast<unsigned long long>(sb.unacks_sent),
+      static_cast<unsigned long long>(sa.unacks_timer),
+      static_cast<unsigned long long>(sb.unacks_timer),
+      static_cast<unsigned long long>(sa.probe_replies_sent),
+      static_cast<unsigned long long>(sb.probe_replies_sent),
+      static_cast<unsigned long long>(sa.acks_sent),
+      static_cast<unsigned long long>(sb.acks_sent),
+      static_cast<unsigned long long>(n.sent),
+      static_cast<unsigned long long>(n.lost),
+      static_cast<unsigned long long>(n.duplicated),
+      static_cast<unsigned long long>(n.reordered),
+      static_cast<unsigned long long>(n.corrupted));
+}
+
+TEST_P(ChannelSimTest, PeerThatDisappearsIsDeclaredDown) {
+  const ChannelConfig config = SimConfig();
+  Simulation sim(GetParam(), config, Lossy(), 1'000'000);
+  Endpoint& a = sim.ep(0);
+  // 20 ms of traffic, then B vanishes while A has unacknowledged packets.
+  sim.Run(20'000'000);
+  sim.Run(UINT64_MAX, [&] { return a.tx().in_flight_packets() > 0; });
+  const uint64_t kill_at = sim.now();
+  ASSERT_GT(a.stats().txn_ok, 100u);
+  ASSERT_EQ(a.stats().downs, 0u);
+  sim.Kill(1);
+  const uint64_t limit = kill_at + DownAfterNs(config) + 10 * config.rto_ns;
+  sim.Run(limit, [&] { return a.stats().downs > 0; });
+  ASSERT_EQ(a.stats().downs, 1u);
+  const uint64_t down_after = a.down_at() - kill_at;
+  EXPECT_LE(down_after, DownAfterNs(config) + config.rto_ns);
+  // At the down: everything pending was ended, every held packet released.
+  const Endpoint::Snapshot& d = a.at_reset();
+  EXPECT_EQ(d.pending, 0u);
+  EXPECT_EQ(d.held, 0u);
+  EXPECT_GT(d.stats.txn_failed, 0u);
+  EXPECT_EQ(d.stats.txn_started, d.stats.txn_ok + d.stats.txn_failed);
+  EXPECT_EQ(d.stats.data_pushed, d.stats.data_released);
+  EXPECT_EQ(a.stats().errors, 0u);
+  EXPECT_EQ(a.session().peer_epoch(), 0u);  // a new session of its own
+  std::printf("seed %llu: down %.3f ms after the peer vanished (bound %.3f)\n",
+              static_cast<unsigned long long>(GetParam()), down_after / 1e6,
+              (DownAfterNs(config) + config.rto_ns) / 1e6);
+}
+
+TEST_P(ChannelSimTest, PeerRestartResynchronises) {
+  const ChannelConfig config = SimConfig();
+  Simulation sim(GetParam(), config, Lossy(), 1'000'000);
+  Endpoint& a = sim.ep(0);
+  Endpoint& b = sim.ep(1);
+  sim.Run(20'000'000);
+  // Restart while A has unacknowledged packets on their way to B.
+  sim.Run(UINT64_MAX,
+          [&] { return a.tx().in_flight_packets() > 0 && sim.queued() > 0; });
+  ASSERT_GT(a.tx().in_flight_packets(), 0u);
+  const uint32_t old_b_epoch = b.session().my_epoch();
+  const uint64_t a_before = a.stats().msgs_delivered;
+  const uint64_t b_before = b.stats().msgs_delivered;
+  ASSERT_GT(a_before, 100u);
+  ASSERT_GT(b_before, 100u);
+  // B crashes and comes back with a new epoch and no state; frames of its
+  // old session are still in flight both ways.
+  b.Restart(sim.now(), sim.NewEpoch());
+  EXPECT_EQ(b.at_reset().held, 0u);
+  EXPECT_EQ(b.at_reset().pending, 0u);
+  const uint64_t a_mark = a.stats().msgs_delivered + 2000;
+  const uint64_t b_mark = b.stats().msgs_delivered + 2000;
+  sim.Run(sim.now() + 10'000'000'000, [&] {
+    return a.stats().msgs_delivered >= a_mark &&
+           b.stats().msgs_delivered >= b_mark;
+  });
+  EXPECT_GE(a.stats().msgs_delivered, a_mark);
+  EXPECT_GE(b.stats().msgs_delivered, b_mark);
+  EXPECT_EQ(a.stats().peer_resets, 1u);
+  EXPECT_EQ(b.stats().peer_resets, 0u);  // it reset itself
+  EXPECT_EQ(a.stats().downs, 0u);
+  EXPECT_EQ(b.stats().downs, 0u);
+  EXPECT_NE(b.session().my_epoch(), old_b_epoch);
+  EXPECT_EQ(a.session().peer_epoch(), b.session().my_epoch());
+  EXPECT_EQ(b.session().peer_epoch(), a.session().my_epoch());
+  EXPECT_GT(a.stats().txn_failed, 0u);  // pending at the reset: failed
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("endpoint " + std::to_string(i));
+    const EndpointStats& s = sim.ep(i).stats();
+    EXPECT_EQ(s.errors, 0u);
+    EXPECT_EQ(s.unknown_txn, 0u);
+    EXPECT_LE(s.invalid_acks, sim.net().reordered + sim.net().duplicated);
+    EXPECT_EQ(s.txn_started,
+              s.txn_ok + s.txn_failed + sim.ep(i).pending_txns());
+    EXPECT_EQ(s.data_pushed, s.data_released + sim.ep(i).held_frames());
+    EXPECT_EQ(sim.ep(i).held_frames(), sim.ep(i).tx().in_flight_packets());
+    // Never twice, in this session or across the two.
+    ExpectExactlyOnce(sim.ep(i), sim.ep(1 - i), /*allow_missing=*/true);
+  }
+  EXPECT_GT(a.stats().stale + b.stats().stale, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ChannelSimTest, ::testing::Values(1u, 2u, 3u));
+
+}  // namespace sim
+}  // namespace
+}  // namespace spinnic::diad
