@@ -23,7 +23,6 @@ namespace {
 
 constexpr uint32_t kEventRingSize = 4096;
 constexpr uint32_t kMempoolCache = 256;
-constexpr uint32_t kSchedulerRingSize = 4096;
 
 // Region addresses: random 4 KiB-aligned bases in [4 GiB, 128 TiB), so that
 // neither a host address nor another region's base can be inferred.
@@ -152,14 +151,27 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
     // Frames parked in the software scheduler's rings, if it runs.
     if (workers > 1) mbufs += kSchedulerRingSize * (workers + kMaxPorts / 8);
+    // DiAD packets held for retransmission: full windows on a few busy
+    // peers. Beyond that senders wait for buffers (counted, not lost).
+    if (config.diad.enabled) {
+      mbufs += config.diad.channel.window_packets * config.diad.channels *
+               std::min<uint32_t>(config.diad.max_peers, 4);
+    }
   }
   for (const PortConfig& port : config.ports) {
     max_mtu = std::max<uint32_t>(max_mtu, port.mtu);
   }
-  // One mbuf holds a standard frame; jumbo MTUs scatter over several.
-  uint16_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+  // One mbuf holds a standard frame; jumbo MTUs scatter over several. DiAD
+  // builds each packet in one mbuf, so its path MTU sets a floor.
+  uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+  if (config.diad.enabled) {
+    data_room = std::max<uint32_t>(
+        data_room,
+        RTE_PKTMBUF_HEADROOM + diad::kEthernetBytes + config.diad.path_mtu);
+  }
   dataplane->pool_ = rte_pktmbuf_pool_create(
-      "spinnic_pkts", mbufs, kMempoolCache, 0, data_room, rte_socket_id());
+      "spinnic_pkts", mbufs, kMempoolCache, 0, static_cast<uint16_t>(data_room),
+      rte_socket_id());
   if (dataplane->pool_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot create a pool of ", mbufs, " mbufs (", rte_strerror(rte_errno),
@@ -225,6 +237,10 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     dataplane->regions_.store(dataplane->current_regions_.get());
   }
   HpuShared shared;
+  if (absl::Status status = dataplane->CreateDiad(config, &shared);
+      !status.ok()) {
+    return status;
+  }
   shared.stop = &dataplane->stop_;
   shared.table = &dataplane->table_;
   shared.regions = &dataplane->regions_;
@@ -275,6 +291,11 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
 
 Dataplane::~Dataplane() {
   Stop();
+  // HPUs (and their transports' held mbufs and queued operations) go
+  // before the rings and pools they use.
+  hpus_.clear();
+  for (rte_ring* ring : command_rings_) rte_ring_free(ring);
+  rte_mempool_free(clone_pool_);
   for (rte_ring* ring : event_rings_) rte_ring_free(ring);
   // Frames still queued between HPUs when they stopped are freed here.
   for (rte_ring* ring : inbound_rings_) FreeRing(ring);
@@ -380,6 +401,44 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
       }
     }
     regions.push_back(*std::move(region));
+  }
+  if (config.diad.kind != DiadBinding::Kind::kNone) {
+    if (!diad_config_.enabled) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "handler '", config.name,
+          "': takes DiAD messages but DiAD is off (no addresses.diad_node)"));
+    }
+    if (config.diad.kind == DiadBinding::Kind::kWrite) {
+      absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
+          FindRegion(config.diad.region_id);
+      if (!region.ok()) {
+        return absl::Status(
+            region.status().code(),
+            absl::StrCat("handler '", config.name,
+                         "': diad.write_region: ", region.status().message()));
+      }
+      if (((*region)->access() & kRemoteWrite) == 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "handler '", config.name, "': region ", config.diad.region_id,
+            " does not grant remote_write, so no DiAD write can reach it"));
+      }
+    }
+    for (const auto& ectx : current.ectxs()) {
+      const DiadBinding& other = ectx->diad();
+      bool same = other.kind == config.diad.kind &&
+                  (other.kind == DiadBinding::Kind::kStream
+                       ? other.stream_id == config.diad.stream_id
+                       : other.region_id == config.diad.region_id);
+      if (same && ectx->name() != config.name) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "handler '", config.name, "': handler '", ectx->name(),
+            "' already takes ",
+            config.diad.kind == DiadBinding::Kind::kStream
+                ? absl::StrCat("stream ", config.diad.stream_id)
+                : absl::StrCat("writes into region ", config.diad.region_id),
+            "; remove it or use replace"));
+      }
+    }
   }
   uint32_t id = 0;
   while (id < Ectx::kMaxEctxs && used[id]) ++id;
@@ -621,6 +680,13 @@ void Dataplane::PublishRegions(
                std::make_unique<const RegionTable>(std::move(regions)));
 }
 
+// Here, beside PublishTable's definition (the rest of DiAD's control side is
+// in dataplane_diad.cc).
+void Dataplane::PublishPeers(std::vector<diad::Peer> peers) {
+  PublishTable(peers_, current_peers_,
+               std::make_unique<const diad::PeerTable>(std::move(peers)));
+}
+
 StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
   absl::MutexLock lock(&mu_);
   StatsSnapshot snapshot;
@@ -677,6 +743,7 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
     }
     snapshot.ectxs.push_back(std::move(stats));
   }
+  SnapshotDiad(&snapshot.diad);
   return snapshot;
 }
 

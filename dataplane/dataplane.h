@@ -22,7 +22,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "dataplane/dataplane_config.h"
+#include "dataplane/diad/diad_op.h"
+#include "dataplane/diad/peer_table.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
@@ -46,6 +49,38 @@ struct RegionInfo {
   uint32_t access = 0;                // kLocalRead | ... bits
   uint32_t pins = 0;                  // in-flight transfers
   std::vector<std::string> bound_to;  // handler names
+};
+
+// A DiAD peer as the control side reports it (counters summed over HPUs).
+struct PeerInfo {
+  std::string name;
+  uint32_t slot = 0;
+  diad::NodeAddress node{};
+  diad::MacAddress mac{};
+  bool up = true;  // no channel of it is down
+  uint32_t channels_down = 0;
+  uint32_t in_flight_packets = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t retransmits = 0, down_events = 0, resets = 0;
+  uint64_t ops_completed = 0, ops_failed = 0;
+};
+
+// A remote operation for DiadExecute: a write or stream message of `data`,
+// or a read of `read_length` bytes, on channel `channel` of peer `peer`.
+struct DiadRequest {
+  diad::DiadOp::Kind kind = diad::DiadOp::Kind::kWrite;
+  std::string peer;
+  uint16_t channel = 0;
+  uint32_t key = 0;      // rkey (write, read) or stream id (stream)
+  uint64_t address = 0;  // remote address (write, read)
+  std::string data;
+  uint32_t read_length = 0;
+};
+
+struct DiadResult {
+  absl::Status status;  // OK, or what the peer or the transport said
+  std::string data;     // a read's bytes
+  uint64_t latency_ns = 0;
 };
 
 class Dataplane {
@@ -101,6 +136,26 @@ class Dataplane {
   // The installed ECTXs' names by id (events name their ECTX by id).
   absl::flat_hash_map<uint32_t, std::string> EctxNames() const;
 
+  // DiAD peers (docs/diad.md). FAILED_PRECONDITION without a DiAD node
+  // address; INVALID_ARGUMENT for a bad node address or MAC; ALREADY_EXISTS
+  // for a name or node address in use; RESOURCE_EXHAUSTED at max_peers.
+  absl::Status AddPeer(const diad::PeerConfig& peer);
+  // Pending operations to the peer fail (ABORTED); NOT_FOUND if unknown.
+  absl::Status RemovePeer(absl::string_view name);
+  std::vector<PeerInfo> ListPeers() const;
+  const diad::DiadConfig& diad_config() const { return diad_config_; }
+
+  // Runs remote operations and waits for all of them (or `timeout`). Each
+  // result's status maps the transport's: NOT_FOUND (no such rkey or stream
+  // on the peer), OUT_OF_RANGE, PERMISSION_DENIED, INVALID_ARGUMENT,
+  // ABORTED (a handler on the peer rejected it, the peer restarted, the
+  // peer was removed), UNAVAILABLE (the peer stopped answering),
+  // DEADLINE_EXCEEDED (still running at the timeout). Operations on one
+  // channel go out in order. The call fails as a whole only for a bad
+  // request (nothing is started then).
+  absl::StatusOr<std::vector<DiadResult>> DiadExecute(
+      std::vector<DiadRequest> requests, absl::Duration timeout);
+
   // Whether a snapshot copies every ECTX's state memory (up to
   // Ectx::kMaxStateSize each); callers that only want counters omit it.
   enum class StateCopy { kInclude, kOmit };
@@ -140,6 +195,14 @@ class Dataplane {
   // The counters of ECTX `id` summed over HPUs (only counter fields set).
   EctxStats SumEctxCounters(uint32_t id) const;
 
+  absl::Status CreateDiad(const DataplaneConfig& config, HpuShared* shared);
+  void SnapshotDiad(DiadStats* stats) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishPeers(std::vector<diad::Peer> peers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckDiadRequest(const DiadRequest& request,
+                                const diad::Peer** peer) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Guards what Snapshot reads that the control thread changes.
   mutable absl::Mutex mu_;
   rte_mempool* pool_ = nullptr;
@@ -165,6 +228,15 @@ class Dataplane {
   uint64_t region_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t max_regions_ = 0;
   uint64_t region_bytes_limit_ = 0;
+  // DiAD (dataplane_diad.cc).
+  diad::DiadConfig diad_config_;
+  diad::DiadShared diad_shared_;
+  rte_mempool* clone_pool_ = nullptr;
+  std::vector<rte_ring*> command_rings_;
+  std::atomic<uint32_t> diad_pending_ops_{0};
+  std::atomic<const diad::PeerTable*> peers_{nullptr};
+  std::unique_ptr<const diad::PeerTable> current_peers_ ABSL_GUARDED_BY(mu_);
+  uint32_t next_peer_generation_ ABSL_GUARDED_BY(mu_) = 1;
   bool started_ = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<PortStats> final_device_ ABSL_GUARDED_BY(mu_);

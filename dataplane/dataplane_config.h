@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "dataplane/diad/diad_config.h"
 #include "dataplane/match_rule.h"
 
 namespace spinnic {
@@ -30,6 +31,15 @@ struct PortConfig {
   bool promiscuous = true;
 };
 
+// Messages of a transport an ECTX takes instead of matching frames: DiAD
+// stream messages to a stream id, or DiAD writes into a region.
+struct DiadBinding {
+  enum class Kind : uint8_t { kNone, kStream, kWrite };
+  Kind kind = Kind::kNone;
+  uint32_t stream_id = 0;  // kStream
+  uint64_t region_id = 0;  // kWrite: a registered region's id
+};
+
 struct HandlerConfig {
   std::string name;
   std::string kind;
@@ -42,6 +52,7 @@ struct HandlerConfig {
   uint32_t priority = 0;
   // Ids of registered memory regions the handler may use (ctx.Regions()).
   std::vector<uint64_t> bound_regions;
+  DiadBinding diad;
 };
 
 struct DataplaneConfig {
@@ -56,6 +67,7 @@ struct DataplaneConfig {
   // Memory regions: at most this many, of at most this many bytes in all.
   uint32_t max_regions = 1024;
   uint64_t region_bytes_limit = uint64_t{64} << 20;
+  diad::DiadConfig diad;
 };
 
 }  // namespace spinnic

@@ -72,6 +72,7 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   ectx->kind_ = kind;
   ectx->instance_ = *std::move(instance);
   ectx->match_ = config.match;
+  ectx->diad_ = config.diad;
   ectx->priority_ = config.priority;
   ectx->cycle_budget_ = config.cycle_budget;
   ectx->disable_after_overruns_ = config.disable_after_overruns;

@@ -44,6 +44,7 @@ class Ectx {
   const HandlerKind& kind() const { return *kind_; }
   const HandlerInstance& instance() const { return instance_; }
   const MatchRule& match() const { return match_; }
+  const DiadBinding& diad() const { return diad_; }
   uint32_t priority() const { return priority_; }
   uint64_t cycle_budget() const { return cycle_budget_; }
   std::span<uint8_t> state() const { return {state_, state_size_}; }
@@ -70,6 +71,7 @@ class Ectx {
   const HandlerKind* kind_ = nullptr;
   HandlerInstance instance_;
   MatchRule match_;
+  DiadBinding diad_;
   uint32_t priority_ = 0;
   uint64_t cycle_budget_ = 0;
   uint32_t disable_after_overruns_ = 0;

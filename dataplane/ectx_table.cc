@@ -7,10 +7,26 @@ namespace spinnic {
 
 EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
     : ectxs_(std::move(ectxs)) {
-  for (const auto& ectx : ectxs_) port_mask_ |= ectx->match().in_port_mask;
-  if (ectxs_.size() <= kLinearMax) return;
-  for (uint32_t i = 0; i < ectxs_.size(); ++i) {
-    const MatchRule& rule = ectxs_[i]->match();
+  // Transport-bound ECTXs are found by their stream id or region, never by
+  // a frame's headers.
+  for (const auto& ectx : ectxs_) {
+    const DiadBinding& diad = ectx->diad();
+    switch (diad.kind) {
+      case DiadBinding::Kind::kNone:
+        matched_.push_back(ectx.get());
+        port_mask_ |= ectx->match().in_port_mask;
+        break;
+      case DiadBinding::Kind::kStream:
+        diad_streams_.emplace(diad.stream_id, ectx.get());
+        break;
+      case DiadBinding::Kind::kWrite:
+        diad_writes_.emplace(diad.region_id, ectx.get());
+        break;
+    }
+  }
+  if (matched_.size() <= kLinearMax) return;
+  for (uint32_t i = 0; i < matched_.size(); ++i) {
+    const MatchRule& rule = matched_[i]->match();
     Shape shape = ShapeOf(rule);
     auto it =
         std::find_if(shapes_.begin(), shapes_.end(),
@@ -91,13 +107,13 @@ const Ectx* EctxTable::MatchByShape(const ParsedFrame& frame,
     if (it == table.rules.end()) continue;
     for (uint32_t index : it->second) {
       if (index >= best) break;
-      if (ectxs_[index]->match().Matches(frame, in_port)) {
+      if (matched_[index]->match().Matches(frame, in_port)) {
         best = index;
         break;
       }
     }
   }
-  return best < ectxs_.size() ? ectxs_[best].get() : nullptr;
+  return best < matched_.size() ? matched_[best] : nullptr;
 }
 
 }  // namespace spinnic

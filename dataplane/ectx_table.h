@@ -40,12 +40,23 @@ class EctxTable {
       return nullptr;
     }
     if (shapes_.empty()) {
-      for (const auto& ectx : ectxs_) {
-        if (ectx->match().Matches(frame, in_port)) return ectx.get();
+      for (const Ectx* ectx : matched_) {
+        if (ectx->match().Matches(frame, in_port)) return ectx;
       }
       return nullptr;
     }
     return MatchByShape(frame, in_port);
+  }
+
+  // The ECTX bound to DiAD stream `stream_id`, or nullptr.
+  const Ectx* FindDiadStream(uint32_t stream_id) const {
+    auto it = diad_streams_.find(stream_id);
+    return it == diad_streams_.end() ? nullptr : it->second;
+  }
+  // The ECTX bound to DiAD writes into region `region_id`, or nullptr.
+  const Ectx* FindDiadWrite(uint64_t region_id) const {
+    auto it = diad_writes_.find(region_id);
+    return it == diad_writes_.end() ? nullptr : it->second;
   }
 
   const std::vector<std::shared_ptr<const Ectx>>& ectxs() const {
@@ -101,6 +112,10 @@ class EctxTable {
   const Ectx* MatchByShape(const ParsedFrame& frame, uint16_t in_port) const;
 
   std::vector<std::shared_ptr<const Ectx>> ectxs_;
+  // The ECTXs matched against frames, in match order (indices of shapes).
+  std::vector<const Ectx*> matched_;
+  absl::flat_hash_map<uint32_t, const Ectx*> diad_streams_;
+  absl::flat_hash_map<uint64_t, const Ectx*> diad_writes_;
   uint64_t port_mask_ = 0;
   // By `first`, so that the search can stop at the first shape that cannot
   // beat what it found.

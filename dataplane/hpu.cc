@@ -29,7 +29,13 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
       engine_(index, this, ectx_counters_) {
   std::copy_n(ports.begin(), port_count_, ports_.begin());
   shared_.burst = std::clamp<uint16_t>(shared_.burst, 1, kHpuMaxBurst);
+  if (shared_.diad != nullptr) {
+    diad_ = std::make_unique<diad::DiadEngine>(
+        index_, *shared_.diad, this, &engine_, shared_.diad_epoch_seed);
+  }
 }
+
+Hpu::~Hpu() = default;
 
 int Hpu::Run() {
   rte_rcu_qsbr_thread_online(shared_.rcu, index_);
@@ -38,6 +44,7 @@ int Hpu::Run() {
     // Everything read from the table version is out of use now.
     rte_rcu_qsbr_quiescent(shared_.rcu, index_);
   }
+  if (diad_ != nullptr) diad_->Shutdown();
   FlushAll();
   rte_rcu_qsbr_thread_offline(shared_.rcu, index_);
   return 0;
@@ -60,6 +67,7 @@ uint32_t Hpu::PollOnce() {
     received += PollInbound(*table);
     if (index_ == 0) DrainTxRings();
   }
+  if (diad_ != nullptr) diad_->Poll(*table);
   FlushAll();
   counters_.loops.Add();
   if (received != 0) counters_.busy_loops.Add();
@@ -89,6 +97,10 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
         continue;
       }
       frame = ParsedFrame();
+    }
+    if (diad_ != nullptr && diad_->ForUs(frame)) {
+      diad_->Receive(packet, frame, in, table);
+      continue;
     }
     if (scheduled) [[unlikely]] {
       uint32_t target = ScheduleTarget(frame);
@@ -138,6 +150,10 @@ uint32_t Hpu::PollInbound(const EctxTable& table) {
     ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
                &frame);
     if (frame.frame_class == FrameClass::kDrop) frame = ParsedFrame();
+    if (diad_ != nullptr && diad_->ForUs(frame)) {
+      diad_->Receive(packet, frame, packet->port, table);
+      continue;
+    }
     ProcessPacket(packet->port, packet, frame, table);
   }
   return count;

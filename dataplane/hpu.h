@@ -8,10 +8,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "dataplane/classifier.h"
 #include "dataplane/counter.h"
+#include "dataplane/diad/diad_engine.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/region_table.h"
 #include "dataplane/spin_engine.h"
@@ -27,6 +29,8 @@ namespace spinnic {
 inline constexpr uint16_t kMaxPorts = 32;
 inline constexpr uint16_t kNoPort = 0xffff;
 inline constexpr uint16_t kHpuMaxBurst = 512;
+// Size of each HPU's inbound ring and of each scheduled port's TX ring.
+inline constexpr uint32_t kSchedulerRingSize = 4096;
 
 struct alignas(64) PortCounters {
   Counter rx_packets;
@@ -88,8 +92,12 @@ struct HpuShared {
   rte_mempool* pool = nullptr;
   uint16_t burst = 32;
   uint32_t hpu_count = 1;
-  // Inbound ring of each HPU (MP/SC), for the software scheduler.
+  // Inbound ring of each HPU (MP/SC), for the software scheduler and for
+  // DiAD frames received by an HPU that does not own their channel.
   rte_ring* const* inbound = nullptr;
+  // The DiAD transport, or nullptr when no node address is configured.
+  const diad::DiadShared* diad = nullptr;
+  uint64_t diad_epoch_seed = 0;
 };
 
 class Hpu final : public ActionSink {
@@ -97,6 +105,7 @@ class Hpu final : public ActionSink {
   // `ports` holds one entry per dataplane port, in our port-index order.
   Hpu(uint32_t index, const HpuShared& shared, std::span<const HpuPort> ports,
       rte_ring* events);
+  ~Hpu();
   Hpu(const Hpu&) = delete;
   Hpu& operator=(const Hpu&) = delete;
 
@@ -106,6 +115,20 @@ class Hpu final : public ActionSink {
   // ActionSink: handler actions.
   bool EmitFrame(std::span<const uint8_t> frame, EmitPort port) override;
   bool RaiseEvent(uint32_t code, std::span<const uint8_t> data) override;
+
+  // For the transports on this HPU: queue a frame for `port`'s TX batch
+  // (counted there; consumed even when it is dropped), say which ingress
+  // port and ECTX handler actions come from, raise a transport event.
+  void Transmit(uint16_t port, rte_mbuf* packet) { Send(port, packet); }
+  void SetActionOrigin(uint16_t in_port, uint32_t ectx_id) {
+    current_in_port_ = in_port;
+    current_ectx_ = ectx_id;
+  }
+  void RaiseTransportEvent(uint32_t code, std::span<const uint8_t> data) {
+    current_ectx_ = 0;
+    RaiseEvent(code, data);
+  }
+  const diad::DiadEngine* diad() const { return diad_.get(); }
 
   uint32_t index() const { return index_; }
   const PortCounters& port_counters(uint16_t port) const {
@@ -146,6 +169,7 @@ class Hpu final : public ActionSink {
   std::array<HpuPort, kMaxPorts> ports_;
   rte_ring* events_;
   SpinEngine engine_;
+  std::unique_ptr<diad::DiadEngine> diad_;
   // Set around handler invocations so that actions know their origin.
   uint16_t current_in_port_ = kNoPort;
   uint32_t current_ectx_ = 0;

@@ -16,6 +16,7 @@ absl::StatusOr<std::unique_ptr<MemoryRegion>> MemoryRegion::Create(
   region->base_address_ = base_address;
   region->length_ = config.length;
   region->access_ = config.access;
+  region->stream_id_ = config.stream_id;
   region->data_ = static_cast<uint8_t*>(
       rte_zmalloc("spinnic_region", config.length, RTE_CACHE_LINE_SIZE));
   if (region->data_ == nullptr) {

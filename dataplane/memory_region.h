@@ -30,6 +30,9 @@ struct RegionConfig {
   std::string name;  // optional; unique when given
   uint64_t length = 0;
   uint32_t access = 0;  // kLocalRead | ... bits
+  // Non-zero: DiAD stream messages to this stream id that no handler takes
+  // land in this region, laid out as a ring (dataplane/diad/stream_ring.h).
+  uint32_t stream_id = 0;
 };
 
 class MemoryRegion {
@@ -50,6 +53,7 @@ class MemoryRegion {
   uint64_t base_address() const { return base_address_; }
   uint64_t length() const { return length_; }
   uint32_t access() const { return access_; }
+  uint32_t stream_id() const { return stream_id_; }
   std::span<uint8_t> bytes() const { return {data_, length_}; }
 
   // The bytes [address, address + length) in the network's address space,
@@ -100,6 +104,7 @@ class MemoryRegion {
   uint64_t base_address_ = 0;
   uint64_t length_ = 0;
   uint32_t access_ = 0;
+  uint32_t stream_id_ = 0;
   uint8_t* data_ = nullptr;
   mutable std::atomic<uint32_t> pins_{0};
   mutable std::atomic<bool> retiring_{false};

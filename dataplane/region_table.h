@@ -23,6 +23,9 @@ class RegionTable {
     by_rkey_.reserve(regions_.size());
     for (const auto& region : regions_) {
       by_rkey_[region->rkey()] = region.get();
+      if (region->stream_id() != 0) {
+        by_stream_[region->stream_id()] = region.get();
+      }
     }
   }
 
@@ -30,6 +33,12 @@ class RegionTable {
   const MemoryRegion* FindByRkey(uint32_t rkey) const {
     auto it = by_rkey_.find(rkey);
     return it == by_rkey_.end() ? nullptr : it->second;
+  }
+
+  // The stream region of DiAD stream `stream_id`, or nullptr.
+  const MemoryRegion* FindByStream(uint32_t stream_id) const {
+    auto it = by_stream_.find(stream_id);
+    return it == by_stream_.end() ? nullptr : it->second;
   }
 
   // In registration order.
@@ -40,6 +49,7 @@ class RegionTable {
  private:
   std::vector<std::shared_ptr<const MemoryRegion>> regions_;
   absl::flat_hash_map<uint32_t, const MemoryRegion*> by_rkey_;
+  absl::flat_hash_map<uint32_t, const MemoryRegion*> by_stream_;
 };
 
 }  // namespace spinnic

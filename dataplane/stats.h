@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataplane/classifier.h"
@@ -57,10 +58,18 @@ struct EctxStats {
   }
 };
 
+// The DiAD transport's counters summed over HPUs, by name (docs/diad.md
+// lists them); drops by reason with the "drop_" prefix.
+struct DiadStats {
+  bool enabled = false;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+};
+
 struct StatsSnapshot {
   std::vector<PortStats> ports;
   std::vector<HpuStats> hpus;
   std::vector<EctxStats> ectxs;
+  DiadStats diad;
 };
 
 }  // namespace spinnic

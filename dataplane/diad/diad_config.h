@@ -1,0 +1,54 @@
+// The DiAD transport's configuration as the dataplane sees it (plain structs;
+// control/config_loader.cc fills them from spinnic.v1.Config's `diad`).
+#ifndef SPINNIC_DATAPLANE_DIAD_DIAD_CONFIG_H_
+#define SPINNIC_DATAPLANE_DIAD_DIAD_CONFIG_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/diad/channel.h"
+#include "dataplane/diad/wire.h"
+
+namespace spinnic::diad {
+
+using NodeAddress = std::array<uint8_t, 16>;
+using MacAddress = std::array<uint8_t, 6>;
+
+struct PeerConfig {
+  std::string name;
+  NodeAddress node{};
+  MacAddress mac{};
+};
+
+struct DiadConfig {
+  // DiAD is on when a node address is configured.
+  bool enabled = false;
+  NodeAddress node{};
+  MacAddress mac{};
+  uint16_t udp_port = kDefaultUdpPort;
+  // Our index of the port that faces the DiAD network (frames to peers
+  // leave through it; DiAD frames are accepted on any port).
+  uint16_t port = 0;
+  // IPv6 MTU of the path: a packet carries path_mtu - 96 payload bytes.
+  uint16_t path_mtu = 1500;
+  // Channels per peer; channel c is served by HPU c % workers.
+  uint16_t channels = 4;
+  uint32_t max_peers = 64;
+  // Largest read, write or stream message, in bytes.
+  uint32_t max_message_bytes = 16u << 20;
+  // Operations (from gRPC or handlers) queued or in flight at once.
+  uint32_t max_pending_ops = 65536;
+  ChannelConfig channel;
+  std::vector<PeerConfig> peers;
+
+  uint32_t max_payload() const {
+    return path_mtu -
+           static_cast<uint32_t>(kIpv6Bytes + kUdpBytes + kHeaderBytes);
+  }
+};
+
+}  // namespace spinnic::diad
+
+#endif  // SPINNIC_DATAPLANE_DIAD_DIAD_CONFIG_H_

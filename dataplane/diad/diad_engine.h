@@ -1,0 +1,292 @@
+// The DiAD transport on one HPU lcore: the channels this HPU owns (channel
+// c of every peer, for c % workers == this HPU), their reliability state
+// (channel.h), the remote memory accesses they carry, and the sPIN delivery
+// of incoming write and stream messages. Everything here belongs to one
+// lcore: no locks, no allocation after construction (operations are
+// allocated by their submitter), mbufs from the dataplane's pools.
+//
+// A received DiAD frame goes: checksum and header checks (wire.h) -> peer by
+// source address -> channel (handed to its HPU if another one received it)
+// -> session epochs -> acknowledgements it carries -> receive window
+// (accept exactly the next sequence number) -> the message's handlers and
+// the region or stream deposit -> responses. docs/diad.md has the whole
+// protocol.
+#ifndef SPINNIC_DATAPLANE_DIAD_DIAD_ENGINE_H_
+#define SPINNIC_DATAPLANE_DIAD_DIAD_ENGINE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dataplane/classifier.h"
+#include "dataplane/counter.h"
+#include "dataplane/diad/channel.h"
+#include "dataplane/diad/diad_config.h"
+#include "dataplane/diad/diad_op.h"
+#include "dataplane/diad/peer_table.h"
+#include "dataplane/diad/wire.h"
+#include "dataplane/spin_engine.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_ring;
+
+namespace spinnic {
+class EctxTable;
+class Hpu;
+class MemoryRegion;
+class RegionTable;
+}  // namespace spinnic
+
+namespace spinnic::diad {
+
+// Why a DiAD frame was dropped: the parse errors of wire.h first (same
+// values), then the transport's own reasons. Names in DiadDropName().
+enum class DiadDrop : uint8_t {
+  kTruncated = static_cast<uint8_t>(ParseError::kTruncated),
+  kBadVersion,
+  kBadType,
+  kBadFlags,
+  kBadReserved,
+  kBadLength,
+  kBadChecksum,
+  kChannelMismatch,
+  kUnknownPeer,    // source address is not a configured peer
+  kBadChannel,     // channel >= the configured channels per peer
+  kStaleEpoch,     // addressed to an older session
+  kDuplicate,      // sequence number already delivered (re-ACKed)
+  kOutOfOrder,     // a gap before it (NACKed)
+  kOutsideWindow,  // sequence number far outside the window
+  kBusy,           // no room for the response yet (sender retransmits)
+  kUnknownTxn,     // a response to no pending transaction of ours
+  kInvalidAck,     // acknowledges data never sent
+  kNoFirst,        // a message continued without its FIRST packet
+  kNoBuffer,       // mbuf pool exhausted while answering
+  kHandoffFull,    // the owning HPU's inbound ring was full
+  kCount,
+};
+const char* DiadDropName(DiadDrop drop);
+inline constexpr size_t kDiadDropCount = static_cast<size_t>(DiadDrop::kCount);
+
+struct alignas(64) DiadCounters {
+  Counter rx_packets;
+  Counter rx_bytes;
+  Counter tx_data;  // sequenced packets sent (first transmissions)
+  Counter tx_bytes;
+  Counter retransmits;
+  Counter acks_sent;
+  Counter nacks_sent;
+  Counter unacks_sent;
+  Counter acks_received;
+  Counter nacks_received;
+  Counter unacks_received;
+  Counter handoffs;            // frames passed to the owning HPU
+  Counter messages_delivered;  // write and stream messages accepted whole
+  Counter bytes_delivered;
+  Counter reads_served;
+  Counter ops_completed;
+  Counter ops_failed;
+  Counter channel_down;
+  Counter peer_reset;
+  Counter stream_no_target;  // a stream message nobody takes (dropped)
+  Counter neighbor_answers;  // IPv6 neighbour solicitations answered
+  Counter neighbor_ignored;  // other ICMPv6 to the node address
+  std::array<Counter, kDiadDropCount> drops;
+
+  void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
+};
+
+// Per (HPU, peer slot): what ListPeers shows, summed over HPUs.
+struct alignas(64) DiadPeerCounters {
+  Counter tx_packets;
+  Counter tx_bytes;
+  Counter rx_packets;
+  Counter rx_bytes;
+  Counter retransmits;
+  Counter down_events;
+  Counter resets;
+  Counter ops_completed;
+  Counter ops_failed;
+  // Channels of this peer on this HPU currently down (written by the HPU).
+  std::atomic<uint32_t> channels_down{0};
+  std::atomic<uint32_t> in_flight_packets{0};
+};
+
+// Event codes the transport raises (Event.data says more; docs/diad.md).
+enum DiadEvent : uint32_t {
+  kEventDiadChannelDown = 0xffff0101,  // data: peer slot, channel (u32, u16)
+  kEventDiadPeerReset = 0xffff0102,    // data: peer slot, channel
+  kEventDiadOpFailed = 0xffff0103,     // data: slot, channel, txn, status
+};
+
+// What the engine shares with the dataplane (pointers owned by it).
+struct DiadShared {
+  const DiadConfig* config = nullptr;
+  std::atomic<const PeerTable*>* peers = nullptr;
+  std::atomic<const RegionTable*>* regions = nullptr;
+  rte_mempool* pool = nullptr;
+  // Indirect mbufs: retransmissions send clones of the held original.
+  rte_mempool* clone_pool = nullptr;
+  // Per HPU: DiadOp* submissions (MP/SC).
+  rte_ring* const* commands = nullptr;
+  // Per HPU: frames received by another HPU (the HPUs' inbound rings).
+  rte_ring* const* inbound = nullptr;
+  uint32_t hpu_count = 1;
+  // Operations queued or in flight (control side limits submissions).
+  std::atomic<uint32_t>* pending_ops = nullptr;
+};
+
+class DiadEngine {
+ public:
+  DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
+             SpinEngine* spin, uint64_t epoch_seed);
+  ~DiadEngine();
+  DiadEngine(const DiadEngine&) = delete;
+  DiadEngine& operator=(const DiadEngine&) = delete;
+
+  // Whether the classified frame is addressed to our node: a DiAD frame
+  // (UDP to our port) or ICMPv6 for our node address. Cheap: the HPU asks
+  // for every IPv6 frame.
+  bool ForUs(const ParsedFrame& frame) const {
+    return frame.layers.is_ipv6 && (frame.dst_addr == config_.node ||
+                                    (frame.layers.ip_proto == kIcmpv6 &&
+                                     frame.dst_addr == solicited_node_));
+  }
+  // Takes a frame ForUs() accepted; always consumes the mbuf (delivered,
+  // answered, handed to its HPU, or dropped and counted).
+  void Receive(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port,
+               const EctxTable& table);
+  // Timers, queued sends, ACKs, new submissions, peer table changes. Called
+  // once per HPU loop iteration after the receive bursts.
+  void Poll(const EctxTable& table);
+  // Releases every held mbuf and fails every operation (shutdown).
+  void Shutdown();
+
+  const DiadCounters& counters() const { return counters_; }
+  const DiadPeerCounters& peer_counters(uint32_t slot) const {
+    return peer_counters_[slot];
+  }
+
+ private:
+  struct ResponseJob {
+    PacketType type = PacketType::kWriteResponse;
+    Status status = Status::kOk;
+    uint32_t txn = 0;
+    uint32_t key = 0;
+    uint64_t address = 0;
+    uint32_t length = 0;
+    uint32_t sent = 0;
+    const MemoryRegion* region = nullptr;  // pinned while a read is served
+  };
+  static constexpr uint32_t kMaxResponses = 64;
+
+  // The message being received on a channel (there is one at a time: the
+  // channel is ordered).
+  struct RxMessage {
+    bool active = false;
+    PacketType type = PacketType::kStream;
+    Status status = Status::kOk;
+    uint32_t key = 0;
+    uint32_t length = 0;
+    uint32_t ectx_id = UINT32_MAX;  // UINT32_MAX: no handler
+    MessageState spin;
+    // Stream deposit: where the record went in the stream region (offset
+    // of its payload in the ring's byte stream) and whether it fit.
+    const MemoryRegion* ring = nullptr;
+    uint64_t ring_offset = 0;
+    bool deposit = false;
+  };
+
+  struct Channel {
+    explicit Channel(const ChannelConfig& config);
+    uint32_t generation = 0;  // the peer's generation served; 0: unused
+    uint32_t slot = 0;
+    uint16_t channel = 0;
+    bool down = false;
+    Session session{1};
+    ReceiveWindow rx;
+    SendWindow<rte_mbuf*> tx;
+    TransactionTable<DiadOp*> txns;
+    DiadOp* queue_head = nullptr;  // ops not yet fully sent, FIFO
+    DiadOp* queue_tail = nullptr;
+    std::array<ResponseJob, kMaxResponses> responses;
+    uint32_t response_head = 0;
+    uint32_t response_count = 0;
+    RxMessage rx_message;
+    uint64_t last_stale_reply_ns = 0;
+  };
+
+  uint64_t NowNs() const;
+  uint32_t NextEpoch();
+  Channel* ChannelFor(const Peer& peer, uint16_t channel);
+  void SyncPeers(const EctxTable& table);
+  void ResetChannel(Channel& ch, Status why, const EctxTable* table);
+  void ChannelDown(Channel& ch, const EctxTable& table);
+
+  // Receive side.
+  void OnSequenced(Channel& ch, const Header& h, rte_mbuf* packet,
+                   const ParsedFrame& frame, uint32_t payload_offset,
+                   uint16_t in_port, const EctxTable& table);
+  void OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
+               const ParsedFrame& frame, uint32_t payload_offset,
+               uint16_t in_port, const EctxTable& table);
+  void OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
+                const ParsedFrame& frame, uint32_t payload_offset,
+                uint16_t in_port, const EctxTable& table);
+  void OnReadRequest(Channel& ch, const Header& h);
+  void OnReadResponse(Channel& ch, const Header& h, const uint8_t* payload);
+  void OnWriteResponse(Channel& ch, const Header& h);
+  // Runs the ECTX's handlers on one packet of an incoming message; false
+  // when the handler chain said the packet is not to be deposited.
+  bool RunHandlers(RxMessage& message, const Ectx& ectx, rte_mbuf* packet,
+                   const ParsedFrame& frame, uint32_t payload_offset,
+                   uint16_t in_port, bool first, bool last);
+  void ApplyAck(Channel& ch, uint32_t ack, bool go_back, uint64_t now);
+
+  // Send side.
+  void PumpChannel(Channel& ch, uint64_t now, const EctxTable& table);
+  bool PumpResponses(Channel& ch, uint64_t now);
+  bool PumpOps(Channel& ch, uint64_t now);
+  // Builds and sends one sequenced packet, holding the original for
+  // retransmission. False when no mbuf could be had (try again later).
+  bool SendSequenced(Channel& ch, Header& header,
+                     std::span<const uint8_t> payload, uint32_t txn,
+                     bool completes_txn, uint64_t now);
+  void SendControl(Channel& ch, PacketType type, uint8_t flags, uint32_t ack);
+  void Retransmit(Channel& ch, rte_mbuf* held);
+  rte_mbuf* BuildPacket(const Channel& ch, Header& header,
+                        std::span<const uint8_t> payload);
+  void Enqueue(Channel& ch, DiadOp* op);
+  void Complete(Channel& ch, DiadOp* op, Status status);
+  void TakeCommands();
+  void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
+                      uint16_t in_port);
+  void Drop(rte_mbuf* packet, DiadDrop reason);
+  void RaiseChannelEvent(uint32_t code, const Channel& ch, uint32_t txn,
+                         Status status);
+
+  static constexpr uint8_t kIcmpv6 = 58;
+
+  uint32_t hpu_index_;
+  DiadShared shared_;
+  const DiadConfig& config_;
+  Hpu* hpu_;
+  SpinEngine* spin_;
+  uint64_t rng_state_;
+  // Channels this HPU owns: [slot * local_channels_ + local index].
+  uint32_t local_channels_ = 0;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  const PeerTable* seen_peers_ = nullptr;
+  Endpoint self_;
+  // ff02::1:ffXX:XXXX for our node address: where solicitations for it go.
+  NodeAddress solicited_node_{};
+  uint64_t ns_per_tsc_q32_ = 0;  // nanoseconds per TSC tick, 32.32 fixed
+  DiadCounters counters_;
+  std::vector<DiadPeerCounters> peer_counters_;
+};
+
+}  // namespace spinnic::diad
+
+#endif  // SPINNIC_DATAPLANE_DIAD_DIAD_ENGINE_H_
