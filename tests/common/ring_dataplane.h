@@ -6,6 +6,7 @@
 #ifndef SPINNIC_TESTS_COMMON_RING_DATAPLANE_H_
 #define SPINNIC_TESTS_COMMON_RING_DATAPLANE_H_
 
+#include <arpa/inet.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -17,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "dataplane/dataplane.h"
 #include "spinnic/v1/config.pb.h"
 
@@ -27,6 +29,9 @@ struct RingDataplaneOptions {
   uint16_t descriptors = 128;
   uint32_t mbufs = 4095;
   uint64_t region_bytes_limit = DataplaneConfig().region_bytes_limit;
+  // DiAD on wire0 when diad.enabled (the config() reflects it: node, MAC,
+  // UDP port, channels and timers, as a daemon's config would say them).
+  diad::DiadConfig diad;
 };
 
 class RingDataplane {
@@ -74,6 +79,35 @@ class RingDataplane {
     dataplane_config.worker_cores = {1};
     dataplane_config.mbufs = options.mbufs;
     dataplane_config.region_bytes_limit = options.region_bytes_limit;
+    if (options.diad.enabled) {
+      dataplane_config.diad = options.diad;
+      dataplane_config.diad.port = 0;
+      char node[INET6_ADDRSTRLEN];
+      inet_ntop(AF_INET6, options.diad.node.data(), node, sizeof node);
+      rings->config_.mutable_addresses()->set_diad_node(node);
+      const auto& mac = options.diad.mac;
+      rings->config_.mutable_addresses()->set_mac(
+          absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1],
+                          mac[2], mac[3], mac[4], mac[5]));
+      v1::Diad* diad = rings->config_.mutable_diad();
+      diad->set_port("wire0");
+      diad->set_udp_port(options.diad.udp_port);
+      diad->set_path_mtu(options.diad.path_mtu);
+      diad->set_channels(options.diad.channels);
+      diad->set_max_peers(options.diad.max_peers);
+      diad->set_max_message_bytes(options.diad.max_message_bytes);
+      const diad::ChannelConfig& ch = options.diad.channel;
+      diad->set_window_packets(ch.window_packets);
+      diad->set_window_bytes(ch.window_bytes);
+      diad->set_max_transactions(ch.max_transactions);
+      diad->set_ack_every(ch.ack_every);
+      diad->set_ack_delay_us(static_cast<uint32_t>(ch.ack_delay_ns / 1000));
+      diad->set_rto_us(static_cast<uint32_t>(ch.rto_ns / 1000));
+      diad->set_rto_max_us(static_cast<uint32_t>(ch.rto_max_ns / 1000));
+      diad->set_max_retries(ch.max_retries);
+      diad->set_nack_interval_us(
+          static_cast<uint32_t>(ch.nack_interval_ns / 1000));
+    }
     rings->config_.add_port_pairs()->set_a("wire0");
     rings->config_.mutable_port_pairs(0)->set_b("host0");
     // The daemon's layout (main lcore on core 0, the HPU on core 1), which
