@@ -13,12 +13,22 @@ uint64_t DownAfterNs(const ChannelConfig& config) {
   // Mirrors SendWindow: the timer is armed with rto_ns; every expiry that
   // does not bring the channel down doubles the timeout (capped at
   // rto_max_ns) and re-arms it; expiry max_retries + 1 brings it down.
+  const uint64_t expiries = uint64_t{config.max_retries} + 1;
   uint64_t total = 0;
   uint64_t rto = config.rto_ns;
-  for (uint64_t expiry = 1; expiry <= uint64_t{config.max_retries} + 1;
-       ++expiry) {
+  for (uint64_t expiry = 1; expiry <= expiries; ++expiry) {
+    const uint64_t next = NextRtoNs(rto, config);
+    if (next == rto) {
+      // At the cap: the remaining expiries all wait `rto` (no loop of
+      // four billion rounds for a huge max_retries).
+      const uint64_t remaining = expiries - expiry + 1;
+      if (rto != 0 && remaining > (UINT64_MAX - total) / rto) {
+        return UINT64_MAX;
+      }
+      return total + remaining * rto;
+    }
     total = SaturatingAdd(total, rto);
-    rto = NextRtoNs(rto, config);
+    rto = next;
   }
   return total;
 }

@@ -66,6 +66,16 @@ TEST(DownAfterNsTest, DefaultConfig) {
   EXPECT_EQ(DownAfterNs(ChannelConfig{}), 95'000'000u);
 }
 
+TEST(DownAfterNsTest, HugeRetryCountIsComputedNotLooped) {
+  ChannelConfig config;
+  config.max_retries = UINT32_MAX;
+  // 1 + 2 + 4 + 8 ms, then 2^32 - 4 expiries at the 16 ms cap.
+  EXPECT_EQ(DownAfterNs(config),
+            15'000'000ull + 16'000'000ull * ((uint64_t{1} << 32) - 4));
+  config.rto_ns = config.rto_max_ns = uint64_t{1} << 40;
+  EXPECT_EQ(DownAfterNs(config), UINT64_MAX);
+}
+
 TEST(DownAfterNsTest, ZeroRetriesIsOneTimeout) {
   ChannelConfig config = SmallConfig();
   config.max_retries = 0;
