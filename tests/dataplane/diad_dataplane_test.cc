@@ -1,0 +1,690 @@
+// The DiAD transport in the real dataplane: a scripted peer (tests/common/
+// diad_test_peer.h) talks to a Dataplane over in-process ring ports. Most
+// tests drive the HPU by hand (Hpu::PollOnce), so every packet in and out is
+// exact; the initiator tests launch it, because DiadExecute waits for it.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/diad/diad_engine.h"
+#include "dataplane/diad/stream_ring.h"
+#include "dataplane/neighbor.h"
+#include "tests/common/diad_test_peer.h"
+#include "tests/common/ring_dataplane.h"
+
+namespace spinnic {
+namespace {
+
+using diad::Header;
+using diad::PacketType;
+using testing_diad::Bytes;
+using testing_diad::Received;
+using testing_diad::TestPeer;
+using testing_rings::RingDataplane;
+using testing_rings::RingDataplaneOptions;
+
+constexpr diad::NodeAddress kNodeA = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0,
+                                      0,    0, 0,    0,    0, 0, 0, 1};
+constexpr diad::NodeAddress kNodeB = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0,
+                                      0,    0, 0,    0,    0, 0, 0, 2};
+constexpr diad::MacAddress kMacA = {0x02, 0, 0, 0, 0, 0x0a};
+constexpr diad::MacAddress kMacB = {0x02, 0, 0, 0, 0, 0x0b};
+constexpr uint16_t kPort = diad::kDefaultUdpPort;
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    ASSERT_TRUE(
+        InitEal({"diad_dataplane_test", "--no-huge", "-m", "512", "--no-pci",
+                 "--no-shconf", "--lcores", "0@0,1@1", "--log-level", "4"})
+            .ok());
+  }
+};
+
+Bytes Pattern(size_t length, uint32_t seed) {
+  Bytes bytes(length);
+  for (size_t i = 0; i < length; ++i) {
+    bytes[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+  }
+  return bytes;
+}
+
+uint64_t DiadCounter(const Dataplane& dataplane, const std::string& name) {
+  for (const auto& [counter, value] :
+       const_cast<Dataplane&>(dataplane).Snapshot().diad.counters) {
+    if (counter == name) return value;
+  }
+  ADD_FAILURE() << "no DiAD counter " << name;
+  return 0;
+}
+
+class DiadDataplaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Build(DefaultOptions()); }
+
+  static RingDataplaneOptions DefaultOptions() {
+    RingDataplaneOptions options;
+    options.mbufs = 8191;
+    diad::DiadConfig& d = options.diad;
+    d.enabled = true;
+    d.node = kNodeA;
+    d.mac = kMacA;
+    d.channels = 2;
+    d.max_peers = 4;
+    d.channel.window_packets = 64;
+    d.channel.ack_every = 1;
+    // Long timers: hand-driven tests never wait for them.
+    d.channel.rto_ns = 5'000'000'000;
+    d.channel.rto_max_ns = 5'000'000'000;
+    return options;
+  }
+
+  void Build(const RingDataplaneOptions& options) {
+    static int instance = 0;
+    peer_.reset();
+    rings_.reset();
+    absl::StatusOr<std::unique_ptr<RingDataplane>> rings =
+        RingDataplane::Create("dd" + std::to_string(instance++), options);
+    ASSERT_TRUE(rings.ok()) << rings.status();
+    rings_ = *std::move(rings);
+    if (pool_ == nullptr) {
+      pool_ = rte_pktmbuf_pool_create("peer_pool", 4095, 0, 0,
+                                      RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+      ASSERT_NE(pool_, nullptr);
+    }
+    diad::PeerConfig b;
+    b.name = "b";
+    b.node = kNodeB;
+    b.mac = kMacB;
+    ASSERT_TRUE(dataplane().AddPeer(b).ok());
+    diad::Endpoint self{kMacB, kNodeB};
+    diad::Endpoint dut{kMacA, kNodeA};
+    peer_ = std::make_unique<TestPeer>(pool_, rings_->rx(0), rings_->tx(0),
+                                       self, dut, kPort, 0x1111);
+  }
+
+  void TearDown() override {
+    peer_.reset();
+    rings_.reset();
+  }
+
+  Dataplane& dataplane() { return rings_->dataplane(); }
+  void Poll(int times = 4) {
+    for (int i = 0; i < times; ++i) dataplane().hpu(0).PollOnce();
+  }
+
+  RegionInfo Region(uint64_t length, uint32_t access, uint32_t stream = 0) {
+    RegionConfig config;
+    config.length = length;
+    config.access = access;
+    config.stream_id = stream;
+    absl::StatusOr<RegionInfo> region = dataplane().RegisterRegion(config);
+    EXPECT_TRUE(region.ok()) << region.status();
+    return region.ok() ? *region : RegionInfo();
+  }
+
+  // Segments `data` into packets of at most `max_payload` bytes of one
+  // message of `type`, with FIRST/LAST and offsets set.
+  std::vector<std::pair<Header, Bytes>> Segments(PacketType type, uint32_t txn,
+                                                 uint32_t key, uint64_t address,
+                                                 const Bytes& data) {
+    const uint32_t max_payload =
+        rings_->dataplane().diad_config().max_payload();
+    std::vector<std::pair<Header, Bytes>> out;
+    for (uint32_t offset = 0; offset < data.size(); offset += max_payload) {
+      uint32_t size = std::min<uint32_t>(
+          max_payload, static_cast<uint32_t>(data.size()) - offset);
+      Header h;
+      h.type = type;
+      h.txn = txn;
+      h.key = key;
+      h.address = address + offset;
+      h.msg_length = static_cast<uint32_t>(data.size());
+      h.msg_offset = offset;
+      h.flags = static_cast<uint8_t>(
+          (offset == 0 ? diad::kFlagFirst : 0) |
+          (offset + size == data.size() ? diad::kFlagLast : 0));
+      out.emplace_back(
+          h, Bytes(data.begin() + offset, data.begin() + offset + size));
+    }
+    return out;
+  }
+  void SendMessage(PacketType type, uint32_t txn, uint32_t key,
+                   uint64_t address, const Bytes& data) {
+    for (auto& [h, payload] : Segments(type, txn, key, address, data)) {
+      ASSERT_TRUE(peer_->Send(h, payload));
+    }
+  }
+
+  static std::vector<Received> OfType(const std::vector<Received>& all,
+                                      PacketType type) {
+    std::vector<Received> out;
+    for (const Received& r : all) {
+      if (r.header.type == type) out.push_back(r);
+    }
+    return out;
+  }
+
+  std::unique_ptr<RingDataplane> rings_;
+  std::unique_ptr<TestPeer> peer_;
+  static inline rte_mempool* pool_ = nullptr;
+};
+
+TEST_F(DiadDataplaneTest, AnswersNeighborSolicitationForItsNodeAddress) {
+  Bytes ns(kNeighborSolicitationBytes);
+  ASSERT_EQ(BuildNeighborSolicitation(kMacB, kNodeB, kNodeA, ns),
+            kNeighborSolicitationBytes);
+  ASSERT_TRUE(peer_->SendFrame(ns));
+  Poll();
+  std::vector<Bytes> frames = peer_->DrainFrames();
+  ASSERT_EQ(frames.size(), 1u);
+  // B learns A's MAC from the advertisement.
+  Ipv6Address b_ip = kNodeB;
+  LocalAddresses b;
+  b.mac = kMacB;
+  b.ipv6 = {&b_ip, 1};
+  NeighborResult learned = HandleNeighborFrame(frames[0], b, {});
+  EXPECT_EQ(learned.verdict, NeighborVerdict::kLearned);
+  EXPECT_EQ(learned.ip, kNodeA);
+  EXPECT_EQ(learned.mac, kMacA);
+  EXPECT_EQ(DiadCounter(dataplane(), "neighbor_answers"), 1u);
+}
+
+TEST_F(DiadDataplaneTest, HostTrafficPassesThroughAndStrangersAreDropped) {
+  // A DiAD-looking frame to another node goes through to the host side
+  // unchanged: only our node address is ours.
+  diad::Endpoint other{kMacA, kNodeA};
+  other.ip[15] = 0x99;
+  Header h;
+  h.type = PacketType::kStream;
+  h.flags = diad::kFlagFirst | diad::kFlagLast;
+  h.msg_length = 4;
+  Bytes payload = {1, 2, 3, 4};
+  Bytes frame(diad::kFrameOverhead + payload.size());
+  diad::Endpoint self{kMacB, kNodeB};
+  frame.resize(diad::BuildFrame(self, other, kPort, h, payload, frame.data()));
+  ASSERT_TRUE(peer_->SendFrame(frame));
+  Poll();
+  void* m = nullptr;
+  ASSERT_EQ(rte_ring_dequeue(rings_->tx(1), &m), 0);
+  auto* out = static_cast<rte_mbuf*>(m);
+  EXPECT_EQ(Bytes(rte_pktmbuf_mtod(out, uint8_t*),
+                  rte_pktmbuf_mtod(out, uint8_t*) + out->data_len),
+            frame);
+  rte_pktmbuf_free(out);
+
+  // To our node, but from a node that is not a peer: dropped, counted.
+  diad::Endpoint stranger{kMacB, kNodeB};
+  stranger.ip[15] = 0x77;
+  diad::Endpoint a{kMacA, kNodeA};
+  frame.assign(diad::kFrameOverhead + payload.size(), 0);
+  frame.resize(diad::BuildFrame(stranger, a, kPort, h, payload, frame.data()));
+  ASSERT_TRUE(peer_->SendFrame(frame));
+  Poll();
+  EXPECT_TRUE(peer_->DrainFrames().empty());
+  EXPECT_EQ(rte_ring_count(rings_->tx(1)), 0u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_unknown_peer"), 1u);
+}
+
+TEST_F(DiadDataplaneTest, SegmentedWriteLandsAndReadReturnsIt) {
+  RegionInfo region = Region(8192, kRemoteWrite | kRemoteRead | kLocalRead);
+  const Bytes data = Pattern(3308, 1);  // three packets at path MTU 1500
+  SendMessage(PacketType::kWriteRequest, 5, region.rkey,
+              region.base_address + 100, data);
+  Poll();
+  std::vector<Received> got = peer_->Take();
+  std::vector<Received> responses = OfType(got, PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.txn, 5u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kOk);
+  EXPECT_EQ(responses[0].header.msg_length, data.size());
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 100, data.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+
+  Header read;
+  read.type = PacketType::kReadRequest;
+  read.flags = diad::kFlagFirst | diad::kFlagLast;
+  read.txn = 6;
+  read.key = region.rkey;
+  read.address = region.base_address + 100;
+  read.msg_length = static_cast<uint32_t>(data.size());
+  ASSERT_TRUE(peer_->Send(read));
+  Poll();
+  std::vector<Received> parts =
+      OfType(peer_->Take(), PacketType::kReadResponse);
+  ASSERT_EQ(parts.size(), 3u);
+  Bytes returned;
+  for (const Received& r : parts) {
+    EXPECT_EQ(r.header.txn, 6u);
+    EXPECT_EQ(r.header.msg_offset, returned.size());
+    returned.insert(returned.end(), r.payload.begin(), r.payload.end());
+  }
+  EXPECT_TRUE(parts.front().header.first());
+  EXPECT_TRUE(parts.back().header.last());
+  EXPECT_EQ(returned, data);
+  EXPECT_EQ(DiadCounter(dataplane(), "reads_served"), 1u);
+}
+
+TEST_F(DiadDataplaneTest, BadAccessesWriteNothingAndSayWhy) {
+  RegionInfo writable = Region(4096, kRemoteWrite | kLocalRead);
+  RegionInfo read_only = Region(4096, kRemoteRead | kLocalRead);
+  const Bytes data = Pattern(2000, 2);
+  struct Case {
+    uint32_t rkey;
+    uint64_t address;
+    diad::Status status;
+  };
+  const Case cases[] = {
+      {writable.rkey ^ 0x5a5a5a5a, writable.base_address,
+       diad::Status::kBadKey},
+      // Starts inside, ends past the end: not one byte may land.
+      {writable.rkey, writable.base_address + 3000, diad::Status::kOutOfBounds},
+      {writable.rkey, writable.base_address - 8, diad::Status::kOutOfBounds},
+      {read_only.rkey, read_only.base_address, diad::Status::kNoAccess},
+  };
+  uint32_t txn = 10;
+  for (const Case& c : cases) {
+    SendMessage(PacketType::kWriteRequest, txn, c.rkey, c.address, data);
+    Poll();
+    std::vector<Received> responses =
+        OfType(peer_->Take(), PacketType::kWriteResponse);
+    ASSERT_EQ(responses.size(), 1u);
+    EXPECT_EQ(responses[0].header.txn, txn);
+    EXPECT_EQ(responses[0].header.status, c.status)
+        << diad::StatusName(c.status);
+    ++txn;
+  }
+  for (const RegionInfo& region : {writable, read_only}) {
+    absl::StatusOr<std::string> bytes =
+        dataplane().ReadRegion(region.id, 0, 0, 1 << 20);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(),
+                            [](char c) { return c == 0; }));
+  }
+  // Reads need remote_read.
+  Header read;
+  read.type = PacketType::kReadRequest;
+  read.flags = diad::kFlagFirst | diad::kFlagLast;
+  read.txn = 99;
+  read.key = writable.rkey;
+  read.address = writable.base_address;
+  read.msg_length = 16;
+  ASSERT_TRUE(peer_->Send(read));
+  Poll();
+  std::vector<Received> parts =
+      OfType(peer_->Take(), PacketType::kReadResponse);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].header.status, diad::Status::kNoAccess);
+  EXPECT_TRUE(parts[0].payload.empty());
+}
+
+TEST_F(DiadDataplaneTest, GapIsNackedOnceAndDuplicateIsReAcked) {
+  RegionInfo region = Region(8192, kRemoteWrite | kLocalRead);
+  const Bytes data = Pattern(3308, 3);
+  auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
+                           region.base_address, data);
+  ASSERT_EQ(segments.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) segments[i].first.seq = i;
+  peer_->set_next_seq(3);
+  auto send = [&](int i) {
+    ASSERT_TRUE(peer_->Send(segments[i].first, segments[i].second,
+                            /*keep_seq=*/true));
+  };
+  send(0);
+  send(2);  // segment 1 lost
+  send(2);  // and the sender goes on
+  Poll();
+  std::vector<Received> got = peer_->Take();
+  std::vector<Received> nacks = OfType(got, PacketType::kNack);
+  ASSERT_EQ(nacks.size(), 1u);  // one NACK per gap, not per packet
+  EXPECT_EQ(nacks[0].header.ack, 1u);
+  EXPECT_TRUE(OfType(got, PacketType::kWriteResponse).empty());
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_out_of_order"), 2u);
+
+  send(1);  // go-back-N
+  send(2);
+  Poll();
+  got = peer_->Take();
+  ASSERT_EQ(OfType(got, PacketType::kWriteResponse).size(), 1u);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, data.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+
+  send(0);  // a duplicate: dropped, and the ACK repeated
+  Poll();
+  std::vector<Received> acks = OfType(peer_->Take(), PacketType::kAck);
+  ASSERT_FALSE(acks.empty());
+  EXPECT_EQ(acks.back().header.ack, 3u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_duplicate"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "messages_delivered"), 1u);
+}
+
+TEST_F(DiadDataplaneTest, CorruptOrMalformedFramesAreCountedDrops) {
+  RegionInfo region = Region(4096, kRemoteWrite | kLocalRead);
+  Header h;
+  h.type = PacketType::kWriteRequest;
+  h.flags = diad::kFlagFirst | diad::kFlagLast;
+  h.key = region.rkey;
+  h.address = region.base_address;
+  h.msg_length = 4;
+  Bytes payload = {9, 9, 9, 9};
+  Bytes frame = peer_->Build(h, payload);
+  frame[frame.size() - 1] ^= 0x10;  // a flipped payload bit
+  ASSERT_TRUE(peer_->SendFrame(frame));
+  Bytes unknown = peer_->Build(h, payload, /*keep_seq=*/true);
+  unknown[diad::kEthernetBytes + diad::kIpv6Bytes + diad::kUdpBytes] =
+      diad::kVersion << 4 | 0x0f;  // type 15
+  diad::SetUdpChecksum(unknown.data(), static_cast<uint32_t>(unknown.size()));
+  ASSERT_TRUE(peer_->SendFrame(unknown));
+  Bytes truncated(frame.begin(), frame.begin() + 70);
+  ASSERT_TRUE(peer_->SendFrame(truncated));
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_bad_checksum"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_bad_type"), 1u);
+  // Cut inside its headers, the frame fails the classifier's length checks
+  // already: a port drop, before any transport sees it.
+  EXPECT_EQ(dataplane()
+                .Snapshot(Dataplane::StateCopy::kOmit)
+                .ports[0]
+                .drops[static_cast<size_t>(DropReason::kTruncated)],
+            1u);
+  absl::StatusOr<std::string> bytes =
+      dataplane().ReadRegion(region.id, 0, 4, 1 << 20);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, std::string(4, '\0'));
+}
+
+TEST_F(DiadDataplaneTest, StreamMessagesRunHandlersOrLandInTheStreamRing) {
+  HandlerConfig handler;
+  handler.name = "on-stream-7";
+  handler.kind = "null";
+  handler.diad.kind = DiadBinding::Kind::kStream;
+  handler.diad.stream_id = 7;
+  ASSERT_TRUE(dataplane().InstallEctx(handler).ok());
+  for (uint32_t i = 0; i < 5; ++i) {
+    SendMessage(PacketType::kStream, 100 + i, 7, 0, Pattern(3000, i));
+  }
+  Poll(8);
+  StatsSnapshot stats = dataplane().Snapshot(Dataplane::StateCopy::kOmit);
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  EXPECT_EQ(stats.ectxs[0].messages, 5u);
+  EXPECT_EQ(stats.ectxs[0].packets, 15u);
+
+  RegionInfo ring = Region(8192, kLocalRead, /*stream=*/9);
+  std::vector<Bytes> sent;
+  for (uint32_t i = 0; i < 3; ++i) {
+    sent.push_back(Pattern(1000 + 700 * i, 20 + i));
+    SendMessage(PacketType::kStream, 200 + i, 9, 0, sent.back());
+  }
+  Poll(8);
+  absl::StatusOr<std::string> bytes =
+      dataplane().ReadRegion(ring.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(bytes.ok());
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, bytes->data() + at, 8);
+    return v;
+  };
+  uint64_t expected_bytes = 0;
+  for (const Bytes& m : sent) {
+    expected_bytes +=
+        diad::StreamRing::RecordBytes(static_cast<uint32_t>(m.size()));
+  }
+  EXPECT_EQ(u64(0), expected_bytes);  // reserved
+  EXPECT_EQ(u64(8), expected_bytes);  // committed
+  EXPECT_EQ(u64(16), 3u);             // messages
+  size_t at = diad::StreamRing::kHeaderBytes;
+  for (const Bytes& m : sent) {
+    uint32_t length, stream;
+    std::memcpy(&length, bytes->data() + at, 4);
+    std::memcpy(&stream, bytes->data() + at + 4, 4);
+    EXPECT_EQ(length, m.size());
+    EXPECT_EQ(stream, 9u);
+    EXPECT_EQ(Bytes(bytes->begin() + at + 8, bytes->begin() + at + 8 + length),
+              m);
+    at += diad::StreamRing::RecordBytes(length);
+  }
+  // A stream nobody takes is counted, not lost silently.
+  SendMessage(PacketType::kStream, 300, 12345, 0, Pattern(10, 0));
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "stream_no_target"), 1u);
+}
+
+TEST_F(DiadDataplaneTest, RestartedPeerResynchronisesAndOldSessionIsStale) {
+  RegionInfo region = Region(4096, kRemoteWrite | kLocalRead);
+  SendMessage(PacketType::kWriteRequest, 1, region.rkey, region.base_address,
+              Pattern(100, 1));
+  Poll();
+  ASSERT_EQ(OfType(peer_->Take(), PacketType::kWriteResponse).size(), 1u);
+  const uint32_t dut_epoch = peer_->dut_epoch();
+  ASSERT_NE(dut_epoch, 0u);
+
+  peer_->Restart(0x2222);  // a new process: new epoch, sequence 0
+  SendMessage(PacketType::kWriteRequest, 1, region.rkey,
+              region.base_address + 200, Pattern(100, 2));
+  Poll();
+  std::vector<Received> responses =
+      OfType(peer_->Take(), PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kOk);
+  EXPECT_EQ(responses[0].header.dst_epoch, 0x2222u);
+  EXPECT_EQ(DiadCounter(dataplane(), "peer_reset"), 1u);
+
+  // A late packet of the first session.
+  Header late;
+  late.type = PacketType::kWriteRequest;
+  late.flags = diad::kFlagFirst | diad::kFlagLast;
+  late.src_epoch = 0x1111;
+  late.dst_epoch = dut_epoch;
+  late.key = region.rkey;
+  late.address = region.base_address + 400;
+  late.msg_length = 8;
+  late.seq = 1;
+  ASSERT_TRUE(peer_->Send(late, Pattern(8, 3), /*keep_seq=*/true));
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_stale_epoch"), 1u);
+  absl::StatusOr<std::string> bytes =
+      dataplane().ReadRegion(region.id, 400, 8, 1 << 20);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, std::string(8, '\0'));
+}
+
+// The peer as a thread: answers writes and reads, acknowledges everything
+// in order, answers UNACKs, re-ACKs duplicates. `silent` answers nothing.
+class ScriptedPeerThread {
+ public:
+  ScriptedPeerThread(TestPeer* peer, bool silent)
+      : peer_(peer), silent_(silent), thread_([this] { Run(); }) {}
+  ~ScriptedPeerThread() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  std::map<uint32_t, Bytes> writes() const { return writes_; }
+  std::vector<Bytes> streams() const { return streams_; }
+
+ private:
+  void Run() {
+    Bytes current;
+    while (!stop_.load()) {
+      const uint32_t before = peer_->expected();
+      std::vector<Received> got = peer_->Take();
+      if (silent_) continue;
+      uint32_t expected = before;
+      bool ack = false;
+      bool probe = false;
+      for (const Received& r : got) {
+        const Header& h = r.header;
+        if (h.type == PacketType::kUnack) ack = probe = true;
+        if (!diad::IsSequenced(h.type)) continue;
+        if (h.seq != expected) {  // duplicate or gap: the ACK says where
+          ack = true;
+          continue;
+        }
+        ++expected;
+        ack = true;
+        if (h.type == PacketType::kWriteRequest ||
+            h.type == PacketType::kStream) {
+          if (h.first()) current.clear();
+          current.insert(current.end(), r.payload.begin(), r.payload.end());
+          if (!h.last()) continue;
+          if (h.type == PacketType::kStream) {
+            streams_.push_back(current);
+          } else {
+            writes_[h.txn] = current;
+            Header response;
+            response.type = PacketType::kWriteResponse;
+            response.flags = diad::kFlagFirst | diad::kFlagLast;
+            response.txn = h.txn;
+            response.msg_length = h.msg_length;
+            peer_->Send(response);
+          }
+        } else if (h.type == PacketType::kReadRequest) {
+          Bytes data = Pattern(h.msg_length, h.txn);
+          for (uint32_t off = 0; off < data.size(); off += 1000) {
+            uint32_t size = std::min<uint32_t>(
+                1000, static_cast<uint32_t>(data.size()) - off);
+            Header response;
+            response.type = PacketType::kReadResponse;
+            response.txn = h.txn;
+            response.msg_length = h.msg_length;
+            response.msg_offset = off;
+            response.flags = static_cast<uint8_t>(
+                (off == 0 ? diad::kFlagFirst : 0) |
+                (off + size == data.size() ? diad::kFlagLast : 0));
+            peer_->Send(response, {data.data() + off, size});
+          }
+        }
+      }
+      if (ack) {
+        Header a;
+        a.type = PacketType::kAck;
+        a.flags = probe ? diad::kFlagProbeReply : 0;
+        peer_->Send(a);
+      }
+    }
+  }
+
+  TestPeer* peer_;
+  bool silent_;
+  std::atomic<bool> stop_{false};
+  std::map<uint32_t, Bytes> writes_;
+  std::vector<Bytes> streams_;
+  std::thread thread_;
+};
+
+TEST_F(DiadDataplaneTest, InitiatesWritesReadsAndStreamsToAPeer) {
+  RingDataplaneOptions options = DefaultOptions();
+  options.diad.channel.rto_ns = 20'000'000;
+  options.diad.channel.rto_max_ns = 200'000'000;
+  Build(options);
+  ASSERT_TRUE(dataplane().Start().ok());
+  std::vector<DiadRequest> requests;
+  DiadRequest write;
+  write.kind = diad::DiadOp::Kind::kWrite;
+  write.peer = "b";
+  write.key = 42;
+  write.address = 0x1000;
+  Bytes data = Pattern(5000, 9);
+  write.data.assign(data.begin(), data.end());
+  requests.push_back(write);
+  DiadRequest read;
+  read.kind = diad::DiadOp::Kind::kRead;
+  read.peer = "b";
+  read.key = 42;
+  read.address = 0x1000;
+  read.read_length = 2500;
+  requests.push_back(read);
+  for (uint32_t i = 0; i < 40; ++i) {
+    DiadRequest stream;
+    stream.kind = diad::DiadOp::Kind::kStream;
+    stream.peer = "b";
+    stream.key = 7;
+    Bytes message = Pattern(100 + 97 * i, i);
+    stream.data.assign(message.begin(), message.end());
+    requests.push_back(stream);
+  }
+  absl::StatusOr<std::vector<DiadResult>> results;
+  std::vector<Bytes> streams;
+  std::map<uint32_t, Bytes> writes;
+  {
+    ScriptedPeerThread b(peer_.get(), /*silent=*/false);
+    results = dataplane().DiadExecute(requests, absl::Seconds(20));
+    b.Stop();
+    writes = b.writes();
+    streams = b.streams();
+  }
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), requests.size());
+  for (size_t i = 0; i < results->size(); ++i) {
+    EXPECT_TRUE((*results)[i].status.ok()) << i << ": " << (*results)[i].status;
+  }
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes.begin()->second, data);
+  // The read is the channel's second transaction (txn 2); the peer derives
+  // the bytes it returns from the txn.
+  Bytes expected_read = Pattern(2500, 2);
+  EXPECT_EQ((*results)[1].data,
+            std::string(expected_read.begin(), expected_read.end()));
+  ASSERT_EQ(streams.size(), 40u);
+  for (uint32_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(streams[i], Pattern(100 + 97 * i, i)) << i;
+  }
+  dataplane().Stop();
+}
+
+TEST_F(DiadDataplaneTest, SilentPeerIsDeclaredDownAndItsOperationsFail) {
+  RingDataplaneOptions options = DefaultOptions();
+  options.diad.channel.rto_ns = 1'000'000;
+  options.diad.channel.rto_max_ns = 4'000'000;
+  options.diad.channel.max_retries = 3;
+  Build(options);
+  ASSERT_TRUE(dataplane().Start().ok());
+  std::vector<DiadRequest> requests(3);
+  for (DiadRequest& r : requests) {
+    r.kind = diad::DiadOp::Kind::kWrite;
+    r.peer = "b";
+    r.key = 1;
+    r.data = "payload";
+  }
+  absl::StatusOr<std::vector<DiadResult>> results;
+  {
+    ScriptedPeerThread b(peer_.get(), /*silent=*/true);
+    results = dataplane().DiadExecute(requests, absl::Seconds(20));
+  }
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (const DiadResult& result : *results) {
+    EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable)
+        << result.status;
+  }
+  std::vector<PeerInfo> peers = dataplane().ListPeers();
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_FALSE(peers[0].up);
+  EXPECT_GE(peers[0].down_events, 1u);
+  EXPECT_EQ(peers[0].ops_failed, 3u);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) {
+    return e.code == diad::kEventDiadChannelDown;
+  }));
+  dataplane().Stop();
+}
+
+}  // namespace
+}  // namespace spinnic
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new spinnic::EalEnvironment());
+  return RUN_ALL_TESTS();
+}
