@@ -117,6 +117,7 @@ DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
                      config_.node[14],
                      config_.node[15]};
   // ns = tsc * 10^9 / hz, as a 32.32 fixed-point multiplier.
+  down_after_ns_ = DownAfterNs(config_.channel);
   ns_per_tsc_q32_ = static_cast<uint64_t>(
       (static_cast<__uint128_t>(1'000'000'000ull) << 32) / rte_get_tsc_hz());
 }
@@ -237,6 +238,7 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
       Drop(packet, DiadDrop::kStaleEpoch);
       return;
   }
+  ch->last_heard_ns = now;
   if (ch->down) {
     ch->down = false;
     pc.channels_down.fetch_sub(1, std::memory_order_relaxed);
@@ -619,6 +621,21 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
       ChannelDown(ch, table);
       return;
   }
+  // Transactions waiting for responses with nothing held: the timer above
+  // is idle, so probe the peer with UNACKs (its ACK proves it alive) and
+  // declare it down after as long as unanswered retries would take.
+  if (ch.txns.count() > 0 && ch.tx.in_flight_packets() == 0) {
+    const uint64_t since = std::max(ch.last_heard_ns, ch.last_sent_ns);
+    if (now - since >= down_after_ns_) {
+      ChannelDown(ch, table);
+      return;
+    }
+    if (now - std::max(since, ch.last_probe_ns) >= config_.channel.rto_ns) {
+      ch.last_probe_ns = now;
+      SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
+      counters_.unacks_sent.Add();
+    }
+  }
   // Responses first: they are what the peer's window waits on.
   if (PumpResponses(ch, now)) PumpOps(ch, now);
   if (ch.rx.AckDue(now)) {
@@ -775,6 +792,7 @@ bool DiadEngine::SendSequenced(Channel& ch, Header& header,
   }
   ch.tx.Push(held, static_cast<uint32_t>(payload.size()), txn, completes_txn,
              now);
+  ch.last_sent_ns = now;
   // The packet carries our cumulative ack: that is an ACK sent, unless the
   // peer asked for an explicit probe reply.
   if (!ch.rx.probe_reply_due()) ch.rx.OnAckSent();

@@ -216,6 +216,12 @@ class DiadEngine {
     uint32_t response_count = 0;
     RxMessage rx_message;
     uint64_t last_stale_reply_ns = 0;
+    // Liveness while transactions wait for responses with nothing held
+    // (the retransmission timer is idle then): last valid packet from the
+    // peer, last sequenced packet sent, last UNACK probe.
+    uint64_t last_heard_ns = 0;
+    uint64_t last_sent_ns = 0;
+    uint64_t last_probe_ns = 0;
   };
 
   uint64_t NowNs() const;
@@ -283,6 +289,7 @@ class DiadEngine {
   // ff02::1:ffXX:XXXX for our node address: where solicitations for it go.
   NodeAddress solicited_node_{};
   uint64_t ns_per_tsc_q32_ = 0;  // nanoseconds per TSC tick, 32.32 fixed
+  uint64_t down_after_ns_ = 0;   // DownAfterNs(config_.channel)
   DiadCounters counters_;
   std::vector<DiadPeerCounters> peer_counters_;
 };

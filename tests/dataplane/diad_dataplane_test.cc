@@ -500,11 +500,14 @@ TEST_F(DiadDataplaneTest, RestartedPeerResynchronisesAndOldSessionIsStale) {
 }
 
 // The peer as a thread: answers writes and reads, acknowledges everything
-// in order, answers UNACKs, re-ACKs duplicates. `silent` answers nothing.
+// in order, answers UNACKs, re-ACKs duplicates. kSilent answers nothing;
+// kAckOnly acknowledges what arrives but never responds to a request nor
+// answers an UNACK (a peer that died right after acknowledging).
 class ScriptedPeerThread {
  public:
-  ScriptedPeerThread(TestPeer* peer, bool silent)
-      : peer_(peer), silent_(silent), thread_([this] { Run(); }) {}
+  enum Mode { kAnswer, kSilent, kAckOnly };
+  ScriptedPeerThread(TestPeer* peer, Mode mode)
+      : peer_(peer), mode_(mode), thread_([this] { Run(); }) {}
   ~ScriptedPeerThread() { Stop(); }
   void Stop() {
     stop_.store(true);
@@ -519,13 +522,15 @@ class ScriptedPeerThread {
     while (!stop_.load()) {
       const uint32_t before = peer_->expected();
       std::vector<Received> got = peer_->Take();
-      if (silent_) continue;
+      if (mode_ == kSilent) continue;
       uint32_t expected = before;
       bool ack = false;
       bool probe = false;
       for (const Received& r : got) {
         const Header& h = r.header;
-        if (h.type == PacketType::kUnack) ack = probe = true;
+        if (h.type == PacketType::kUnack && mode_ == kAnswer) {
+          ack = probe = true;
+        }
         if (!diad::IsSequenced(h.type)) continue;
         if (h.seq != expected) {  // duplicate or gap: the ACK says where
           ack = true;
@@ -533,6 +538,7 @@ class ScriptedPeerThread {
         }
         ++expected;
         ack = true;
+        if (mode_ == kAckOnly) continue;
         if (h.type == PacketType::kWriteRequest ||
             h.type == PacketType::kStream) {
           if (h.first()) current.clear();
@@ -576,7 +582,7 @@ class ScriptedPeerThread {
   }
 
   TestPeer* peer_;
-  bool silent_;
+  Mode mode_;
   std::atomic<bool> stop_{false};
   std::map<uint32_t, Bytes> writes_;
   std::vector<Bytes> streams_;
@@ -618,7 +624,7 @@ TEST_F(DiadDataplaneTest, InitiatesWritesReadsAndStreamsToAPeer) {
   std::vector<Bytes> streams;
   std::map<uint32_t, Bytes> writes;
   {
-    ScriptedPeerThread b(peer_.get(), /*silent=*/false);
+    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAnswer);
     results = dataplane().DiadExecute(requests, absl::Seconds(20));
     b.Stop();
     writes = b.writes();
@@ -659,7 +665,7 @@ TEST_F(DiadDataplaneTest, SilentPeerIsDeclaredDownAndItsOperationsFail) {
   }
   absl::StatusOr<std::vector<DiadResult>> results;
   {
-    ScriptedPeerThread b(peer_.get(), /*silent=*/true);
+    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kSilent);
     results = dataplane().DiadExecute(requests, absl::Seconds(20));
   }
   ASSERT_TRUE(results.ok()) << results.status();
@@ -677,6 +683,39 @@ TEST_F(DiadDataplaneTest, SilentPeerIsDeclaredDownAndItsOperationsFail) {
   EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) {
     return e.code == diad::kEventDiadChannelDown;
   }));
+  dataplane().Stop();
+}
+
+TEST_F(DiadDataplaneTest, PeerThatDiesAfterAcknowledgingIsDeclaredDown) {
+  // Requests acknowledged, responses never coming, nothing left to
+  // retransmit: the liveness probe, not the retransmission timer, must
+  // notice.
+  RingDataplaneOptions options = DefaultOptions();
+  options.diad.channel.rto_ns = 1'000'000;
+  options.diad.channel.rto_max_ns = 4'000'000;
+  options.diad.channel.max_retries = 3;
+  Build(options);
+  ASSERT_TRUE(dataplane().Start().ok());
+  DiadRequest read;
+  read.kind = diad::DiadOp::Kind::kRead;
+  read.peer = "b";
+  read.key = 1;
+  read.read_length = 64;
+  DiadRequest write = read;
+  write.kind = diad::DiadOp::Kind::kWrite;
+  write.data = "acknowledged, never answered";
+  absl::StatusOr<std::vector<DiadResult>> results;
+  {
+    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAckOnly);
+    results = dataplane().DiadExecute({read, write}, absl::Seconds(20));
+  }
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (const DiadResult& result : *results) {
+    EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable)
+        << result.status;
+  }
+  EXPECT_GE(DiadCounter(dataplane(), "unacks_sent"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "channel_down"), 1u);
   dataplane().Stop();
 }
 
