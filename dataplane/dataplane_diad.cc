@@ -427,6 +427,9 @@ void Dataplane::SnapshotDiad(DiadStats* stats) const {
       {"stream_no_target", &C::stream_no_target},
       {"neighbor_answers", &C::neighbor_answers},
       {"neighbor_ignored", &C::neighbor_ignored},
+      {"handler_puts", &C::handler_puts},
+      {"handler_gets", &C::handler_gets},
+      {"handler_refused", &C::handler_refused},
   };
   for (const auto& [name, field] : kFields) {
     uint64_t sum = 0;

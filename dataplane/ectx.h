@@ -49,6 +49,11 @@ class Ectx {
   uint64_t cycle_budget() const { return cycle_budget_; }
   std::span<uint8_t> state() const { return {state_, state_size_}; }
   std::span<const BoundRegion> regions() const { return regions_; }
+  // The registered region behind regions()[index], or nullptr.
+  const MemoryRegion* region_holder(size_t index) const {
+    return index < region_holders_.size() ? region_holders_[index].get()
+                                          : nullptr;
+  }
   bool Binds(uint64_t region_id) const {
     for (const BoundRegion& region : regions_) {
       if (region.id == region_id) return true;

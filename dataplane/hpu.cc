@@ -289,6 +289,23 @@ bool Hpu::EmitFrame(std::span<const uint8_t> frame, EmitPort port) {
   return true;
 }
 
+const MemoryRegion* Hpu::BoundMemoryRegion(uint32_t ectx_id,
+                                           uint32_t index) const {
+  const EctxTable* table = shared_.table->load(std::memory_order_acquire);
+  for (const auto& ectx : table->ectxs()) {
+    if (ectx->id() == ectx_id) return ectx->region_holder(index);
+  }
+  return nullptr;
+}
+
+bool Hpu::PutToPeer(const PeerPut& put) {
+  return diad_ != nullptr && diad_->HandlerPut(put, current_ectx_);
+}
+
+bool Hpu::GetFromPeer(const PeerGet& get) {
+  return diad_ != nullptr && diad_->HandlerGet(get, current_ectx_);
+}
+
 bool Hpu::RaiseEvent(uint32_t code, std::span<const uint8_t> data) {
   Event event;
   event.code = code;

@@ -115,6 +115,8 @@ class Hpu final : public ActionSink {
   // ActionSink: handler actions.
   bool EmitFrame(std::span<const uint8_t> frame, EmitPort port) override;
   bool RaiseEvent(uint32_t code, std::span<const uint8_t> data) override;
+  bool PutToPeer(const PeerPut& put) override;
+  bool GetFromPeer(const PeerGet& get) override;
 
   // For the transports on this HPU: queue a frame for `port`'s TX batch
   // (counted there; consumed even when it is dropped), say which ingress
@@ -129,6 +131,9 @@ class Hpu final : public ActionSink {
     RaiseEvent(code, data);
   }
   const diad::DiadEngine* diad() const { return diad_.get(); }
+  // The memory region behind bound region `index` of ECTX `ectx_id` in the
+  // current table version, or nullptr.
+  const MemoryRegion* BoundMemoryRegion(uint32_t ectx_id, uint32_t index) const;
 
   uint32_t index() const { return index_; }
   const PortCounters& port_counters(uint16_t port) const {

@@ -303,12 +303,8 @@ void DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
   DiadPeerCounters& pc = peer_counters_[ch.slot];
   auto release = [&](rte_mbuf* held, uint32_t txn, bool completes_txn) {
     rte_pktmbuf_free(held);
-    if (completes_txn) {
-      if (DiadOp** op = ch.txns.Find(txn, PacketType::kStream)) {
-        DiadOp* done = *op;
-        ch.txns.End(txn);
-        Complete(ch, done, Status::kOk);
-      }
+    if (completes_txn && ch.txns.Find(txn, PacketType::kStream) != nullptr) {
+      Finish(ch, txn, ch.txns.End(txn), Status::kOk);
     }
   };
   SendWindow<rte_mbuf*>::AckVerdict verdict = ch.tx.OnAck(ack, now, release);
@@ -525,44 +521,44 @@ void DiadEngine::OnReadRequest(Channel& ch, const Header& h) {
 
 void DiadEngine::OnReadResponse(Channel& ch, const Header& h,
                                 const uint8_t* payload) {
-  DiadOp** found = ch.txns.Find(h.txn, PacketType::kReadRequest);
-  if (found == nullptr) {
+  Txn* t = ch.txns.Find(h.txn, PacketType::kReadRequest);
+  if (t == nullptr) {
     counters_.drops[static_cast<size_t>(DiadDrop::kUnknownTxn)].Add();
     return;
   }
-  DiadOp* op = *found;
   if (h.status != Status::kOk) {
-    ch.txns.End(h.txn);
-    Complete(ch, op, h.status);
+    Finish(ch, h.txn, ch.txns.End(h.txn), h.status);
     return;
   }
-  if (h.msg_length != op->data.size() ||
-      uint64_t{h.msg_offset} + h.payload_length > op->data.size() ||
-      h.msg_offset != op->received) {
+  // Where the bytes go: the operation's buffer or the handler's region.
+  std::span<uint8_t> dest =
+      t->op != nullptr
+          ? std::span<uint8_t>(reinterpret_cast<uint8_t*>(t->op->data.data()),
+                               t->op->data.size())
+          : t->dest->bytes().subspan(t->dest_offset, t->length);
+  uint32_t& received = t->op != nullptr ? t->op->received : t->received;
+  if (h.msg_length != dest.size() ||
+      uint64_t{h.msg_offset} + h.payload_length > dest.size() ||
+      h.msg_offset != received) {
     // Not what we asked for: the transaction fails rather than guess.
-    ch.txns.End(h.txn);
-    Complete(ch, op, Status::kBadLength);
+    Finish(ch, h.txn, ch.txns.End(h.txn), Status::kBadLength);
     return;
   }
-  std::memcpy(op->data.data() + h.msg_offset, payload, h.payload_length);
-  op->received += h.payload_length;
+  std::memcpy(dest.data() + h.msg_offset, payload, h.payload_length);
+  received += h.payload_length;
   if (h.last()) {
-    ch.txns.End(h.txn);
-    Complete(
-        ch, op,
-        op->received == op->data.size() ? Status::kOk : Status::kBadLength);
+    const bool whole = received == dest.size();
+    Finish(ch, h.txn, ch.txns.End(h.txn),
+           whole ? Status::kOk : Status::kBadLength);
   }
 }
 
 void DiadEngine::OnWriteResponse(Channel& ch, const Header& h) {
-  DiadOp** found = ch.txns.Find(h.txn, PacketType::kWriteRequest);
-  if (found == nullptr) {
+  if (ch.txns.Find(h.txn, PacketType::kWriteRequest) == nullptr) {
     counters_.drops[static_cast<size_t>(DiadDrop::kUnknownTxn)].Add();
     return;
   }
-  DiadOp* op = *found;
-  ch.txns.End(h.txn);
-  Complete(ch, op, h.status);
+  Finish(ch, h.txn, ch.txns.End(h.txn), h.status);
 }
 
 void DiadEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
@@ -618,7 +614,7 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
       counters_.unacks_sent.Add();
       break;
     case SendWindow<rte_mbuf*>::TimerVerdict::kDown:
-      ChannelDown(ch, table);
+      ChannelDown(ch, &table);
       return;
   }
   // Transactions waiting for responses with nothing held: the timer above
@@ -627,7 +623,7 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
   if (ch.txns.count() > 0 && ch.tx.in_flight_packets() == 0) {
     const uint64_t since = std::max(ch.last_heard_ns, ch.last_sent_ns);
     if (now - since >= down_after_ns_) {
-      ChannelDown(ch, table);
+      ChannelDown(ch, &table);
       return;
     }
     if (now - std::max(since, ch.last_probe_ns) >= config_.channel.rto_ns) {
@@ -700,7 +696,9 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
           op->kind == DiadOp::Kind::kRead    ? PacketType::kReadRequest
           : op->kind == DiadOp::Kind::kWrite ? PacketType::kWriteRequest
                                              : PacketType::kStream;
-      op->txn = ch.txns.Begin(type, op);
+      Txn t;
+      t.op = op;
+      op->txn = ch.txns.Begin(type, t);
       op->started = true;
     }
     Header h;
@@ -875,6 +873,32 @@ void DiadEngine::Enqueue(Channel& ch, DiadOp* op) {
   ch.queue_tail = op;
 }
 
+void DiadEngine::Finish(Channel& ch, uint32_t txn, const Txn& t,
+                        Status status) {
+  if (t.op != nullptr) {
+    Complete(ch, t.op, status);
+    return;
+  }
+  // A handler's transfer: counted; a failure raised as an event of its
+  // ECTX.
+  if (t.dest != nullptr) t.dest->Unpin();
+  DiadPeerCounters& pc = peer_counters_[ch.slot];
+  if (status == Status::kOk) {
+    counters_.ops_completed.Add();
+    pc.ops_completed.Add();
+    return;
+  }
+  counters_.ops_failed.Add();
+  pc.ops_failed.Add();
+  hpu_->SetActionOrigin(kNoPort, t.ectx_id);
+  uint8_t data[11];
+  std::memcpy(data, &ch.slot, 4);
+  std::memcpy(data + 4, &ch.channel, 2);
+  std::memcpy(data + 6, &txn, 4);
+  data[10] = static_cast<uint8_t>(status);
+  hpu_->RaiseEvent(kEventDiadOpFailed, data);
+}
+
 void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
   op->status = status;
   op->latency_ns = static_cast<uint64_t>(
@@ -895,17 +919,126 @@ void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
   op->Unref();
 }
 
+// ---------------------------------------------------------------- handlers
+
+DiadEngine::Channel* DiadEngine::HandlerChannel(std::string_view peer_name,
+                                                uint16_t channel) {
+  const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
+  const Peer* peer =
+      peers->FindByName(absl::string_view(peer_name.data(), peer_name.size()));
+  if (peer == nullptr) return nullptr;
+  const uint32_t hpus = std::max<uint32_t>(shared_.hpu_count, 1);
+  // Only channels this HPU serves: another HPU's state is not ours to
+  // touch.
+  if (channel >= config_.channels || channel % hpus != hpu_index_) {
+    channel = static_cast<uint16_t>(hpu_index_);
+  }
+  if (channel >= config_.channels) return nullptr;
+  return ChannelFor(*peer, channel);
+}
+
+bool DiadEngine::HandlerCanStart(const Channel& ch, uint32_t packets,
+                                 uint64_t bytes) const {
+  const ChannelConfig& c = config_.channel;
+  return ch.queue_head == nullptr && !ch.txns.Full() &&
+         ch.tx.in_flight_packets() + packets <= c.window_packets &&
+         (ch.tx.in_flight_bytes() == 0 ||
+          ch.tx.in_flight_bytes() + bytes <= c.window_bytes);
+}
+
+bool DiadEngine::HandlerPut(const PeerPut& put, uint32_t ectx_id) {
+  Channel* ch = HandlerChannel(put.peer, put.channel);
+  const uint32_t max_payload = config_.max_payload();
+  const uint32_t length = static_cast<uint32_t>(
+      std::min<size_t>(put.data.size(), config_.max_message_bytes + 1ull));
+  const uint32_t packets = (length + max_payload - 1) / max_payload;
+  if (ch == nullptr || length == 0 || length > config_.max_message_bytes ||
+      !HandlerCanStart(*ch, packets, length)) {
+    counters_.handler_refused.Add();
+    return false;
+  }
+  const PacketType type = put.kind == PeerPut::Kind::kStream
+                              ? PacketType::kStream
+                              : PacketType::kWriteRequest;
+  Txn t;
+  t.ectx_id = ectx_id;
+  const uint32_t txn = ch->txns.Begin(type, t);
+  const uint64_t now = NowNs();
+  Header h;
+  h.type = type;
+  h.txn = txn;
+  h.key = put.key;
+  h.msg_length = length;
+  for (uint32_t sent = 0; sent < length;) {
+    const uint32_t segment = std::min(max_payload, length - sent);
+    const bool last = sent + segment == length;
+    h.flags = static_cast<uint8_t>((sent == 0 ? kFlagFirst : 0) |
+                                   (last ? kFlagLast | kFlagAckNow : 0));
+    h.address = put.address + sent;
+    h.msg_offset = sent;
+    if (!SendSequenced(*ch, h, put.data.subspan(sent, segment), txn,
+                       last && type == PacketType::kStream, now)) {
+      // Out of buffers half way: the message cannot be completed, and a
+      // receiver holding its first part must not take the next message as
+      // its continuation. Start the channel afresh, failing what it held.
+      ChannelDown(*ch, nullptr);
+      counters_.handler_refused.Add();
+      return false;
+    }
+    sent += segment;
+  }
+  counters_.handler_puts.Add();
+  return true;
+}
+
+bool DiadEngine::HandlerGet(const PeerGet& get, uint32_t ectx_id) {
+  Channel* ch = HandlerChannel(get.peer, get.channel);
+  if (ch == nullptr || get.length == 0 ||
+      get.length > config_.max_message_bytes || !HandlerCanStart(*ch, 1, 0)) {
+    counters_.handler_refused.Add();
+    return false;
+  }
+  // The destination: the calling ECTX's bound region, writable, in bounds.
+  const MemoryRegion* dest = hpu_->BoundMemoryRegion(ectx_id, get.region);
+  if (dest == nullptr || (dest->access() & kLocalWrite) == 0 ||
+      get.offset > dest->length() || get.length > dest->length() - get.offset ||
+      !dest->Pin()) {
+    counters_.handler_refused.Add();
+    return false;
+  }
+  Txn t;
+  t.dest = dest;
+  t.dest_offset = get.offset;
+  t.length = get.length;
+  t.ectx_id = ectx_id;
+  const uint32_t txn = ch->txns.Begin(PacketType::kReadRequest, t);
+  Header h;
+  h.type = PacketType::kReadRequest;
+  h.flags = kFlagFirst | kFlagLast | kFlagAckNow;
+  h.txn = txn;
+  h.key = get.rkey;
+  h.address = get.address;
+  h.msg_length = get.length;
+  if (!SendSequenced(*ch, h, {}, txn, false, NowNs())) {
+    Finish(*ch, txn, ch->txns.End(txn), Status::kAborted);
+    counters_.handler_refused.Add();
+    return false;
+  }
+  counters_.handler_gets.Add();
+  return true;
+}
+
 // ---------------------------------------------------------------- failures
 
 void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
   ch.tx.Reset([](rte_mbuf* held, uint32_t, bool) { rte_pktmbuf_free(held); });
-  ch.txns.EndAll([&](uint32_t, DiadOp* op) {
-    if (op == ch.queue_head) {
+  ch.txns.EndAll([&](uint32_t txn, const Txn& t) {
+    if (t.op != nullptr && t.op == ch.queue_head) {
       // Started but not fully sent: it is also at the head of the queue.
-      ch.queue_head = op->next;
+      ch.queue_head = t.op->next;
       if (ch.queue_head == nullptr) ch.queue_tail = nullptr;
     }
-    Complete(ch, op, why);
+    Finish(ch, txn, t, why);
   });
   while (DiadOp* op = ch.queue_head) {
     ch.queue_head = op->next;
@@ -931,7 +1064,7 @@ void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
   peer_counters_[ch.slot].in_flight_packets.store(0, std::memory_order_relaxed);
 }
 
-void DiadEngine::ChannelDown(Channel& ch, const EctxTable& table) {
+void DiadEngine::ChannelDown(Channel& ch, const EctxTable* table) {
   counters_.channel_down.Add();
   DiadPeerCounters& pc = peer_counters_[ch.slot];
   pc.down_events.Add();
@@ -940,7 +1073,7 @@ void DiadEngine::ChannelDown(Channel& ch, const EctxTable& table) {
     pc.channels_down.fetch_add(1, std::memory_order_relaxed);
   }
   RaiseChannelEvent(kEventDiadChannelDown, ch, 0, Status::kPeerDown);
-  ResetChannel(ch, Status::kPeerDown, &table);
+  ResetChannel(ch, Status::kPeerDown, table);
   // A new session: whatever the peer still has of the old one is stale.
   ch.session.Restart(NextEpoch());
 }

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "dataplane/classifier.h"
@@ -93,6 +94,9 @@ struct alignas(64) DiadCounters {
   Counter stream_no_target;  // a stream message nobody takes (dropped)
   Counter neighbor_answers;  // IPv6 neighbour solicitations answered
   Counter neighbor_ignored;  // other ICMPv6 to the node address
+  Counter handler_puts;      // handler puts/gets started
+  Counter handler_gets;
+  Counter handler_refused;  // handler puts/gets that could not start
   std::array<Counter, kDiadDropCount> drops;
 
   void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
@@ -161,6 +165,9 @@ class DiadEngine {
   // Timers, queued sends, ACKs, new submissions, peer table changes. Called
   // once per HPU loop iteration after the receive bursts.
   void Poll(const EctxTable& table);
+  // Handler actions (handlers/api/context.h): start now or return false.
+  bool HandlerPut(const PeerPut& put, uint32_t ectx_id);
+  bool HandlerGet(const PeerGet& get, uint32_t ectx_id);
   // Releases every held mbuf and fails every operation (shutdown).
   void Shutdown();
 
@@ -199,6 +206,17 @@ class DiadEngine {
     bool deposit = false;
   };
 
+  // A transaction this side started: a control operation, or a handler's
+  // put or get (op null).
+  struct Txn {
+    DiadOp* op = nullptr;
+    const MemoryRegion* dest = nullptr;  // a handler get's region (pinned)
+    uint64_t dest_offset = 0;
+    uint32_t length = 0;    // a handler get's bytes
+    uint32_t received = 0;  // a handler get's bytes placed
+    uint32_t ectx_id = 0;   // the handler's ECTX
+  };
+
   struct Channel {
     explicit Channel(const ChannelConfig& config);
     uint32_t generation = 0;  // the peer's generation served; 0: unused
@@ -208,7 +226,7 @@ class DiadEngine {
     Session session{1};
     ReceiveWindow rx;
     SendWindow<rte_mbuf*> tx;
-    TransactionTable<DiadOp*> txns;
+    TransactionTable<Txn> txns;
     DiadOp* queue_head = nullptr;  // ops not yet fully sent, FIFO
     DiadOp* queue_tail = nullptr;
     std::array<ResponseJob, kMaxResponses> responses;
@@ -229,7 +247,7 @@ class DiadEngine {
   Channel* ChannelFor(const Peer& peer, uint16_t channel);
   void SyncPeers(const EctxTable& table);
   void ResetChannel(Channel& ch, Status why, const EctxTable* table);
-  void ChannelDown(Channel& ch, const EctxTable& table);
+  void ChannelDown(Channel& ch, const EctxTable* table);
 
   // Receive side.
   void OnSequenced(Channel& ch, const Header& h, rte_mbuf* packet,
@@ -265,7 +283,15 @@ class DiadEngine {
   rte_mbuf* BuildPacket(const Channel& ch, Header& header,
                         std::span<const uint8_t> payload);
   void Enqueue(Channel& ch, DiadOp* op);
+  // Ends transaction `txn` (already out of the table) with `status`.
+  void Finish(Channel& ch, uint32_t txn, const Txn& t, Status status);
   void Complete(Channel& ch, DiadOp* op, Status status);
+  // A handler's put or get may start now on `ch`: no other message is
+  // half sent, a transaction slot is free, and `packets`/`bytes` fit the
+  // window.
+  bool HandlerCanStart(const Channel& ch, uint32_t packets,
+                       uint64_t bytes) const;
+  Channel* HandlerChannel(std::string_view peer_name, uint16_t channel);
   void TakeCommands();
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);

@@ -29,6 +29,7 @@ class PeerTable {
     by_node_.reserve(peers_.size());
     for (const Peer& peer : peers_) {
       by_node_[Key(peer.node)] = &peer;
+      by_name_[peer.name] = &peer;
       if (peer.slot >= by_slot_.size()) by_slot_.resize(peer.slot + 1);
       by_slot_[peer.slot] = &peer;
     }
@@ -44,6 +45,10 @@ class PeerTable {
   }
   const Peer* FindBySlot(uint32_t slot) const {
     return slot < by_slot_.size() ? by_slot_[slot] : nullptr;
+  }
+  const Peer* FindByName(absl::string_view name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
   }
   const std::vector<Peer>& peers() const { return peers_; }
 
@@ -61,6 +66,7 @@ class PeerTable {
   std::vector<Peer> peers_;
   absl::flat_hash_map<NodeKey, const Peer*> by_node_;
   std::vector<const Peer*> by_slot_;
+  absl::flat_hash_map<std::string, const Peer*> by_name_;
 };
 
 }  // namespace spinnic::diad

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace spinnic {
 
@@ -15,6 +16,38 @@ namespace spinnic {
 enum class EmitPort : uint8_t {
   kIngress = 0,  // out of the port the triggering packet arrived on
   kPaired = 1,   // out of the paired (passthrough) port
+};
+
+// A message a handler puts to a DiAD peer (sPIN's "put from device"): a
+// stream message to `key` (a stream id) or a write of `data` at `address`
+// in the peer's region with rkey `key`. The transport copies `data` into
+// its packets before the call returns.
+struct PeerPut {
+  enum class Kind : uint8_t { kStream, kWrite };
+  Kind kind = Kind::kStream;
+  std::string_view peer;  // the peer's name
+  // Messages on one channel arrive in order. The channel must be one this
+  // HPU serves (channel % workers == LcoreIndex()); any other goes out on
+  // this HPU's first channel instead.
+  uint16_t channel = 0;
+  uint32_t key = 0;
+  uint64_t address = 0;
+  std::span<const uint8_t> data;
+};
+
+// A read a handler starts (sPIN's "get"): `length` bytes at `address` in
+// the peer's region with rkey `rkey` land in the handler's bound region
+// number `region` (an index into Regions(), which must be writable) at
+// `offset`. The handler learns of completion from the region's contents
+// (write a flag last) or the ECTX's events on failure.
+struct PeerGet {
+  std::string_view peer;
+  uint16_t channel = 0;
+  uint32_t rkey = 0;
+  uint64_t address = 0;
+  uint32_t length = 0;
+  uint32_t region = 0;
+  uint64_t offset = 0;
 };
 
 // Implemented by the dataplane (per lcore) and by test fakes. Called only for
@@ -27,6 +60,18 @@ class ActionSink {
   // Posts an event for the control plane. False when the event queue is full
   // (counted as event overflow).
   virtual bool RaiseEvent(uint32_t code, std::span<const uint8_t> data) = 0;
+  // Starts a DiAD transfer. False, and nothing sent, when it cannot start
+  // now: DiAD off, unknown peer, the channel busy with another message or
+  // its window/transactions full, bad sizes, no buffers. Counted by the
+  // transport; a handler may retry on a later packet.
+  virtual bool PutToPeer(const PeerPut& put) {
+    (void)put;
+    return false;
+  }
+  virtual bool GetFromPeer(const PeerGet& get) {
+    (void)get;
+    return false;
+  }
 
  protected:
   ~ActionSink() = default;
@@ -72,6 +117,12 @@ class HandlerContext {
   }
   bool RaiseEvent(uint32_t code, std::span<const uint8_t> data = {}) {
     return sink_ != nullptr && sink_->RaiseEvent(code, data);
+  }
+  bool PutToPeer(const PeerPut& put) {
+    return sink_ != nullptr && sink_->PutToPeer(put);
+  }
+  bool GetFromPeer(const PeerGet& get) {
+    return sink_ != nullptr && sink_->GetFromPeer(get);
   }
 
   // Which HPU runs this invocation (0-based, dense): index per-lcore shards.

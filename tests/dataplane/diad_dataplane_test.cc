@@ -16,6 +16,7 @@
 #include "dataplane/diad/diad_engine.h"
 #include "dataplane/diad/stream_ring.h"
 #include "dataplane/neighbor.h"
+#include "handlers/api/handler.h"
 #include "tests/common/diad_test_peer.h"
 #include "tests/common/ring_dataplane.h"
 
@@ -37,6 +38,55 @@ constexpr diad::NodeAddress kNodeB = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0,
 constexpr diad::MacAddress kMacA = {0x02, 0, 0, 0, 0, 0x0a};
 constexpr diad::MacAddress kMacB = {0x02, 0, 0, 0, 0, 0x0b};
 constexpr uint16_t kPort = diad::kDefaultUdpPort;
+
+// Test handlers for the put/get actions. put_to_b sends each packet's
+// payload to peer "b" as a message of stream 5 and consumes the packet;
+// get_from_b asks "b" for the 16 bytes its state names (u32 rkey, u32
+// unused, u64 address) into bound region 0 at offset 64.
+class PutToB {
+ public:
+  static constexpr absl::string_view kName = "test_put_to_b";
+  static constexpr absl::string_view kDescription = "test";
+  static constexpr uint32_t kMinStateSize = 0;
+  static constexpr std::array<ParamSpec, 0> kParams{};
+  static absl::StatusOr<std::unique_ptr<PutToB>> Create(const HandlerParams&) {
+    return std::make_unique<PutToB>();
+  }
+  HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
+    PeerPut put;
+    put.peer = "b";
+    put.key = 5;
+    put.data = packet.Payload();
+    if (ctx.PutToPeer(put)) packet.Consume();
+    return HandlerResult::kSuccess;
+  }
+};
+SPINNIC_HANDLER(PutToB);
+
+class GetFromB {
+ public:
+  static constexpr absl::string_view kName = "test_get_from_b";
+  static constexpr absl::string_view kDescription = "test";
+  static constexpr uint32_t kMinStateSize = 16;
+  static constexpr uint32_t kMinRegions = 1;
+  static constexpr std::array<ParamSpec, 0> kParams{};
+  static absl::StatusOr<std::unique_ptr<GetFromB>> Create(
+      const HandlerParams&) {
+    return std::make_unique<GetFromB>();
+  }
+  HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
+    PeerGet get;
+    get.peer = "b";
+    std::memcpy(&get.rkey, ctx.State().data(), 4);
+    std::memcpy(&get.address, ctx.State().data() + 8, 8);
+    get.length = 16;
+    get.region = 0;
+    get.offset = 64;
+    if (ctx.GetFromPeer(get)) packet.Consume();
+    return HandlerResult::kSuccess;
+  }
+};
+SPINNIC_HANDLER(GetFromB);
 
 class EalEnvironment : public ::testing::Environment {
  public:
@@ -497,6 +547,82 @@ TEST_F(DiadDataplaneTest, RestartedPeerResynchronisesAndOldSessionIsStale) {
       dataplane().ReadRegion(region.id, 400, 8, 1 << 20);
   ASSERT_TRUE(bytes.ok());
   EXPECT_EQ(*bytes, std::string(8, '\0'));
+}
+
+TEST_F(DiadDataplaneTest, HandlersPutMessagesToAndGetBytesFromAPeer) {
+  HandlerConfig put;
+  put.name = "put";
+  put.kind = "test_put_to_b";
+  put.match.in_port_mask = 1u << 1;  // frames from the host side
+  ASSERT_TRUE(dataplane().InstallEctx(put).ok());
+  Bytes udp = {0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0c, 0x08, 0x00};
+  // IPv4/UDP with 6 payload bytes (checksum 0: allowed in IPv4).
+  Bytes ip = {0x45, 0,  0, 34, 0,   0,   0,   0,   64,   17,   0,    0,
+              10,   0,  0, 1,  10,  0,   0,   2,   0x12, 0x34, 0x56, 0x78,
+              0,    14, 0, 0,  'h', 'e', 'l', 'l', 'o',  '!'};
+  // IPv4 header checksum.
+  uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += ip[i] << 8 | ip[i + 1];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip[10] = static_cast<uint8_t>(~sum >> 8);
+  ip[11] = static_cast<uint8_t>(~sum);
+  udp.insert(udp.end(), ip.begin(), ip.end());
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  ASSERT_NE(m, nullptr);
+  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(udp.size())),
+              udp.data(), udp.size());
+  ASSERT_EQ(rte_ring_enqueue(rings_->rx(1), m), 0);
+  Poll();
+  std::vector<Received> streams = OfType(peer_->Take(), PacketType::kStream);
+  ASSERT_EQ(streams.size(), 1u);
+  EXPECT_EQ(streams[0].header.key, 5u);
+  EXPECT_EQ(streams[0].payload, Bytes({'h', 'e', 'l', 'l', 'o', '!'}));
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_puts"), 1u);
+  // The ACK of its last packet completes the put.
+  Header ack;
+  ack.type = PacketType::kAck;
+  ASSERT_TRUE(peer_->Send(ack));
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "ops_completed"), 1u);
+  ASSERT_TRUE(dataplane().RemoveEctx("put").ok());
+
+  RegionInfo region = Region(128, kLocalRead | kLocalWrite);
+  HandlerConfig get;
+  get.name = "get";
+  get.kind = "test_get_from_b";
+  get.match.in_port_mask = 1u << 1;
+  get.bound_regions = {region.id};
+  get.initial_state = {0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0,
+                       0x00, 0x10, 0,    0,    0, 0, 0, 0};
+  ASSERT_TRUE(dataplane().InstallEctx(get).ok());
+  m = rte_pktmbuf_alloc(pool_);
+  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(udp.size())),
+              udp.data(), udp.size());
+  ASSERT_EQ(rte_ring_enqueue(rings_->rx(1), m), 0);
+  Poll();
+  std::vector<Received> requests =
+      OfType(peer_->Take(), PacketType::kReadRequest);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].header.key, 0x11223344u);
+  EXPECT_EQ(requests[0].header.address, 0x1000u);
+  EXPECT_EQ(requests[0].header.msg_length, 16u);
+  Header response;
+  response.type = PacketType::kReadResponse;
+  response.flags = diad::kFlagFirst | diad::kFlagLast;
+  response.txn = requests[0].header.txn;
+  response.msg_length = 16;
+  Bytes data = Pattern(16, 77);
+  ASSERT_TRUE(peer_->Send(response, data));
+  Poll();
+  absl::StatusOr<std::string> landed =
+      dataplane().ReadRegion(region.id, 64, 16, 1 << 20);
+  ASSERT_TRUE(landed.ok());
+  EXPECT_EQ(Bytes(landed->begin(), landed->end()), data);
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_gets"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "ops_completed"), 2u);
+  // Its region is unpinned again: it can go once the handler has.
+  ASSERT_TRUE(dataplane().RemoveEctx("get").ok());
+  EXPECT_TRUE(dataplane().DeregisterRegion(region.id).ok());
 }
 
 // The peer as a thread: answers writes and reads, acknowledges everything
