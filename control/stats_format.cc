@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -55,9 +56,9 @@ std::string FormatStatsText(const StatsSnapshot& now,
   for (size_t i = 0; i < now.ports.size(); ++i) {
     const PortStats& p = now.ports[i];
     double rx_rate = 0, tx_rate = 0;
-    const PortStats* before =
-        previous != nullptr && i < previous->ports.size() ? &previous->ports[i]
-                                                          : nullptr;
+    const PortStats* before = previous != nullptr && i < previous->ports.size()
+                                  ? &previous->ports[i]
+                                  : nullptr;
     rx_rate = Rate(p.rx_packets, before ? before->rx_packets : 0, interval_s);
     tx_rate = Rate(p.tx_packets, before ? before->tx_packets : 0, interval_s);
     absl::StrAppendFormat(
@@ -89,6 +90,17 @@ std::string FormatStatsText(const StatsSnapshot& now,
                             e.name, e.kind, e.packets, e.bytes, e.dropped,
                             e.failed, per_call, flags);
     }
+  }
+  if (now.diad.enabled) {
+    // Three name/value pairs a line; zero drop counters are left out.
+    out += "diad:";
+    int column = 0;
+    for (const auto& [name, value] : now.diad.counters) {
+      if (value == 0 && absl::StartsWith(name, "drop_")) continue;
+      if (column++ % 3 == 0) out += "\n ";
+      absl::StrAppendFormat(&out, " %-20s %12u", name, value);
+    }
+    out += "\n";
   }
   return out;
 }
@@ -139,7 +151,16 @@ std::string FormatStatsJson(const StatsSnapshot& snapshot) {
         ",\"invalid\":", e.invalid, ",\"bypassed\":", e.bypassed,
         ",\"state_hex\":\"", Hex(e.state), "\"}");
   }
-  out += "]}\n";
+  out += "]";
+  if (snapshot.diad.enabled) {
+    out += ",\"diad\":{";
+    for (size_t i = 0; i < snapshot.diad.counters.size(); ++i) {
+      const auto& [name, value] = snapshot.diad.counters[i];
+      absl::StrAppend(&out, i ? "," : "", JsonString(name), ":", value);
+    }
+    out += "}";
+  }
+  out += "}\n";
   return out;
 }
 

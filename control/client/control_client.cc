@@ -276,6 +276,15 @@ std::unique_ptr<grpc::ClientContext> ControlClient::UnaryContext() const {
   return context;
 }
 
+std::unique_ptr<grpc::ClientContext> ControlClient::RemoteContext(
+    uint32_t timeout_ms) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  absl::Duration remote =
+      timeout_ms == 0 ? absl::Seconds(10) : absl::Milliseconds(timeout_ms);
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_ + remote));
+  return context;
+}
+
 absl::StatusOr<v1::GetInfoResponse> ControlClient::GetInfo() {
   v1::GetInfoResponse response;
   grpc::Status status =
@@ -383,6 +392,58 @@ absl::StatusOr<v1::Stats> ControlClient::GetStats() {
   v1::Stats response;
   grpc::Status status =
       stub_->GetStats(UnaryContext().get(), v1::GetStatsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<uint32_t> ControlClient::AddPeer(const v1::DiadPeer& peer) {
+  v1::AddPeerRequest request;
+  *request.mutable_peer() = peer;
+  v1::AddPeerResponse response;
+  grpc::Status status =
+      stub_->AddPeer(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.slot();
+}
+
+absl::Status ControlClient::RemovePeer(const std::string& name) {
+  v1::RemovePeerRequest request;
+  request.set_name(name);
+  v1::RemovePeerResponse response;
+  return FromGrpc(stub_->RemovePeer(UnaryContext().get(), request, &response));
+}
+
+absl::StatusOr<v1::ListPeersResponse> ControlClient::ListPeers() {
+  v1::ListPeersResponse response;
+  grpc::Status status =
+      stub_->ListPeers(UnaryContext().get(), v1::ListPeersRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::RemoteWriteResponse> ControlClient::RemoteWrite(
+    const v1::RemoteWriteRequest& request) {
+  v1::RemoteWriteResponse response;
+  grpc::Status status = stub_->RemoteWrite(
+      RemoteContext(request.timeout_ms()).get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::RemoteReadResponse> ControlClient::RemoteRead(
+    const v1::RemoteReadRequest& request) {
+  v1::RemoteReadResponse response;
+  grpc::Status status = stub_->RemoteRead(
+      RemoteContext(request.timeout_ms()).get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::StreamSendResponse> ControlClient::StreamSend(
+    const v1::StreamSendRequest& request) {
+  v1::StreamSendResponse response;
+  grpc::Status status = stub_->StreamSend(
+      RemoteContext(request.timeout_ms()).get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }

@@ -80,6 +80,20 @@ class ControlClient {
 
   absl::StatusOr<v1::Stats> GetStats();
 
+  // DiAD peers. AddPeer returns the peer's slot.
+  absl::StatusOr<uint32_t> AddPeer(const v1::DiadPeer& peer);
+  absl::Status RemovePeer(const std::string& name);
+  absl::StatusOr<v1::ListPeersResponse> ListPeers();
+  // DiAD remote operations. Their deadline is ClientOptions::timeout plus
+  // the request's timeout_ms (0: the server's 10 s), so that the server's
+  // answer, DEADLINE_EXCEEDED included, arrives before the call expires.
+  absl::StatusOr<v1::RemoteWriteResponse> RemoteWrite(
+      const v1::RemoteWriteRequest& request);
+  absl::StatusOr<v1::RemoteReadResponse> RemoteRead(
+      const v1::RemoteReadRequest& request);
+  absl::StatusOr<v1::StreamSendResponse> StreamSend(
+      const v1::StreamSendRequest& request);
+
   // Streams. `on_*` runs on the calling thread for every message; returning
   // false ends the stream and the call returns OK. Otherwise the call returns
   // when the server ends the stream, with the server's status.
@@ -103,6 +117,9 @@ class ControlClient {
 
   // A context whose deadline is `timeout_` from now.
   std::unique_ptr<grpc::ClientContext> UnaryContext() const;
+  // A context for a remote operation that may take `timeout_ms` (0: 10 s)
+  // on the server.
+  std::unique_ptr<grpc::ClientContext> RemoteContext(uint32_t timeout_ms) const;
 
   std::string target_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -1,14 +1,22 @@
 #include "control/grpc/spinnic_service.h"
 
+#include <arpa/inet.h>
 #include <rte_version.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "control/config_loader.h"
+#include "dataplane/diad/diad_engine.h"
+#include "dataplane/spin_engine.h"
 #include "handlers/api/handler.h"
 
 namespace spinnic {
@@ -17,6 +25,10 @@ namespace {
 constexpr uint32_t kMinWatchIntervalMs = 100;
 // Largest ReadRegion answer: well inside the default message limit.
 constexpr uint64_t kMaxRegionRead = 1 << 20;
+// The same for a RemoteRead's answer.
+constexpr uint32_t kMaxRemoteRead = 1 << 20;
+// A remote operation's timeout when the request gives none.
+constexpr absl::Duration kDefaultDiadTimeout = absl::Seconds(10);
 
 // absl and gRPC share the canonical code numbering.
 grpc::Status ToGrpc(const absl::Status& status) {
@@ -95,6 +107,120 @@ void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
   for (const EctxStats& e : snapshot.ectxs) {
     FillHandlerStats(e, out->add_handlers());
   }
+  for (const auto& [name, value] : snapshot.diad.counters) {
+    v1::Counter* counter = out->add_diad();
+    counter->set_name(name);
+    counter->set_value(value);
+  }
+}
+
+std::string NodeText(const diad::NodeAddress& node) {
+  char text[INET6_ADDRSTRLEN];
+  return inet_ntop(AF_INET6, node.data(), text, sizeof text) ? text : "?";
+}
+
+std::string MacText(const diad::MacAddress& m) {
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+                         m[3], m[4], m[5]);
+}
+
+// The name of an engine event code, or "" for a handler's own code.
+const char* EngineEventName(uint32_t code) {
+  switch (code) {
+    case kEventHandlerFailed:
+      return "handler_failed";
+    case kEventHandlerInvalid:
+      return "handler_invalid";
+    case kEventEctxDisabled:
+      return "ectx_disabled";
+    case diad::kEventDiadChannelDown:
+      return "diad_channel_down";
+    case diad::kEventDiadPeerReset:
+      return "diad_peer_reset";
+    case diad::kEventDiadOpFailed:
+      return "diad_op_failed";
+  }
+  return "";
+}
+
+bool IsDiadEvent(uint32_t code) {
+  return code == diad::kEventDiadChannelDown ||
+         code == diad::kEventDiadPeerReset || code == diad::kEventDiadOpFailed;
+}
+
+// Event.data of the diad_* events (diad_engine.cc RaiseChannelEvent): u32
+// peer slot, u16 channel, u32 txn, u8 status, in host order.
+void DecodeDiadEvent(const Event& event,
+                     const absl::flat_hash_map<uint32_t, std::string>& peers,
+                     v1::DiadEvent* out) {
+  if (event.length < 11) return;
+  uint32_t slot = 0;
+  uint16_t channel = 0;
+  uint32_t txn = 0;
+  std::memcpy(&slot, event.data, 4);
+  std::memcpy(&channel, event.data + 4, 2);
+  std::memcpy(&txn, event.data + 6, 4);
+  out->set_peer_slot(slot);
+  if (auto it = peers.find(slot); it != peers.end()) {
+    out->set_peer(it->second);
+  }
+  out->set_channel(channel);
+  out->set_txn(txn);
+  out->set_status(diad::StatusName(static_cast<diad::Status>(event.data[10])));
+}
+
+void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {
+  out->set_name(info.name);
+  out->set_node(NodeText(info.node));
+  out->set_mac(MacText(info.mac));
+  out->set_slot(info.slot);
+  out->set_up(info.up);
+  out->set_channels_down(info.channels_down);
+  out->set_in_flight_packets(info.in_flight_packets);
+  out->set_tx_packets(info.tx_packets);
+  out->set_tx_bytes(info.tx_bytes);
+  out->set_rx_packets(info.rx_packets);
+  out->set_rx_bytes(info.rx_bytes);
+  out->set_retransmits(info.retransmits);
+  out->set_down_events(info.down_events);
+  out->set_resets(info.resets);
+  out->set_ops_completed(info.ops_completed);
+  out->set_ops_failed(info.ops_failed);
+}
+
+// A remote operation's common fields. A channel beyond what the wire can
+// name is clamped to one the dataplane refuses just the same.
+DiadRequest RemoteOp(diad::DiadOp::Kind kind, const std::string& peer,
+                     uint32_t channel, uint32_t key) {
+  DiadRequest op;
+  op.kind = kind;
+  op.peer = peer;
+  op.channel = static_cast<uint16_t>(
+      std::min<uint32_t>(channel, std::numeric_limits<uint16_t>::max()));
+  op.key = key;
+  return op;
+}
+
+absl::Duration DiadTimeout(uint32_t timeout_ms) {
+  return timeout_ms == 0 ? kDefaultDiadTimeout : absl::Milliseconds(timeout_ms);
+}
+
+// A request-level DiadExecute error for a request of several operations
+// starts "request N: "; StreamSend's field is messages[N].
+absl::Status RenameRequestIndex(const absl::Status& status) {
+  absl::string_view message = status.message();
+  if (!absl::ConsumePrefix(&message, "request ")) return status;
+  size_t colon = message.find(": ");
+  if (colon == absl::string_view::npos) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat("messages[", message.substr(0, colon),
+                                   "]: ", message.substr(colon + 2)));
+}
+
+// Nearest-rank percentile of sorted `values` (not empty).
+uint64_t Percentile(const std::vector<uint64_t>& values, int percent) {
+  size_t rank = (values.size() * static_cast<size_t>(percent) + 99) / 100;
+  return values[std::max<size_t>(rank, 1) - 1];
 }
 
 uint32_t AccessBits(const v1::RegionAccess& access) {
@@ -165,6 +291,28 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
   response->set_max_handlers(Ectx::kMaxEctxs);
   response->set_max_state_size(Ectx::kMaxStateSize);
   response->set_max_region_bytes(dataplane_->region_bytes_limit());
+  const diad::DiadConfig& d = dataplane_->diad_config();
+  v1::DiadInfo* diad = response->mutable_diad();
+  diad->set_enabled(d.enabled);
+  if (!d.enabled) return grpc::Status::OK;
+  diad->set_node(NodeText(d.node));
+  diad->set_mac(MacText(d.mac));
+  diad->set_udp_port(d.udp_port);
+  if (d.port < config_.ports_size()) {
+    diad->set_port(config_.ports(d.port).name());
+  }
+  diad->set_path_mtu(d.path_mtu);
+  diad->set_max_payload(d.max_payload());
+  diad->set_channels(d.channels);
+  diad->set_max_peers(d.max_peers);
+  diad->set_max_message_bytes(d.max_message_bytes);
+  diad->set_window_packets(d.channel.window_packets);
+  diad->set_window_bytes(d.channel.window_bytes);
+  diad->set_max_transactions(d.channel.max_transactions);
+  diad->set_rto_us(static_cast<uint32_t>(d.channel.rto_ns / 1000));
+  diad->set_rto_max_us(static_cast<uint32_t>(d.channel.rto_max_ns / 1000));
+  diad->set_max_retries(d.channel.max_retries);
+  diad->set_down_after_us(diad::DownAfterNs(d.channel) / 1000);
   return grpc::Status::OK;
 }
 
@@ -264,8 +412,11 @@ grpc::Status SpinnicService::RegisterRegion(
   config.name = request->name();
   config.length = request->length();
   config.access = AccessBits(request->access());
+  config.stream_id = request->stream_id();
+  absl::MutexLock lock(&mu_);
   absl::StatusOr<RegionInfo> region = dataplane_->RegisterRegion(config);
   if (!region.ok()) return ToGrpc(region.status());
+  if (config.stream_id != 0) stream_regions_[region->id] = config.stream_id;
   response->set_id(region->id);
   response->set_rkey(region->rkey);
   response->set_base_address(region->base_address);
@@ -277,14 +428,23 @@ grpc::Status SpinnicService::DeregisterRegion(
     grpc::ServerContext*, const v1::DeregisterRegionRequest* request,
     v1::DeregisterRegionResponse*) {
   // The dataplane checks bindings and deregisters under one lock.
-  return ToGrpc(dataplane_->DeregisterRegion(request->id()));
+  absl::MutexLock lock(&mu_);
+  absl::Status status = dataplane_->DeregisterRegion(request->id());
+  if (status.ok()) stream_regions_.erase(request->id());
+  return ToGrpc(status);
 }
 
 grpc::Status SpinnicService::ListRegions(grpc::ServerContext*,
                                          const v1::ListRegionsRequest*,
                                          v1::ListRegionsResponse* response) {
+  absl::MutexLock lock(&mu_);
   for (const RegionInfo& region : dataplane_->ListRegions()) {
-    FillRegionInfo(region, response->add_regions());
+    v1::RegionInfo* info = response->add_regions();
+    FillRegionInfo(region, info);
+    if (auto it = stream_regions_.find(region.id);
+        it != stream_regions_.end()) {
+      info->set_stream_id(it->second);
+    }
   }
   return grpc::Status::OK;
 }
@@ -358,17 +518,176 @@ void SpinnicService::PublishEvents(const std::vector<Event>& events) {
   if (events.empty() || events_.subscribers() == 0) return;
   // Events name their ECTX by id; names are what clients know.
   absl::flat_hash_map<uint32_t, std::string> names = dataplane_->EctxNames();
+  // DiAD events name their peer by slot; people know names.
+  absl::flat_hash_map<uint32_t, std::string> peers;
+  if (std::any_of(events.begin(), events.end(),
+                  [](const Event& e) { return IsDiadEvent(e.code); })) {
+    for (PeerInfo& peer : dataplane_->ListPeers()) {
+      peers[peer.slot] = std::move(peer.name);
+    }
+  }
   for (const Event& event : events) {
     v1::Event out;
     out.set_timestamp_ns(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
     out.set_code(event.code);
     out.set_hpu(event.hpu);
     out.set_data(event.data, event.length);
-    if (auto it = names.find(event.ectx_id); it != names.end()) {
+    out.set_name(EngineEventName(event.code));
+    if (IsDiadEvent(event.code)) {
+      // Raised by the transport, not by an ECTX.
+      DecodeDiadEvent(event, peers, out.mutable_diad());
+    } else if (auto it = names.find(event.ectx_id); it != names.end()) {
       out.set_handler(it->second);
     }
     events_.Publish(out);
   }
+}
+
+grpc::Status SpinnicService::AddPeer(grpc::ServerContext*,
+                                     const v1::AddPeerRequest* request,
+                                     v1::AddPeerResponse* response) {
+  if (!dataplane_->diad_config().enabled) {
+    // The dataplane's own words for it.
+    return ToGrpc(dataplane_->AddPeer(diad::PeerConfig()));
+  }
+  // Checked and converted as a config file's diad.peers entry is.
+  v1::Config candidate = config_;
+  candidate.clear_handlers();
+  candidate.mutable_diad()->clear_peers();
+  *candidate.mutable_diad()->add_peers() = request->peer();
+  absl::StatusOr<DataplaneConfig> converted = ToDataplaneConfig(candidate);
+  if (!converted.ok()) {
+    // The checks speak of the candidate config's path; the caller sent
+    // AddPeerRequest.peer.
+    std::string message(converted.status().message());
+    constexpr absl::string_view kPath = "diad.peers[0]";
+    if (absl::StartsWith(message, kPath))
+      message.replace(0, kPath.size(), "peer");
+    return grpc::Status(
+        static_cast<grpc::StatusCode>(converted.status().code()), message);
+  }
+  absl::Status added = dataplane_->AddPeer(converted->diad.peers[0]);
+  if (!added.ok()) return ToGrpc(added);
+  for (const PeerInfo& peer : dataplane_->ListPeers()) {
+    if (peer.name == request->peer().name()) response->set_slot(peer.slot);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::RemovePeer(grpc::ServerContext*,
+                                        const v1::RemovePeerRequest* request,
+                                        v1::RemovePeerResponse*) {
+  if (request->name().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "name: missing; give the peer's name");
+  }
+  return ToGrpc(dataplane_->RemovePeer(request->name()));
+}
+
+grpc::Status SpinnicService::ListPeers(grpc::ServerContext*,
+                                       const v1::ListPeersRequest*,
+                                       v1::ListPeersResponse* response) {
+  for (const PeerInfo& peer : dataplane_->ListPeers()) {
+    FillPeerStatus(peer, response->add_peers());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
+                                         const v1::RemoteWriteRequest* request,
+                                         v1::RemoteWriteResponse* response) {
+  if (request->data().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "data: empty; a write carries at least one byte");
+  }
+  DiadRequest op = RemoteOp(diad::DiadOp::Kind::kWrite, request->peer(),
+                            request->channel(), request->rkey());
+  op.address = request->address();
+  op.data = request->data();
+  std::vector<DiadRequest> ops;
+  ops.push_back(std::move(op));
+  absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
+      std::move(ops), DiadTimeout(request->timeout_ms()));
+  if (!results.ok()) return ToGrpc(results.status());
+  const DiadResult& result = results->front();
+  if (!result.status.ok()) return ToGrpc(result.status);
+  response->set_latency_ns(result.latency_ns);
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::RemoteRead(grpc::ServerContext*,
+                                        const v1::RemoteReadRequest* request,
+                                        v1::RemoteReadResponse* response) {
+  if (request->length() == 0 || request->length() > kMaxRemoteRead) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("length ", request->length(), ": must be 1..",
+                     kMaxRemoteRead,
+                     " bytes (1 MiB per read: the answer must fit in a "
+                     "message); read more in several calls"));
+  }
+  DiadRequest op = RemoteOp(diad::DiadOp::Kind::kRead, request->peer(),
+                            request->channel(), request->rkey());
+  op.address = request->address();
+  op.read_length = request->length();
+  std::vector<DiadRequest> ops;
+  ops.push_back(std::move(op));
+  absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
+      std::move(ops), DiadTimeout(request->timeout_ms()));
+  if (!results.ok()) return ToGrpc(results.status());
+  DiadResult& result = results->front();
+  if (!result.status.ok()) return ToGrpc(result.status);
+  response->set_data(std::move(result.data));
+  response->set_latency_ns(result.latency_ns);
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
+                                        const v1::StreamSendRequest* request,
+                                        v1::StreamSendResponse* response) {
+  if (request->stream_id() == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "stream_id: missing; streams are numbered from 1");
+  }
+  if (request->messages().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "messages: none given; send at least one");
+  }
+  std::vector<DiadRequest> ops;
+  ops.reserve(static_cast<size_t>(request->messages_size()));
+  for (const std::string& message : request->messages()) {
+    ops.push_back(RemoteOp(diad::DiadOp::Kind::kStream, request->peer(),
+                           request->channel(), request->stream_id()));
+    ops.back().data = message;
+  }
+  absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
+      std::move(ops), DiadTimeout(request->timeout_ms()));
+  if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
+  std::vector<uint64_t> latencies;
+  const DiadResult* failed = nullptr;
+  size_t failed_index = 0;
+  for (size_t i = 0; i < results->size(); ++i) {
+    const DiadResult& result = (*results)[i];
+    if (result.status.ok()) {
+      latencies.push_back(result.latency_ns);
+    } else if (failed == nullptr) {
+      failed = &result;
+      failed_index = i;
+    }
+  }
+  if (failed != nullptr) {
+    return grpc::Status(
+        static_cast<grpc::StatusCode>(failed->status.code()),
+        absl::StrCat("messages[", failed_index, "]: ", failed->status.message(),
+                     " (", latencies.size(), " of ", results->size(),
+                     " messages delivered)"));
+  }
+  std::sort(latencies.begin(), latencies.end());
+  response->set_delivered(static_cast<uint32_t>(latencies.size()));
+  response->set_latency_p50_ns(Percentile(latencies, 50));
+  response->set_latency_p99_ns(Percentile(latencies, 99));
+  response->set_latency_max_ns(latencies.back());
+  return grpc::Status::OK;
 }
 
 }  // namespace spinnic

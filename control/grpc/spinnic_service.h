@@ -61,6 +61,22 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status WatchEvents(grpc::ServerContext* context,
                            const v1::WatchEventsRequest* request,
                            grpc::ServerWriter<v1::Event>* writer) override;
+  grpc::Status AddPeer(grpc::ServerContext*, const v1::AddPeerRequest* request,
+                       v1::AddPeerResponse* response) override;
+  grpc::Status RemovePeer(grpc::ServerContext*,
+                          const v1::RemovePeerRequest* request,
+                          v1::RemovePeerResponse*) override;
+  grpc::Status ListPeers(grpc::ServerContext*, const v1::ListPeersRequest*,
+                         v1::ListPeersResponse* response) override;
+  grpc::Status RemoteWrite(grpc::ServerContext*,
+                           const v1::RemoteWriteRequest* request,
+                           v1::RemoteWriteResponse* response) override;
+  grpc::Status RemoteRead(grpc::ServerContext*,
+                          const v1::RemoteReadRequest* request,
+                          v1::RemoteReadResponse* response) override;
+  grpc::Status StreamSend(grpc::ServerContext*,
+                          const v1::StreamSendRequest* request,
+                          v1::StreamSendResponse* response) override;
 
   // Hands events drained from the dataplane to the WatchEvents subscribers.
   // Called by the daemon's main loop.
@@ -74,6 +90,9 @@ class SpinnicService final : public v1::Spinnic::Service {
   absl::Mutex mu_;
   // What each installed handler was installed with (read back = written).
   std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
+  // Stream ids of the stream regions by region id (the dataplane's
+  // RegionInfo does not carry them; regions are only registered here).
+  std::map<uint64_t, uint32_t> stream_regions_ ABSL_GUARDED_BY(mu_);
   EventHub events_;
 };
 

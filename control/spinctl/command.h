@@ -75,6 +75,7 @@ struct Command {
 std::vector<Command> HandlerCommands();
 std::vector<Command> RegionCommands();
 std::vector<Command> StatsCommands();
+std::vector<Command> DiadCommands();
 
 // Counters shared by the `handlers` and `stats` tables.
 std::vector<std::string> HandlerCounterHeaders();

@@ -98,6 +98,28 @@ int RunInfo(Env& env, const ParsedArgs&) {
                  absl::StrCat(h.cpu())});
   }
   hpus.Print(stdout, "  ");
+
+  const v1::DiadInfo& d = info->diad();
+  std::printf("\ndiad:%s\n", d.enabled() ? "" : " off");
+  if (!d.enabled()) return kExitOk;
+  KeyValues diad;
+  diad.Add("node", d.node());
+  diad.Add("mac", d.mac());
+  diad.Add("udp_port", absl::StrCat(d.udp_port()));
+  diad.Add("port", d.port());
+  diad.Add("path_mtu", absl::StrCat(d.path_mtu(), " (", d.max_payload(),
+                                    " payload bytes per packet)"));
+  diad.Add("channels", absl::StrCat(d.channels()));
+  diad.Add("max_peers", absl::StrCat(d.max_peers()));
+  diad.Add("max_message_bytes", absl::StrCat(d.max_message_bytes()));
+  diad.Add("window", absl::StrCat(d.window_packets(), " packets, ",
+                                  d.window_bytes(), " bytes"));
+  diad.Add("max_transactions", absl::StrCat(d.max_transactions()));
+  diad.Add("rto", absl::StrCat(d.rto_us(), " us, doubling to ", d.rto_max_us(),
+                               " us"));
+  diad.Add("max_retries", absl::StrCat(d.max_retries()));
+  diad.Add("down_after", absl::StrCat(d.down_after_us(), " us"));
+  diad.Print(stdout, "  ");
   return kExitOk;
 }
 

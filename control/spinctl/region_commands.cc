@@ -69,12 +69,14 @@ int RunRegions(Env& env, const ParsedArgs&) {
     std::printf("no regions registered\n");
     return kExitOk;
   }
-  Table table({"ID", "NAME", "RKEY", "BASE", "LENGTH", "ACCESS", "BOUND_TO"});
+  Table table(
+      {"ID", "NAME", "RKEY", "BASE", "LENGTH", "ACCESS", "STREAM", "BOUND_TO"});
   for (const v1::RegionInfo& r : regions->regions()) {
     table.AddRow(
         {absl::StrCat(r.id()), r.name().empty() ? "-" : r.name(),
          Hex32(r.rkey()), Hex64(r.base_address()), absl::StrCat(r.length()),
          AccessCell(r.access()),
+         r.stream_id() == 0 ? "-" : absl::StrCat(r.stream_id()),
          r.bound_to().empty() ? "-" : absl::StrJoin(r.bound_to(), ",")});
   }
   table.Print(stdout);
@@ -88,6 +90,7 @@ int RunRegister(Env& env, const ParsedArgs& args) {
   v1::RegisterRegionRequest request;
   request.set_length(args.Uint("length"));
   request.set_name(args.String("name"));
+  request.set_stream_id(static_cast<uint32_t>(args.Uint("stream_id")));
   absl::StatusOr<v1::RegionAccess> access =
       ParseAccess(args.String("access", "local_read,local_write"));
   if (!access.ok()) return env.UsageError(access.status());
@@ -184,6 +187,10 @@ std::vector<Command> RegionCommands() {
             "comma-separated: local_read, local_write, remote_read, "
             "remote_write (default local_read,local_write)"},
            {"name", FlagType::kString, "NAME", "for people; unique when set"},
+           {"stream_id", FlagType::kUint, "N",
+            "a stream region: DiAD stream N's messages that no handler "
+            "takes land in it as a ring (docs/diad.md)",
+            UINT32_MAX},
        },
        "example:\n"
        "  spinctl region-register --length 4096 --access "

@@ -47,7 +47,8 @@ const std::vector<FlagSpec>& GlobalFlags() {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> all;
-  for (auto* group : {&HandlerCommands, &RegionCommands, &StatsCommands}) {
+  for (auto* group :
+       {&HandlerCommands, &RegionCommands, &DiadCommands, &StatsCommands}) {
     for (Command& c : group()) all.push_back(std::move(c));
   }
   return all;

@@ -31,6 +31,18 @@ std::string DropsCell(const v1::PortCounters& port) {
   return drops.empty() ? "-" : absl::StrJoin(drops, ",");
 }
 
+// The DATA column of `events`: a DiAD event's fields, else the bytes in hex.
+std::string EventData(const v1::Event& event) {
+  if (event.has_diad()) {
+    const v1::DiadEvent& d = event.diad();
+    std::string peer =
+        d.peer().empty() ? absl::StrCat("slot ", d.peer_slot()) : d.peer();
+    return absl::StrCat("peer=", peer, " channel=", d.channel(),
+                        " txn=", d.txn(), " status=", d.status());
+  }
+  return event.data().empty() ? "-" : Hex(event.data());
+}
+
 // With `previous`, the port table also has per-second rates since then.
 void PrintStats(const v1::Stats& stats, const v1::Stats* previous) {
   std::vector<std::string> headers = {
@@ -75,6 +87,15 @@ void PrintStats(const v1::Stats& stats, const v1::Stats* previous) {
   }
   std::printf("hpus:\n");
   hpus.Print(stdout, "  ");
+
+  if (!stats.diad().empty()) {
+    std::printf("diad:\n");
+    KeyValues diad;
+    for (const v1::Counter& c : stats.diad()) {
+      diad.Add(c.name(), absl::StrCat(c.value()));
+    }
+    diad.Print(stdout, "  ");
+  }
 
   if (stats.handlers().empty()) return;
   std::vector<std::string> handler_headers = {"ID", "NAME", "KIND"};
@@ -137,8 +158,8 @@ int RunEvents(Env& env, const ParsedArgs& args) {
                                 : absl::InfiniteDuration();
   uint64_t seen = 0;
   if (!env.json()) {
-    std::printf("%-8s %-24s %-4s %-20s %-10s %s\n", "SEQ", "TIME", "HPU",
-                "HANDLER", "CODE", "DATA");
+    std::printf("%-8s %-24s %-4s %-20s %-10s %-18s %s\n", "SEQ", "TIME", "HPU",
+                "HANDLER", "CODE", "EVENT", "DATA");
     std::fflush(stdout);
   }
   absl::Status status = client->WatchEvents(
@@ -150,13 +171,13 @@ int RunEvents(Env& env, const ParsedArgs& args) {
             std::printf("(%llu events missed: the buffer was full)\n",
                         static_cast<unsigned long long>(event.missed_before()));
           }
-          std::printf("%-8llu %-24s %-4u %-20s 0x%08x %s\n",
-                      static_cast<unsigned long long>(event.sequence()),
-                      FormatTimestamp(event.timestamp_ns()).c_str(),
-                      event.hpu(),
-                      event.handler().empty() ? "-" : event.handler().c_str(),
-                      event.code(),
-                      event.data().empty() ? "-" : Hex(event.data()).c_str());
+          std::printf(
+              "%-8llu %-24s %-4u %-20s 0x%08x %-18s %s\n",
+              static_cast<unsigned long long>(event.sequence()),
+              FormatTimestamp(event.timestamp_ns()).c_str(), event.hpu(),
+              event.handler().empty() ? "-" : event.handler().c_str(),
+              event.code(), event.name().empty() ? "-" : event.name().c_str(),
+              EventData(event).c_str());
           std::fflush(stdout);
         }
         return count == 0 || ++seen < count;
