@@ -285,3 +285,14 @@ it_wait_spinctl() {
   done
   die "spinctl health did not succeed within 60 s"
 }
+
+# it_write_null_diad_config FILE: it_write_null_config with DiAD on: node
+# fd00:d1ad::1, MAC 02:00:00:00:00:01, short timers (a peer nobody plays is
+# down within milliseconds). Frames to peers leave through p0 into net_null.
+it_write_null_diad_config() {
+  it_write_null_config "$1"
+  cat >>"$1" <<EOF2
+addresses { diad_node: "fd00:d1ad::1" mac: "02:00:00:00:00:01" }
+diad { rto_us: 200 rto_max_us: 1000 max_retries: 3 }
+EOF2
+}

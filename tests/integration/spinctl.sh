@@ -163,6 +163,34 @@ sc help
 check "help: exit 0, lists the commands" eval 'rc_is 0 && out_has "^  region-register " && out_has "^  watch-stats "'
 sc install --help
 check "install --help: exit 0, lists its flags" eval 'rc_is 0 && out_has "^  --match TEXTPROTO"'
+sc peer-add b
+check "peer-add with one argument: exit 2" eval 'rc_is 2 && err_has "expects NAME NODE MAC"'
+sc remote-write b 1 0x10
+check "remote-write without data: exit 2, names the data flags" eval 'rc_is 2 && err_has "exactly one of --data TEXT, --hex HEX and --file PATH"'
+sc remote-write b 1 0x10 --data x --hex 00
+check "remote-write --data and --hex: exit 2" eval 'rc_is 2 && err_has "exactly one of"'
+sc remote-write b zz 0x10 --data x
+check "remote-write with a bad RKEY: exit 2, names RKEY" eval 'rc_is 2 && err_has "RKEY: .zz. is not a number"'
+sc remote-write b 1 0x10 --hex 0g
+check "remote-write --hex 0g: exit 2, names --hex" eval 'rc_is 2 && err_has "--hex: "'
+sc remote-read b 1 0x10
+check "remote-read without LENGTH: exit 2" eval 'rc_is 2 && err_has "expects PEER RKEY ADDRESS LENGTH"'
+sc stream-send b 7
+check "stream-send without messages: exit 2" eval 'rc_is 2 && err_has "exactly one of --data TEXT, --file PATH and --count N --size BYTES"'
+sc stream-send b 7 --count 3
+check "stream-send --count without --size: exit 2" eval 'rc_is 2 && err_has "--size BYTES"'
+sc stream-send b 7 --count 3 --size 4
+check "stream-send --size 4: exit 2, at least 8" eval 'rc_is 2 && err_has "at least 8"'
+sc stream-send b 0 --data x
+check "stream-send to stream 0: exit 2" eval 'rc_is 2 && err_has "STREAM_ID must be at least 1"'
+sc stream-send b 7 --data x --file "$TMP/nonexistent"
+check "stream-send --data and --file: exit 2" eval 'rc_is 2 && err_has "exactly one of"'
+sc peers
+check "peers without DiAD: exit 0, none" eval 'rc_is 0 && out_has "^no peers$"'
+sc peer-add b fd00:d1ad::2 02:00:00:00:00:02
+check "peer-add without DiAD: exit 1, FAILED_PRECONDITION" eval 'rc_is 1 && err_has "^spinctl: FAILED_PRECONDITION: .*diad_node"'
+sc info
+check "info without DiAD: says diad off" eval 'rc_is 0 && out_has "^diad: off$"'
 "$SPINCTL" --socket "$TMP/nonexistent.sock" health >"$TMP/cmd.out" 2>"$TMP/cmd.err"
 RC=$?
 check "--socket to nothing: exit 3, says it cannot reach spinnicd" eval \
@@ -249,5 +277,56 @@ fi
 it_stop_spinnicd TERM
 check "spinnicd exits 0 on SIGTERM" test "$SPN_RC" = 0
 check "the control socket is removed at exit" test ! -e "$SOCK"
+
+# --- DiAD peers, against a spinnicd with a node address ----------------------
+it_write_null_diad_config "$CFG"
+it_start_spinnicd "$CFG" --control_socket "$SOCK"
+it_wait_spinctl
+sc info
+check "info with DiAD: node, MAC, port, timers" eval \
+  'rc_is 0 && out_has "^diad:$" && out_has "^  node: +fd00:d1ad::1$" && out_has "^  mac: +02:00:00:00:00:01$" && out_has "^  port: +p0$" && out_has "^  rto: +200 us"'
+sc --json info
+check "info --json: diad facts" py 'd["diad"]["enabled"] and d["diad"]["node"] == "fd00:d1ad::1" and d["diad"]["max_retries"] == 3 and int(d["diad"]["down_after_us"]) > 0'
+sc peers
+check "peers: none yet" eval 'rc_is 0 && out_has "^no peers$"'
+sc peer-add b fd00:d1ad::2 02:00:00:00:00:02
+check "peer-add b: exit 0" eval 'rc_is 0 && out_has "^added peer b \(slot [0-9]+\)$"'
+sc peers
+check "peers: a row for b, up" eval 'rc_is 0 && out_has "^NAME +NODE +MAC" && out_has "^b +fd00:d1ad::2 +02:00:00:00:00:02 +[0-9]+ +up "'
+sc peers --json
+check "peers --json: b with its node and MAC" py '[(p["name"], p["node"], p["mac"], p["up"]) for p in d["peers"]] == [("b", "fd00:d1ad::2", "02:00:00:00:00:02", True)]'
+sc peer-add b fd00:d1ad::3 02:00:00:00:00:03
+check "peer-add b again: exit 1, ALREADY_EXISTS" eval 'rc_is 1 && err_has "^spinctl: ALREADY_EXISTS: "'
+sc peer-add x 2001:db8::1 02:00:00:00:00:03
+check "peer-add outside fc00::/7: exit 1, INVALID_ARGUMENT naming peer.node" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: peer.node: "'
+sc peer-add x fd00:d1ad::3 01:00:00:00:00:03
+check "peer-add with a multicast MAC: exit 1, names peer.mac" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: peer.mac: "'
+sc remote-write b 1 0x1000 --data hi --channel 99
+check "remote-write on channel 99: exit 1, INVALID_ARGUMENT naming the channel" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: channel 99"'
+sc remote-read nosuch 1 0x1000 16
+check "remote-read from an unknown peer: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: .*nosuch"'
+sc remote-read b 1 0x1000 2000000
+check "remote-read of 2 MB: exit 1, INVALID_ARGUMENT naming length" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: length 2000000"'
+sc stats --json
+check "stats --json: DiAD counters" py 'any(c["name"] == "tx_data" for c in d["diad"]) and any(c["name"].startswith("drop_") for c in d["diad"])'
+sc stats
+check "stats: a diad section" eval 'rc_is 0 && out_has "^diad:$" && out_has "^  tx_data: "'
+sc region-register --length 65536 --stream_id 7 --name ring7
+check "region-register --stream_id 7: exit 0" rc_is 0
+sc regions --json
+check "regions --json: ring7 is the region of stream 7" py 'any(r["name"] == "ring7" and r["stream_id"] == 7 for r in d["regions"])'
+sc regions
+check "regions: the STREAM column" eval 'rc_is 0 && out_has "STREAM" && out_has " ring7 .* 7 +- *$"'
+sc peer-remove b
+check "peer-remove b: exit 0" eval 'rc_is 0 && out_has "^removed peer b$"'
+sc peer-remove b
+check "peer-remove b again: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: .*b"'
+sc peers --json
+check "peers --json: empty after removal" py 'd["peers"] == []'
+it_stop_spinnicd TERM
+check "spinnicd with DiAD exits 0 on SIGTERM" test "$SPN_RC" = 0
+if [[ -s $TMP/stats.json ]]; then
+  check "--stats_json has the DiAD counters" "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if "tx_data" in d["diad"] else 1)' "$TMP/stats.json"
+fi
 
 it_finish
