@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -92,6 +93,8 @@ void PrintStats(const v1::Stats& stats, const v1::Stats* previous) {
     std::printf("diad:\n");
     KeyValues diad;
     for (const v1::Counter& c : stats.diad()) {
+      // Like the ports' DROPS: only drops that happened (all in --json).
+      if (c.value() == 0 && absl::StartsWith(c.name(), "drop_")) continue;
       diad.Add(c.name(), absl::StrCat(c.value()));
     }
     diad.Print(stdout, "  ");
