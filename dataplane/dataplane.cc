@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "dataplane/diad/stream_ring.h"
 
 namespace spinnic {
 namespace {
@@ -505,6 +506,15 @@ absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
         "region grants no access; set at least one of local_read, "
         "local_write, remote_read, remote_write");
   }
+  if (config.stream_id != 0 &&
+      config.length <
+          diad::StreamRing::kHeaderBytes + diad::StreamRing::RecordBytes(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a stream region needs at least ",
+        diad::StreamRing::kHeaderBytes + diad::StreamRing::RecordBytes(1),
+        " bytes (a 64-byte header and one record); size it for the messages "
+        "a reader may fall behind by"));
+  }
   if (config.length > kRegionSpaceEnd - kRegionSpaceStart) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "a region of ", config.length, " bytes is larger than the ",
@@ -525,6 +535,11 @@ absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
         "less, or raise runtime.region_bytes_limit"));
   }
   for (const auto& region : regions) {
+    if (config.stream_id != 0 && region->stream_id() == config.stream_id) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("region ", region->id(), " already receives stream ",
+                       config.stream_id, "; deregister it first"));
+    }
     if (!config.name.empty() && region->name() == config.name) {
       return absl::AlreadyExistsError(absl::StrCat(
           "a region named '", config.name, "' is registered (id ", region->id(),
@@ -667,6 +682,7 @@ RegionInfo Dataplane::DescribeRegion(const MemoryRegion& region) const {
   info.base_address = region.base_address();
   info.length = region.length();
   info.access = region.access();
+  info.stream_id = region.stream_id();
   info.pins = region.pins();
   for (const auto& ectx : current_table_->ectxs()) {
     if (ectx->Binds(region.id())) info.bound_to.push_back(ectx->name());

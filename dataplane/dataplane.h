@@ -47,6 +47,7 @@ struct RegionInfo {
   uint64_t base_address = 0;
   uint64_t length = 0;
   uint32_t access = 0;                // kLocalRead | ... bits
+  uint32_t stream_id = 0;             // a DiAD stream region's stream
   uint32_t pins = 0;                  // in-flight transfers
   std::vector<std::string> bound_to;  // handler names
 };

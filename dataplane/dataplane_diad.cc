@@ -1,6 +1,7 @@
 // The control side of the DiAD transport: its pools and rings, the
 // published peer table, submitting remote operations and waiting for them,
 // and its counters. The HPU side is dataplane/diad/diad_engine.cc.
+#include <arpa/inet.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -24,11 +25,8 @@ constexpr uint32_t kCommandRingSize = 4096;
 constexpr uint32_t kMinClones = 8192;
 
 std::string NodeText(const diad::NodeAddress& node) {
-  std::string text;
-  for (int i = 0; i < 16; i += 2) {
-    absl::StrAppendFormat(&text, "%s%x", i == 0 ? "" : ":",
-                          node[i] << 8 | node[i + 1]);
-  }
+  char text[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, node.data(), text, sizeof text);
   return text;
 }
 

@@ -416,7 +416,6 @@ grpc::Status SpinnicService::RegisterRegion(
   absl::MutexLock lock(&mu_);
   absl::StatusOr<RegionInfo> region = dataplane_->RegisterRegion(config);
   if (!region.ok()) return ToGrpc(region.status());
-  if (config.stream_id != 0) stream_regions_[region->id] = config.stream_id;
   response->set_id(region->id);
   response->set_rkey(region->rkey);
   response->set_base_address(region->base_address);
@@ -429,9 +428,7 @@ grpc::Status SpinnicService::DeregisterRegion(
     v1::DeregisterRegionResponse*) {
   // The dataplane checks bindings and deregisters under one lock.
   absl::MutexLock lock(&mu_);
-  absl::Status status = dataplane_->DeregisterRegion(request->id());
-  if (status.ok()) stream_regions_.erase(request->id());
-  return ToGrpc(status);
+  return ToGrpc(dataplane_->DeregisterRegion(request->id()));
 }
 
 grpc::Status SpinnicService::ListRegions(grpc::ServerContext*,
@@ -441,10 +438,7 @@ grpc::Status SpinnicService::ListRegions(grpc::ServerContext*,
   for (const RegionInfo& region : dataplane_->ListRegions()) {
     v1::RegionInfo* info = response->add_regions();
     FillRegionInfo(region, info);
-    if (auto it = stream_regions_.find(region.id);
-        it != stream_regions_.end()) {
-      info->set_stream_id(it->second);
-    }
+    info->set_stream_id(region.stream_id);
   }
   return grpc::Status::OK;
 }

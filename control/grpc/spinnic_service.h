@@ -90,9 +90,6 @@ class SpinnicService final : public v1::Spinnic::Service {
   absl::Mutex mu_;
   // What each installed handler was installed with (read back = written).
   std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
-  // Stream ids of the stream regions by region id (the dataplane's
-  // RegionInfo does not carry them; regions are only registered here).
-  std::map<uint64_t, uint32_t> stream_regions_ ABSL_GUARDED_BY(mu_);
   EventHub events_;
 };
 
