@@ -32,6 +32,9 @@ struct RingDataplaneOptions {
   // DiAD on wire0 when diad.enabled (the config() reflects it: node, MAC,
   // UDP port, channels and timers, as a daemon's config would say them).
   diad::DiadConfig diad;
+  // HPUs (on lcores 1..workers; tests that poll them by hand need the EAL
+  // to have that many worker lcores, not cores).
+  uint32_t workers = 1;
 };
 
 class RingDataplane {
@@ -76,7 +79,10 @@ class RingDataplane {
       configured->set_role(side ? v1::PORT_ROLE_HOST : v1::PORT_ROLE_WIRE);
     }
     dataplane_config.port_pairs = {{0, 1}};
-    dataplane_config.worker_cores = {1};
+    dataplane_config.worker_cores.clear();
+    for (uint32_t w = 0; w < options.workers; ++w) {
+      dataplane_config.worker_cores.push_back(w + 1);
+    }
     dataplane_config.mbufs = options.mbufs;
     dataplane_config.region_bytes_limit = options.region_bytes_limit;
     if (options.diad.enabled) {
@@ -113,7 +119,9 @@ class RingDataplane {
     // The daemon's layout (main lcore on core 0, the HPU on core 1), which
     // the control plane validates requests against; the HPU of a test that
     // launches it runs where the test's EAL put lcore 1.
-    rings->config_.add_workers(1);
+    for (uint32_t w = 0; w < options.workers; ++w) {
+      rings->config_.add_workers(w + 1);
+    }
     absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
         Dataplane::Create(dataplane_config);
     if (!dataplane.ok()) return dataplane.status();

@@ -93,7 +93,7 @@ class EalEnvironment : public ::testing::Environment {
   void SetUp() override {
     ASSERT_TRUE(
         InitEal({"diad_dataplane_test", "--no-huge", "-m", "512", "--no-pci",
-                 "--no-shconf", "--lcores", "0@0,1@1", "--log-level", "4"})
+                 "--no-shconf", "--lcores", "0@0,1@1,2@1", "--log-level", "4"})
             .ok());
   }
 };
@@ -167,7 +167,11 @@ class DiadDataplaneTest : public ::testing::Test {
 
   Dataplane& dataplane() { return rings_->dataplane(); }
   void Poll(int times = 4) {
-    for (int i = 0; i < times; ++i) dataplane().hpu(0).PollOnce();
+    for (int i = 0; i < times; ++i) {
+      for (size_t h = 0; h < dataplane().hpu_count(); ++h) {
+        dataplane().hpu(h).PollOnce();
+      }
+    }
   }
 
   RegionInfo Region(uint64_t length, uint32_t access, uint32_t stream = 0) {
@@ -623,6 +627,48 @@ TEST_F(DiadDataplaneTest, HandlersPutMessagesToAndGetBytesFromAPeer) {
   // Its region is unpinned again: it can go once the handler has.
   ASSERT_TRUE(dataplane().RemoveEctx("get").ok());
   EXPECT_TRUE(dataplane().DeregisterRegion(region.id).ok());
+}
+
+TEST_F(DiadDataplaneTest, ChannelsSpreadOverHpusWithHandoff) {
+  // Two HPUs on one-queue ports: HPU 0 receives everything and hands
+  // channel 1's frames to HPU 1, which owns it; HPU 1's answers leave
+  // through the port's TX ring that HPU 0 drains.
+  RingDataplaneOptions options = DefaultOptions();
+  options.workers = 2;
+  Build(options);
+  ASSERT_EQ(dataplane().hpu_count(), 2u);
+  RegionInfo region = Region(16384, kRemoteWrite | kLocalRead);
+  // Each channel has its own sequence numbers; the peer keeps one counter,
+  // so number them by hand.
+  const Bytes first = Pattern(3000, 1);
+  const Bytes second = Pattern(3000, 2);
+  uint32_t seq[2] = {0, 0};
+  for (uint16_t channel : {0, 1}) {
+    const Bytes& data = channel == 0 ? first : second;
+    for (auto& [h, payload] :
+         Segments(PacketType::kWriteRequest, 7 + channel, region.rkey,
+                  region.base_address + 4096 * channel, data)) {
+      h.channel = channel;
+      h.seq = seq[channel]++;
+      ASSERT_TRUE(peer_->SendFrame(peer_->Build(h, payload, true, true)));
+    }
+  }
+  Poll(8);
+  std::vector<Received> responses =
+      OfType(peer_->Take(), PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 2u);
+  for (const Received& r : responses) {
+    EXPECT_EQ(r.header.status, diad::Status::kOk);
+    EXPECT_EQ(r.header.txn, 7u + r.header.channel);
+  }
+  for (uint16_t channel : {0, 1}) {
+    absl::StatusOr<std::string> stored =
+        dataplane().ReadRegion(region.id, 4096 * channel, 3000, 1 << 20);
+    ASSERT_TRUE(stored.ok());
+    const Bytes& data = channel == 0 ? first : second;
+    EXPECT_EQ(Bytes(stored->begin(), stored->end()), data) << channel;
+  }
+  EXPECT_GE(DiadCounter(dataplane(), "handoffs"), 3u);
 }
 
 // The peer as a thread: answers writes and reads, acknowledges everything
