@@ -219,6 +219,10 @@ class SendWindow {
     bool completes_txn = false;
   };
 
+  // Releases held packets in order until base_ == end.
+  template <typename Release>
+  void ReleaseUpTo(uint32_t end, Release& release);
+
   ChannelConfig config_;
   std::vector<Slot> slots_;  // window_packets entries, indexed seq & mask
   uint32_t mask_;

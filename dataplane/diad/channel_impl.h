@@ -77,16 +77,7 @@ typename SendWindow<Handle>::AckVerdict SendWindow<Handle>::OnAck(
   if (static_cast<uint32_t>(diff) > in_flight_packets()) {
     return AckVerdict::kInvalid;  // beyond next_seq: never sent
   }
-  while (base_ != ack) {
-    Slot& slot = slots_[base_ & mask_];
-    Handle handle = std::move(slot.handle);
-    const uint32_t txn = slot.txn;
-    const bool completes_txn = slot.completes_txn;
-    in_flight_bytes_ -= slot.payload_bytes;
-    slot = Slot{};
-    ++base_;
-    release(handle, txn, completes_txn);
-  }
+  ReleaseUpTo(ack, release);
   retries_ = 0;
   rto_ns_ = config_.rto_ns;
   deadline_ns_ = in_flight_packets() == 0
@@ -167,8 +158,8 @@ uint64_t SendWindow<Handle>::timer_deadline() const {
 
 template <typename Handle>
 template <typename Release>
-void SendWindow<Handle>::Reset(Release&& release) {
-  while (base_ != next_seq_) {
+void SendWindow<Handle>::ReleaseUpTo(uint32_t end, Release& release) {
+  while (base_ != end) {
     Slot& slot = slots_[base_ & mask_];
     Handle handle = std::move(slot.handle);
     const uint32_t txn = slot.txn;
@@ -178,6 +169,12 @@ void SendWindow<Handle>::Reset(Release&& release) {
     ++base_;
     release(handle, txn, completes_txn);
   }
+}
+
+template <typename Handle>
+template <typename Release>
+void SendWindow<Handle>::Reset(Release&& release) {
+  ReleaseUpTo(next_seq_, release);
   base_ = 0;
   next_seq_ = 0;
   in_flight_bytes_ = 0;

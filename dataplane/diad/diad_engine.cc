@@ -427,16 +427,10 @@ void DiadEngine::OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
       counters_.messages_delivered.Add();
       counters_.bytes_delivered.Add(m.length);
     }
-    ResponseJob& job =
-        ch.responses[(ch.response_head + ch.response_count) % kMaxResponses];
-    job = ResponseJob();
-    job.type = PacketType::kWriteResponse;
+    ResponseJob& job = NewResponse(ch, PacketType::kWriteResponse, h);
     job.status = m.status;
-    job.txn = h.txn;
-    job.key = h.key;
     job.address = h.address - h.msg_offset;
     job.length = m.length;
-    ++ch.response_count;
   }
   rte_pktmbuf_free(packet);
 }
@@ -492,15 +486,23 @@ void DiadEngine::OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
   rte_pktmbuf_free(packet);
 }
 
-void DiadEngine::OnReadRequest(Channel& ch, const Header& h) {
+DiadEngine::ResponseJob& DiadEngine::NewResponse(Channel& ch, PacketType type,
+                                                 const Header& request) {
+  // Callers checked for room before accepting the request.
   ResponseJob& job =
       ch.responses[(ch.response_head + ch.response_count) % kMaxResponses];
+  ++ch.response_count;
   job = ResponseJob();
-  job.type = PacketType::kReadResponse;
-  job.txn = h.txn;
-  job.key = h.key;
-  job.address = h.address;
-  job.length = h.msg_length;
+  job.type = type;
+  job.txn = request.txn;
+  job.key = request.key;
+  job.address = request.address;
+  job.length = request.msg_length;
+  return job;
+}
+
+void DiadEngine::OnReadRequest(Channel& ch, const Header& h) {
+  ResponseJob& job = NewResponse(ch, PacketType::kReadResponse, h);
   const RegionTable* regions = shared_.regions->load(std::memory_order_acquire);
   const MemoryRegion* region = regions->FindByRkey(h.key);
   if (region == nullptr) {
@@ -516,7 +518,6 @@ void DiadEngine::OnReadRequest(Channel& ch, const Header& h) {
   } else {
     job.region = region;
   }
-  ++ch.response_count;
 }
 
 void DiadEngine::OnReadResponse(Channel& ch, const Header& h,

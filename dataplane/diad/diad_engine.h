@@ -259,6 +259,8 @@ class DiadEngine {
   void OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
                 const ParsedFrame& frame, uint32_t payload_offset,
                 uint16_t in_port, const EctxTable& table);
+  // Queues a response to `request` (type, txn, key, address, length set).
+  ResponseJob& NewResponse(Channel& ch, PacketType type, const Header& request);
   void OnReadRequest(Channel& ch, const Header& h);
   void OnReadResponse(Channel& ch, const Header& h, const uint8_t* payload);
   void OnWriteResponse(Channel& ch, const Header& h);
