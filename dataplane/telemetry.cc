@@ -123,6 +123,51 @@ int ShowHpu(const char*, const char* params, rte_tel_data* d) {
   });
 }
 
+int ShowDiad(const char*, const char*, rte_tel_data* d) {
+  return WithSnapshot([d](const StatsSnapshot& s) {
+    if (!s.diad.enabled) return -EINVAL;
+    rte_tel_data_start_dict(d);
+    for (const auto& [name, value] : s.diad.counters) {
+      rte_tel_data_add_dict_u64(d, name.c_str(), value);
+    }
+    return 0;
+  });
+}
+
+int ListPeers(const char*, const char*, rte_tel_data* d) {
+  absl::MutexLock lock(&g_mu);
+  if (g_dataplane == nullptr) return -EINVAL;
+  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+  for (const PeerInfo& peer : g_dataplane->ListPeers()) {
+    rte_tel_data_add_array_string(d, peer.name.c_str());
+  }
+  return 0;
+}
+
+int ShowPeer(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr) return -EINVAL;
+  absl::MutexLock lock(&g_mu);
+  if (g_dataplane == nullptr) return -EINVAL;
+  for (const PeerInfo& p : g_dataplane->ListPeers()) {
+    if (p.name != params) continue;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "up", p.up ? 1 : 0);
+    rte_tel_data_add_dict_u64(d, "channels_down", p.channels_down);
+    rte_tel_data_add_dict_u64(d, "in_flight_packets", p.in_flight_packets);
+    rte_tel_data_add_dict_u64(d, "tx_packets", p.tx_packets);
+    rte_tel_data_add_dict_u64(d, "tx_bytes", p.tx_bytes);
+    rte_tel_data_add_dict_u64(d, "rx_packets", p.rx_packets);
+    rte_tel_data_add_dict_u64(d, "rx_bytes", p.rx_bytes);
+    rte_tel_data_add_dict_u64(d, "retransmits", p.retransmits);
+    rte_tel_data_add_dict_u64(d, "down_events", p.down_events);
+    rte_tel_data_add_dict_u64(d, "resets", p.resets);
+    rte_tel_data_add_dict_u64(d, "ops_completed", p.ops_completed);
+    rte_tel_data_add_dict_u64(d, "ops_failed", p.ops_failed);
+    return 0;
+  }
+  return -EINVAL;
+}
+
 void RegisterOnce() {
   static const bool registered = [] {
     rte_telemetry_register_cmd("/spinnic/ports", ListPorts,
@@ -137,6 +182,13 @@ void RegisterOnce() {
                                "Number of HPU worker lcores.");
     rte_telemetry_register_cmd("/spinnic/hpu", ShowHpu,
                                "Counters of one HPU. Parameter: its index");
+    rte_telemetry_register_cmd("/spinnic/diad", ShowDiad,
+                               "DiAD transport counters (when DiAD is on).");
+    rte_telemetry_register_cmd("/spinnic/peers", ListPeers,
+                               "Names of the DiAD peers.");
+    rte_telemetry_register_cmd("/spinnic/peer", ShowPeer,
+                               "State and counters of one DiAD peer. "
+                               "Parameter: its name");
     return true;
   }();
   (void)registered;
