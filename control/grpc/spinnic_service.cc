@@ -223,6 +223,67 @@ uint64_t Percentile(const std::vector<uint64_t>& values, int percent) {
   return values[std::max<size_t>(rank, 1) - 1];
 }
 
+// Generated message i of `size` bytes (spinctl stream-send's pattern,
+// docs/spinctl.md): bytes 0..7 are i, little endian; byte k >= 8 is
+// (i + k) mod 256.
+std::string PatternMessage(uint64_t i, uint32_t size) {
+  std::string message(size, '\0');
+  for (uint32_t k = 0; k < size && k < 8; ++k) {
+    message[k] = static_cast<char>((i >> (8 * k)) & 0xff);
+  }
+  for (uint32_t k = 8; k < size; ++k) {
+    message[k] = static_cast<char>((i + k) & 0xff);
+  }
+  return message;
+}
+
+// Generation limits: at most this many generated operations per request,
+// and their bytes together at most this much (the server holds them all).
+constexpr uint32_t kMaxGenerateCount = 1000000;
+constexpr uint64_t kMaxGenerateBytes = uint64_t{1} << 30;
+// Most repeated reads per RemoteRead.
+constexpr uint32_t kMaxReadRepeat = 1000000;
+
+// Checks generate_count/generate_size of a request: `min_size` is the
+// smallest size, `max_size` the largest (diad.max_message_bytes), `other`
+// names the field that must then be empty and whether it is.
+absl::Status CheckGenerate(uint32_t count, uint32_t size, uint32_t min_size,
+                           uint32_t max_size, absl::string_view other,
+                           bool other_empty) {
+  if (count == 0) {
+    if (size != 0) {
+      return absl::InvalidArgumentError(
+          "generate_size: set without generate_count; set both to generate");
+    }
+    return absl::OkStatus();
+  }
+  if (!other_empty) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate_count: excludes ", other,
+        "; send either the bytes or generate_count/generate_size"));
+  }
+  if (count > kMaxGenerateCount) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate_count ", count, ": at most ", kMaxGenerateCount));
+  }
+  if (size < min_size || size > max_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate_size ", size, ": must be ", min_size, "..", max_size,
+        " bytes", min_size > 1 ? " (a message starts with its index)" : "",
+        " (diad.max_message_bytes)"));
+  }
+  if (static_cast<uint64_t>(count) * size > kMaxGenerateBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate_count ", count, " x generate_size ", size, ": more than ",
+        kMaxGenerateBytes, " bytes in one request; send fewer per request"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ElapsedNs(absl::Time start) {
+  return static_cast<uint64_t>(absl::ToInt64Nanoseconds(absl::Now() - start));
+}
+
 uint32_t AccessBits(const v1::RegionAccess& access) {
   return (access.local_read() ? kLocalRead : 0) |
          (access.local_write() ? kLocalWrite : 0) |
@@ -590,26 +651,76 @@ grpc::Status SpinnicService::ListPeers(grpc::ServerContext*,
 grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
                                          const v1::RemoteWriteRequest* request,
                                          v1::RemoteWriteResponse* response) {
-  if (request->data().empty()) {
+  const uint32_t count = request->generate_count();
+  const uint32_t size = request->generate_size();
+  if (absl::Status s = CheckGenerate(
+          count, size, 1, dataplane_->diad_config().max_message_bytes, "data",
+          request->data().empty());
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  if (count == 0 && request->data().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "data: empty; a write carries at least one byte");
   }
-  DiadRequest op = RemoteOp(diad::DiadOp::Kind::kWrite, request->peer(),
-                            request->channel(), request->rkey());
-  op.address = request->address();
-  op.data = request->data();
   std::vector<DiadRequest> ops;
-  ops.push_back(std::move(op));
+  if (count == 0) {
+    DiadRequest op = RemoteOp(diad::DiadOp::Kind::kWrite, request->peer(),
+                              request->channel(), request->rkey());
+    op.address = request->address();
+    op.data = request->data();
+    ops.push_back(std::move(op));
+  } else {
+    if (request->generate_region() != 0 && request->generate_region() < size) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("generate_region ", request->generate_region(),
+                       ": smaller than generate_size ", size,
+                       "; 0 writes every message at `address`"));
+    }
+    const uint64_t slots =
+        std::max<uint64_t>(request->generate_region() / size, 1);
+    ops.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      DiadRequest op = RemoteOp(diad::DiadOp::Kind::kWrite, request->peer(),
+                                request->channel(), request->rkey());
+      op.address = request->address() + (i % slots) * size;
+      op.data = PatternMessage(i, size);
+      ops.push_back(std::move(op));
+    }
+  }
+  const size_t n = ops.size();
+  const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
       std::move(ops), DiadTimeout(request->timeout_ms()));
-  if (!results.ok()) return ToGrpc(results.status());
-  const DiadResult& result = results->front();
-  if (!result.status.ok()) return ToGrpc(result.status);
-  response->set_latency_ns(result.latency_ns);
+  const uint64_t elapsed = ElapsedNs(start);
+  if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
+  std::vector<uint64_t> latencies;
+  latencies.reserve(n);
+  for (size_t i = 0; i < results->size(); ++i) {
+    const DiadResult& result = (*results)[i];
+    if (!result.status.ok()) {
+      if (count == 0) return ToGrpc(result.status);
+      return grpc::Status(
+          static_cast<grpc::StatusCode>(result.status.code()),
+          absl::StrCat("write ", i, ": ", result.status.message(), " (",
+                       latencies.size(), " of ", n, " writes done)"));
+    }
+    latencies.push_back(result.latency_ns);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  response->set_latency_ns(Percentile(latencies, 50));
+  response->set_elapsed_ns(elapsed);
+  response->set_bytes(count == 0 ? request->data().size()
+                                 : static_cast<uint64_t>(count) * size);
+  response->set_writes(static_cast<uint32_t>(latencies.size()));
+  response->set_latency_p50_ns(Percentile(latencies, 50));
+  response->set_latency_p99_ns(Percentile(latencies, 99));
+  response->set_latency_max_ns(latencies.back());
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::RemoteRead(grpc::ServerContext*,
+grpc::Status SpinnicService::RemoteRead(grpc::ServerContext* context,
                                         const v1::RemoteReadRequest* request,
                                         v1::RemoteReadResponse* response) {
   if (request->length() == 0 || request->length() > kMaxRemoteRead) {
@@ -620,19 +731,52 @@ grpc::Status SpinnicService::RemoteRead(grpc::ServerContext*,
                      " bytes (1 MiB per read: the answer must fit in a "
                      "message); read more in several calls"));
   }
-  DiadRequest op = RemoteOp(diad::DiadOp::Kind::kRead, request->peer(),
-                            request->channel(), request->rkey());
-  op.address = request->address();
-  op.read_length = request->length();
-  std::vector<DiadRequest> ops;
-  ops.push_back(std::move(op));
-  absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
-      std::move(ops), DiadTimeout(request->timeout_ms()));
-  if (!results.ok()) return ToGrpc(results.status());
-  DiadResult& result = results->front();
-  if (!result.status.ok()) return ToGrpc(result.status);
-  response->set_data(std::move(result.data));
-  response->set_latency_ns(result.latency_ns);
+  if (request->repeat() > kMaxReadRepeat) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("repeat ", request->repeat(), ": at most ",
+                                     kMaxReadRepeat, " reads"));
+  }
+  const uint32_t repeat = std::max<uint32_t>(request->repeat(), 1);
+  std::vector<uint64_t> latencies;
+  latencies.reserve(repeat);
+  uint64_t elapsed = 0;
+  for (uint32_t i = 0; i < repeat; ++i) {
+    if (i > 0 && context != nullptr && context->IsCancelled()) {
+      return grpc::Status(
+          grpc::StatusCode::CANCELLED,
+          absl::StrCat("cancelled after ", i, " of ", repeat, " reads"));
+    }
+    DiadRequest op = RemoteOp(diad::DiadOp::Kind::kRead, request->peer(),
+                              request->channel(), request->rkey());
+    op.address = request->address();
+    op.read_length = request->length();
+    std::vector<DiadRequest> ops;
+    ops.push_back(std::move(op));
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
+        std::move(ops), DiadTimeout(request->timeout_ms()));
+    elapsed += ElapsedNs(start);
+    if (!results.ok()) return ToGrpc(results.status());
+    DiadResult& result = results->front();
+    if (!result.status.ok()) {
+      if (repeat == 1) return ToGrpc(result.status);
+      return grpc::Status(
+          static_cast<grpc::StatusCode>(result.status.code()),
+          absl::StrCat("read ", i, ": ", result.status.message(), " (", i,
+                       " of ", repeat, " reads done)"));
+    }
+    latencies.push_back(result.latency_ns);
+    if (i + 1 == repeat) {
+      response->set_data(std::move(result.data));
+      response->set_latency_ns(result.latency_ns);
+    }
+  }
+  std::sort(latencies.begin(), latencies.end());
+  response->set_reads(repeat);
+  response->set_latency_p50_ns(Percentile(latencies, 50));
+  response->set_latency_p99_ns(Percentile(latencies, 99));
+  response->set_latency_max_ns(latencies.back());
+  response->set_elapsed_ns(elapsed);
   return grpc::Status::OK;
 }
 
@@ -643,19 +787,41 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "stream_id: missing; streams are numbered from 1");
   }
-  if (request->messages().empty()) {
+  const uint32_t count = request->generate_count();
+  const uint32_t size = request->generate_size();
+  if (absl::Status s = CheckGenerate(
+          count, size, 8, dataplane_->diad_config().max_message_bytes,
+          "messages", request->messages().empty());
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  if (count == 0 && request->messages().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "messages: none given; send at least one");
   }
   std::vector<DiadRequest> ops;
-  ops.reserve(static_cast<size_t>(request->messages_size()));
-  for (const std::string& message : request->messages()) {
-    ops.push_back(RemoteOp(diad::DiadOp::Kind::kStream, request->peer(),
-                           request->channel(), request->stream_id()));
-    ops.back().data = message;
+  uint64_t bytes = 0;
+  if (count == 0) {
+    ops.reserve(static_cast<size_t>(request->messages_size()));
+    for (const std::string& message : request->messages()) {
+      ops.push_back(RemoteOp(diad::DiadOp::Kind::kStream, request->peer(),
+                             request->channel(), request->stream_id()));
+      ops.back().data = message;
+      bytes += message.size();
+    }
+  } else {
+    ops.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      ops.push_back(RemoteOp(diad::DiadOp::Kind::kStream, request->peer(),
+                             request->channel(), request->stream_id()));
+      ops.back().data = PatternMessage(i, size);
+    }
+    bytes = static_cast<uint64_t>(count) * size;
   }
+  const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
       std::move(ops), DiadTimeout(request->timeout_ms()));
+  const uint64_t elapsed = ElapsedNs(start);
   if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
   std::vector<uint64_t> latencies;
   const DiadResult* failed = nullptr;
@@ -681,6 +847,8 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
   response->set_latency_p50_ns(Percentile(latencies, 50));
   response->set_latency_p99_ns(Percentile(latencies, 99));
   response->set_latency_max_ns(latencies.back());
+  response->set_elapsed_ns(elapsed);
+  response->set_bytes(bytes);
   return grpc::Status::OK;
 }
 

@@ -117,20 +117,54 @@ uint32_t TimeoutMs(const ParsedArgs& args) {
   return static_cast<uint32_t>(args.Uint("timeout_ms"));
 }
 
+// Goodput of `bytes` in `ns`, as "12.3 MB/s" (10^6 bytes per second).
+std::string Rate(uint64_t bytes, uint64_t ns) {
+  if (ns == 0) return "-";
+  return absl::StrFormat(
+      "%.1f MB/s", static_cast<double>(bytes) * 1e3 / static_cast<double>(ns));
+}
+
 int RunRemoteWrite(Env& env, const ParsedArgs& args) {
   absl::StatusOr<Target> target = ParseTarget(args);
   if (!target.ok()) return env.UsageError(target.status());
-  absl::StatusOr<std::string> data =
-      DataFlag(args, {"data", "hex", "file"},
-               "pass exactly one of --data TEXT, --hex HEX and --file PATH");
-  if (!data.ok()) return env.UsageError(data.status());
-  if (data->empty()) return env.UsageError("the data is empty");
   v1::RemoteWriteRequest request;
+  const bool generate = args.Has("generate");
+  std::string data;
+  if (generate) {
+    if (args.Has("data") || args.Has("hex") || args.Has("file")) {
+      return env.UsageError(
+          "--generate excludes --data, --hex and --file: pass one way to "
+          "make the bytes");
+    }
+    if (!args.Has("size")) {
+      return env.UsageError("--generate N needs --size BYTES");
+    }
+    if (args.Uint("generate") == 0) {
+      return env.UsageError("--generate must be at least 1");
+    }
+    if (args.Uint("size") == 0) {
+      return env.UsageError("--size must be at least 1");
+    }
+    request.set_generate_count(static_cast<uint32_t>(args.Uint("generate")));
+    request.set_generate_size(static_cast<uint32_t>(args.Uint("size")));
+    request.set_generate_region(args.Has("region") ? args.Uint("region") : 0);
+  } else {
+    if (args.Has("size") || args.Has("region")) {
+      return env.UsageError("--size and --region go with --generate N");
+    }
+    absl::StatusOr<std::string> bytes =
+        DataFlag(args, {"data", "hex", "file"},
+                 "pass exactly one of --data TEXT, --hex HEX, --file PATH and "
+                 "--generate N --size BYTES");
+    if (!bytes.ok()) return env.UsageError(bytes.status());
+    if (bytes->empty()) return env.UsageError("the data is empty");
+    data = *std::move(bytes);
+    request.set_data(data);
+  }
   request.set_peer(target->peer);
   request.set_channel(static_cast<uint32_t>(args.Uint("channel")));
   request.set_rkey(target->rkey);
   request.set_address(target->address);
-  request.set_data(*data);
   request.set_timeout_ms(TimeoutMs(args));
   ControlClient* client = env.Client();
   if (client == nullptr) return env.connect_exit();
@@ -139,9 +173,19 @@ int RunRemoteWrite(Env& env, const ParsedArgs& args) {
   if (!response.ok()) return env.ServerError(response.status());
   if (env.json()) {
     env.PrintJson(*response);
+  } else if (generate) {
+    KeyValues fields;
+    fields.Add("writes", absl::StrCat(response->writes()));
+    fields.Add("bytes", absl::StrCat(response->bytes()));
+    fields.Add("elapsed", Micros(response->elapsed_ns()));
+    fields.Add("goodput", Rate(response->bytes(), response->elapsed_ns()));
+    fields.Add("latency_p50", Micros(response->latency_p50_ns()));
+    fields.Add("latency_p99", Micros(response->latency_p99_ns()));
+    fields.Add("latency_max", Micros(response->latency_max_ns()));
+    fields.Print(stdout);
   } else {
     std::printf("wrote %zu bytes to %s at 0x%llx (rkey 0x%08x) in %s\n",
-                data->size(), target->peer.c_str(),
+                data.size(), target->peer.c_str(),
                 static_cast<unsigned long long>(target->address), target->rkey,
                 Micros(response->latency_ns()).c_str());
   }
@@ -161,10 +205,27 @@ int RunRemoteRead(Env& env, const ParsedArgs& args) {
   request.set_address(target->address);
   request.set_length(static_cast<uint32_t>(*length));
   request.set_timeout_ms(TimeoutMs(args));
+  const bool repeat = args.Has("repeat");
+  if (repeat) {
+    if (args.Uint("repeat") == 0) {
+      return env.UsageError("--repeat must be at least 1");
+    }
+    request.set_repeat(static_cast<uint32_t>(args.Uint("repeat")));
+  }
   ControlClient* client = env.Client();
   if (client == nullptr) return env.connect_exit();
   absl::StatusOr<v1::RemoteReadResponse> response = client->RemoteRead(request);
   if (!response.ok()) return env.ServerError(response.status());
+  if (repeat && !env.json() && !args.Has("out") && !args.Bool("raw")) {
+    KeyValues fields;
+    fields.Add("reads", absl::StrCat(response->reads()));
+    fields.Add("elapsed", Micros(response->elapsed_ns()));
+    fields.Add("latency_p50", Micros(response->latency_p50_ns()));
+    fields.Add("latency_p99", Micros(response->latency_p99_ns()));
+    fields.Add("latency_max", Micros(response->latency_max_ns()));
+    fields.Print(stdout);
+    return kExitOk;
+  }
   return PrintBytes(env, args, response->data(), target->address, *response);
 }
 
@@ -186,7 +247,25 @@ int RunStreamSend(Env& env, const ParsedArgs& args) {
   if (*stream_id == 0) return env.UsageError("STREAM_ID must be at least 1");
   v1::StreamSendRequest request;
   bool pattern = args.Has("count") || args.Has("size");
-  if (pattern) {
+  if (args.Has("generate")) {
+    if (args.Has("data") || args.Has("file") || args.Has("count")) {
+      return env.UsageError(
+          "--generate excludes --data, --file and --count: pass one way to "
+          "make the messages");
+    }
+    if (!args.Has("size")) {
+      return env.UsageError("--generate N needs --size BYTES");
+    }
+    if (args.Uint("generate") == 0) {
+      return env.UsageError("--generate must be at least 1");
+    }
+    if (args.Uint("size") < 8) {
+      return env.UsageError(
+          "--size must be at least 8 (a message starts with its index)");
+    }
+    request.set_generate_count(static_cast<uint32_t>(args.Uint("generate")));
+    request.set_generate_size(static_cast<uint32_t>(args.Uint("size")));
+  } else if (pattern) {
     if (args.Has("data") || args.Has("file")) {
       return env.UsageError(
           "--count/--size exclude --data and --file: pass one way to make "
@@ -231,6 +310,9 @@ int RunStreamSend(Env& env, const ParsedArgs& args) {
   fields.Add("latency_p50", Micros(response->latency_p50_ns()));
   fields.Add("latency_p99", Micros(response->latency_p99_ns()));
   fields.Add("latency_max", Micros(response->latency_max_ns()));
+  fields.Add("bytes", absl::StrCat(response->bytes()));
+  fields.Add("elapsed", Micros(response->elapsed_ns()));
+  fields.Add("goodput", Rate(response->bytes(), response->elapsed_ns()));
   fields.Print(stdout);
   return kExitOk;
 }
@@ -285,11 +367,25 @@ std::vector<Command> DiadCommands() {
            {"data", FlagType::kString, "TEXT", "the bytes of TEXT"},
            {"hex", FlagType::kString, "HEX", "the bytes, e.g. deadbeef"},
            {"file", FlagType::kString, "PATH", "the bytes of PATH (- : stdin)"},
+           {"generate", FlagType::kUint, "N",
+            "N writes generated by the server (with --size; benchmarks)",
+            UINT32_MAX},
+           {"size", FlagType::kUint, "BYTES", "bytes per generated write",
+            UINT32_MAX},
+           {"region", FlagType::kUint, "BYTES",
+            "generated write i goes to ADDRESS + (i * size) mod BYTES "
+            "(default: every one at ADDRESS)"},
            ChannelFlag(),
            TimeoutFlag(),
        },
+       "With --generate N --size B the server builds N writes of B bytes "
+       "(stream-send's\npattern, message i for write i) and issues them in "
+       "one batch; it prints the\nelapsed time and goodput (--json: "
+       "elapsed_ns, bytes, latency_p50_ns, ...).\n"
        "example (the peer's region-register printed the rkey and base):\n"
-       "  spinctl remote-write b 0x1a2b3c4d 0x7f0000001000 --data hello\n",
+       "  spinctl remote-write b 0x1a2b3c4d 0x7f0000001000 --data hello\n"
+       "  spinctl remote-write b 0x1a2b3c4d 0x7f0000001000 --generate 100 "
+       "--size 65536\n",
        RunRemoteWrite},
       {"remote-read",
        "PEER RKEY ADDRESS LENGTH",
@@ -301,8 +397,15 @@ std::vector<Command> DiadCommands() {
            TimeoutFlag(),
            {"out", FlagType::kString, "FILE", "write the raw bytes to FILE"},
            {"raw", FlagType::kBool, "", "write the raw bytes to stdout"},
+           {"repeat", FlagType::kUint, "N",
+            "N reads one after the other (server side); prints latency "
+            "p50/p99/max",
+            1000000},
        },
-       "LENGTH is at most 1 MiB. With --json the bytes are base64 (`data`).\n",
+       "LENGTH is at most 1 MiB. With --json the bytes are base64 (`data`).\n"
+       "With --repeat N the server reads N times and answers the last data "
+       "and the\nlatency percentiles over the N reads (--json: "
+       "latency_p50_ns, ...).\n",
        RunRemoteRead},
       {"stream-send",
        "PEER STREAM_ID",
@@ -317,12 +420,17 @@ std::vector<Command> DiadCommands() {
             UINT32_MAX},
            {"size", FlagType::kUint, "BYTES",
             "bytes per generated message (at least 8)", UINT32_MAX},
+           {"generate", FlagType::kUint, "N",
+            "N messages generated by the server (with --size; benchmarks)",
+            UINT32_MAX},
            ChannelFlag(),
            TimeoutFlag(),
        },
        "Generated message i (from 0): bytes 0..7 are i as a little-endian "
        "u64,\nbyte k (k >= 8) is (i + k) mod 256. All go in one request, in "
-       "order on one\nchannel.\n"
+       "order on one\nchannel. --generate N --size BYTES: the same "
+       "messages, built by the server\n(no payload crosses gRPC); it "
+       "reports the elapsed time and goodput.\n"
        "example:\n  spinctl stream-send b 7 --count 100 --size 1024\n",
        RunStreamSend},
   };

@@ -299,6 +299,78 @@ TEST_F(DiadControlTest, RemoteRequestErrors) {
   EXPECT_EQ(peers.peers(0).ops_completed() + peers.peers(0).ops_failed(), 0u);
 }
 
+// Server-side generation (StreamSend/RemoteWrite generate_count and
+// generate_size) and repeated reads: every bad combination is refused
+// with INVALID_ARGUMENT naming the field, before anything starts.
+TEST_F(DiadControlTest, GenerateAndRepeatErrorsNameTheField) {
+  ASSERT_TRUE(AddPeer("b", "fd00:d1ad::2", "02:00:00:00:00:02").ok());
+  auto expect = [](const grpc::Status& status, const std::string& says) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(says));
+  };
+  auto gen_send = [&](uint32_t count, uint32_t size,
+                      const std::vector<std::string>& messages) {
+    v1::StreamSendRequest request;
+    request.set_peer("b");
+    request.set_stream_id(7);
+    for (const std::string& m : messages) request.add_messages(m);
+    request.set_generate_count(count);
+    request.set_generate_size(size);
+    request.set_timeout_ms(5000);
+    v1::StreamSendResponse response;
+    grpc::ClientContext context;
+    return stub().StreamSend(&context, request, &response);
+  };
+  auto gen_write = [&](uint32_t count, uint32_t size, const std::string& data,
+                       uint64_t region = 0) {
+    v1::RemoteWriteRequest request;
+    request.set_peer("b");
+    request.set_rkey(0x1234);
+    request.set_address(0x1000);
+    request.set_data(data);
+    request.set_generate_count(count);
+    request.set_generate_size(size);
+    request.set_generate_region(region);
+    request.set_timeout_ms(5000);
+    v1::RemoteWriteResponse response;
+    grpc::ClientContext context;
+    return stub().RemoteWrite(&context, request, &response);
+  };
+  auto read = [&](uint32_t repeat) {
+    v1::RemoteReadRequest request;
+    request.set_peer("b");
+    request.set_rkey(0x1234);
+    request.set_address(0x1000);
+    request.set_length(8);
+    request.set_repeat(repeat);
+    request.set_timeout_ms(5000);
+    v1::RemoteReadResponse response;
+    grpc::ClientContext context;
+    return stub().RemoteRead(&context, request, &response);
+  };
+  // A size without a count, a count without a (valid) size.
+  expect(gen_send(0, 64, {}), "generate_size");
+  expect(gen_send(4, 0, {}), "generate_size");
+  expect(gen_send(4, 7, {}), "generate_size");  // below the 8-byte index
+  expect(gen_send(4, (16u << 20) + 1, {}), "generate_size");
+  expect(gen_send(4, 64, {"x"}), "generate_count");  // and messages
+  expect(gen_send(1000001, 8, {}), "generate_count");
+  expect(gen_send(1025, 1u << 20, {}), "generate_count");  // 1 GiB + 1 MiB
+  expect(gen_write(0, 64, ""), "generate_size");
+  expect(gen_write(0, 64, "x"), "generate_size");
+  expect(gen_write(4, 0, ""), "generate_size");
+  expect(gen_write(4, (16u << 20) + 1, ""), "generate_size");
+  expect(gen_write(4, 64, "x"), "generate_count");  // and data
+  expect(gen_write(1000001, 1, ""), "generate_count");
+  expect(gen_write(4, 64, "", 32), "generate_region");
+  expect(read(1000001), "repeat");
+  // Nothing was started.
+  v1::ListPeersResponse peers = ListPeers();
+  ASSERT_EQ(peers.peers_size(), 1);
+  EXPECT_EQ(peers.peers(0).ops_completed() + peers.peers(0).ops_failed(), 0u);
+}
+
 TEST_F(DiadControlTest, PeerNobodyPlaysGoesDown) {
   grpc::ClientContext watch;
   auto events = stub().WatchEvents(&watch, {});
