@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -277,7 +278,7 @@ std::unique_ptr<grpc::ClientContext> ControlClient::UnaryContext() const {
 }
 
 std::unique_ptr<grpc::ClientContext> ControlClient::RemoteContext(
-    uint32_t timeout_ms) const {
+    uint64_t timeout_ms) const {
   auto context = std::make_unique<grpc::ClientContext>();
   absl::Duration remote =
       timeout_ms == 0 ? absl::Seconds(10) : absl::Milliseconds(timeout_ms);
@@ -433,8 +434,12 @@ absl::StatusOr<v1::RemoteWriteResponse> ControlClient::RemoteWrite(
 absl::StatusOr<v1::RemoteReadResponse> ControlClient::RemoteRead(
     const v1::RemoteReadRequest& request) {
   v1::RemoteReadResponse response;
-  grpc::Status status = stub_->RemoteRead(
-      RemoteContext(request.timeout_ms()).get(), request, &response);
+  // timeout_ms is per read: N repeated reads may take N times as long.
+  const uint64_t per_read =
+      request.timeout_ms() == 0 ? 10000 : request.timeout_ms();
+  const uint64_t reads = std::max<uint32_t>(request.repeat(), 1);
+  grpc::Status status = stub_->RemoteRead(RemoteContext(per_read * reads).get(),
+                                          request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }

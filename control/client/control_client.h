@@ -85,8 +85,9 @@ class ControlClient {
   absl::Status RemovePeer(const std::string& name);
   absl::StatusOr<v1::ListPeersResponse> ListPeers();
   // DiAD remote operations. Their deadline is ClientOptions::timeout plus
-  // the request's timeout_ms (0: the server's 10 s), so that the server's
-  // answer, DEADLINE_EXCEEDED included, arrives before the call expires.
+  // the request's timeout_ms (0: the server's 10 s; for RemoteRead times
+  // its repeat, timeout_ms being per read), so that the server's answer,
+  // DEADLINE_EXCEEDED included, arrives before the call expires.
   absl::StatusOr<v1::RemoteWriteResponse> RemoteWrite(
       const v1::RemoteWriteRequest& request);
   absl::StatusOr<v1::RemoteReadResponse> RemoteRead(
@@ -119,7 +120,7 @@ class ControlClient {
   std::unique_ptr<grpc::ClientContext> UnaryContext() const;
   // A context for a remote operation that may take `timeout_ms` (0: 10 s)
   // on the server.
-  std::unique_ptr<grpc::ClientContext> RemoteContext(uint32_t timeout_ms) const;
+  std::unique_ptr<grpc::ClientContext> RemoteContext(uint64_t timeout_ms) const;
 
   std::string target_;
   std::shared_ptr<grpc::Channel> channel_;
