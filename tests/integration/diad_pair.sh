@@ -13,7 +13,7 @@
 #  a. remote write then read: a region on B (remote_write,remote_read);
 #     `spinctl remote-write` from A, `remote-read` back: the same bytes, and
 #     B's own region-read agrees.
-#  b. 100,000 stream messages of mixed sizes (8 B .. 20 KB, 1 to 15 packets)
+#  b. 100,000 stream messages of mixed sizes (8 B .. 10 KB, 1 to 8 packets)
 #     from A to B, one stream-send per size (message numbers restart at 0 in
 #     each). On B a `stream_check` handler (handlers/stream_check.cc) checks
 #     every message's number and every byte in order, and a stream ring
@@ -34,15 +34,17 @@
 #     write succeeds (retried for at most 30 s) and reads back; b is up.
 #  d. host traffic through both appliances during b: spinnic-gen sends
 #     128-byte IPv4/UDP probes at $DIAD_PAIR_GEN_PPS from A's host side and
-#     receives them on B's host side, in back-to-back 10 s runs for as long
-#     as the stream batches run. The impair stage is in their path (host
+#     receives them on B's host side, one run from before the first stream
+#     batch until after the last (then interrupted: spinnic-gen disconnects
+#     only while DiAD is idle, see run_batches). The impair stage is in their path (host
 #     frames share wire0 with DiAD), and corruption makes spinnic-gen's own
 #     loss/reorder figures meaningless (a flipped bit in a sequence number
 #     makes every later probe "late"), so this asserts frame accounting from
 #     the appliances' port counters and the impair stage's counters:
 #       - A's host0 received exactly the frames spinnic-gen sent, 128 B each;
-#       - B's host0 sent exactly as many frames as spinnic-gen received
-#         (nothing lost or invented between B and its host);
+#       - B's host0 sent as many frames as spinnic-gen received, plus at
+#         most the frames in flight when it was interrupted (half a second
+#         of its traffic): nothing lost or invented between B and its host;
 #       - frames reaching B's host side that are not probes are at most the
 #         frames the impair stage corrupted (a DiAD frame whose address or
 #         port bits were flipped is no longer for B and rightly passes
@@ -80,9 +82,9 @@ SEED=${DIAD_PAIR_SEED:-1}
 SCALE=${DIAD_PAIR_SCALE:-1.0}
 GEN_PPS=${DIAD_PAIR_GEN_PPS:-2000}
 STREAM=7
-# size:count batches; 100,000 messages at scale 1 (1, 2, 3 and 15 packets).
+# size:count batches; 100,000 messages at scale 1 (1, 2, 3 and 8 packets).
 BATCHES=()
-for spec in 8:30000 100:30000 1000:25000 1405:8000 4000:5000 20000:2000; do
+for spec in 8:30000 100:30000 1000:25000 1405:8000 4000:5000 10000:2000; do
   n=$("$PY" -c "import sys; print(max(1, int(round(${spec#*:} * $SCALE))))")
   BATCHES+=("${spec%:*}:$n")
 done
@@ -246,8 +248,14 @@ scB region-register --length 1048576 --access local_read --stream_id "$STREAM" -
 check "b: stream ring region on B for stream $STREAM" rc_is 0
 RING_ID=$(json 'd["id"]')
 
-# The stream batches run in the background while spinnic-gen runs in the
-# foreground (d), so that host traffic crosses the appliances all along.
+# The stream batches run in the background (bounded below) while one
+# spinnic-gen run (d) sends host traffic across both appliances. spinnic-gen
+# is interrupted only once the batches are over: a memif peer that goes away
+# while frames still cross the link can crash the side still running (DPDK
+# 22.11, PLATFORM.md; seen here as a segfault in librte_net_memif in A's HPU
+# when spinnic-gen disconnected while DiAD ran, because corrupted DiAD frames
+# that no longer address an appliance pass through to its host port). With
+# DiAD idle, nothing crosses the host links but spinnic-gen's own probes.
 # Each batch writes its results into $TMP/batch-SIZE.*.
 run_batches() {
   local spec size count before after
@@ -272,38 +280,26 @@ run_batches() {
 }
 scA stats --json
 cp "$TMP/cmd.out" "$TMP/a-before.json"
-T_STREAM=$SECONDS
-run_batches &
-STREAM_PID=$!
-
-GEN_RUNS=0
-GEN_FAIL=0
+GEN_RC=
 if [[ -n $GEN ]]; then
   snapshot a "$TMP/gen-a0.json"
   snapshot b "$TMP/gen-b0.json"
-  while alive "$STREAM_PID"; do
-    "$GEN" -l 0 --no-huge -m 256 --no-pci --file-prefix "$PFX-gen" \
-      --vdev "net_memif0,role=client,socket=$TMP/host-a.sock,socket-abstract=no" \
-      --vdev "net_memif1,role=client,socket=$TMP/host-b.sock,socket-abstract=no" \
-      -- --tx_port 0 --rx_port 1 --rate_pps "$GEN_PPS" --duration_s 10 --warmup_s 1 \
-      --size 128 --threads single --peer_timeout_s 10 --drain_ms 500 \
-      >"$TMP/gen-$GEN_RUNS.json" 2>"$TMP/gen-$GEN_RUNS.log" </dev/null &
-    GEN_PID=$!
-    wait "$GEN_PID"
-    rc=$?
-    GEN_PID=
-    [[ $rc -eq 0 ]] || { GEN_FAIL=$((GEN_FAIL + 1)); log "spinnic-gen run $GEN_RUNS exited $rc: $(tail -c 400 "$TMP/gen-$GEN_RUNS.json")"; }
-    GEN_RUNS=$((GEN_RUNS + 1))
-    rm -rf "/var/run/dpdk/$PFX-gen"
-  done
-  sleep 0.5  # B's host0 TX of the last drained frames is counted by now
-  snapshot a "$TMP/gen-a1.json"
-  snapshot b "$TMP/gen-b1.json"
+  "$GEN" -l 0 --no-huge -m 256 --no-pci --file-prefix "$PFX-gen" \
+    --vdev "net_memif0,role=client,socket=$TMP/host-a.sock,socket-abstract=no" \
+    --vdev "net_memif1,role=client,socket=$TMP/host-b.sock,socket-abstract=no" \
+    -- --tx_port 0 --rx_port 1 --rate_pps "$GEN_PPS" --duration_s 900 --warmup_s 1 \
+    --size 128 --threads single --peer_timeout_s 30 \
+    >"$TMP/gen.json" 2>"$TMP/gen.log" </dev/null &
+  GEN_PID=$!
+  sleep 2  # past its warmup: host traffic flows before the stream starts
 fi
-# Bounded: the batches take about 70 s here; 200 s is the limit.
-for ((i = 0; i < 2000; i++)); do alive "$STREAM_PID" || break; sleep 0.1; done
+T_STREAM=$SECONDS
+run_batches &
+STREAM_PID=$!
+# Bounded: the batches take 50-150 s here (the machine is shared); 240 s is the limit.
+for ((i = 0; i < 2400; i++)); do alive "$STREAM_PID" || break; sleep 0.1; done
 if alive "$STREAM_PID"; then
-  fail "b: the stream batches did not finish within 200 s"
+  fail "b: the stream batches did not finish within 240 s"
   stop_pid "$STREAM_PID" TERM 5
 fi
 wait "$STREAM_PID" 2>/dev/null
@@ -311,6 +307,21 @@ STREAM_PID=
 T_STREAM=$((SECONDS - T_STREAM))
 scA stats --json
 cp "$TMP/cmd.out" "$TMP/a-after.json"
+if [[ -n $GEN ]]; then
+  sleep 1  # host traffic alone for a moment, then stop it
+  if alive "$GEN_PID"; then
+    stop_pid "$GEN_PID" INT 20
+    GEN_RC=$STOP_RC
+  else
+    wait "$GEN_PID" 2>/dev/null
+    GEN_RC=$?
+  fi
+  GEN_PID=
+  rm -rf "/var/run/dpdk/$PFX-gen"
+  sleep 0.5  # frames B's host0 sent are counted by now
+  snapshot a "$TMP/gen-a1.json"
+  snapshot b "$TMP/gen-b1.json"
+fi
 
 # check_batch SIZE COUNT: the per-batch assertions of b.
 check_batch() {
@@ -399,20 +410,21 @@ check "b: the impairment bit: A retransmitted and received NACKs" eval '[[ ${S_R
 
 # --- d. host traffic (the numbers from the runs during b) ------------------------------------
 if [[ -n $GEN ]]; then
-  log "d: $GEN_RUNS spinnic-gen runs at $GEN_PPS pps during the stream batches"
-  check "d: every spinnic-gen run ended without error" eval '[[ $GEN_RUNS -gt 0 && $GEN_FAIL -eq 0 ]]'
-  "$PY" - "$TMP" "$GEN_RUNS" >"$TMP/gen-sum.txt" <<'EOF'
+  GEN_ERR=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1])).get('error') or '')" "$TMP/gen.json" 2>/dev/null)
+  log "d: spinnic-gen at $GEN_PPS pps all through the stream batches; exit $GEN_RC (${GEN_ERR:-no error})"
+  check "d: spinnic-gen ran until interrupted after the batches (exit 1, 'interrupted by signal')" eval \
+    '[[ $GEN_RC -eq 1 && $GEN_ERR == *"interrupted by signal"* ]]'
+  "$PY" - "$TMP" >"$TMP/gen-sum.txt" <<'EOF'
 import json, sys
-tmp, runs = sys.argv[1], int(sys.argv[2])
+tmp = sys.argv[1]
 keys = ("sent", "received", "lost", "reordered", "duplicates", "late", "not_ours", "warmup_sent", "warmup_received")
 tot = dict.fromkeys(keys, 0)
-for r in range(runs):
-    try:
-        g = json.load(open(f"{tmp}/gen-{r}.json"))
-    except (OSError, ValueError):
-        continue
+try:
+    g = json.load(open(f"{tmp}/gen.json"))
     for k in keys:
         tot[k] += int(g.get(k) or 0)
+except (OSError, ValueError):
+    pass
 def port(path, name):
     return next(p for p in json.load(open(path))["ports"] if p["name"] == name)
 def delta(x, name, field):
@@ -432,11 +444,14 @@ for k, v in tot.items():
 EOF
   declare -A G
   while IFS='=' read -r k v; do G[$k]=$v; done <"$TMP/gen-sum.txt"
-  log "d: spinnic-gen sent ${G[sent_all]} frames, got ${G[got_all]} (${G[not_ours]} not its probes); A host0 rx ${G[a_host_rx]}, B host0 tx ${G[b_host_tx]}; A and B port drops meanwhile ${G[appliance_drops]} (tx_full on A's wire0 while DiAD retransmits fill it, frames for a host port whose spinnic-gen is between runs, malformed)"
+  log "d: spinnic-gen sent ${G[sent_all]} frames, got ${G[got_all]} (${G[not_ours]} not its probes); A host0 rx ${G[a_host_rx]}, B host0 tx ${G[b_host_tx]}; A and B port drops meanwhile ${G[appliance_drops]} (tx_full on A's wire0 while DiAD retransmits fill it, frames for a host port before spinnic-gen connected, malformed)"
   check "d: A's host0 received every frame spinnic-gen sent, 128 B each" eval \
     '[[ ${G[sent_all]} -gt 0 && ${G[a_host_rx]} -eq ${G[sent_all]} && ${G[a_host_rx_bytes]} -eq $((128 * G[sent_all])) ]]'
-  check "d: B's host0 sent exactly as many frames as spinnic-gen received (nothing lost or invented on the way to the host)" eval \
-    '[[ ${G[b_host_tx]} -eq ${G[got_all]} && ${G[b_host_tx_bytes]} -ge $((128 * G[got_all])) ]]'
+  # spinnic-gen stops reading when interrupted: what was in flight then
+  # (B sent it to the host port, spinnic-gen never read it) is at most half
+  # a second of its traffic.
+  check "d: B's host0 sent what spinnic-gen received, plus at most the frames in flight when it was interrupted" eval \
+    '[[ ${G[b_host_tx]} -ge ${G[got_all]} && ${G[b_host_tx]} -le $((G[got_all] + GEN_PPS / 2)) && ${G[b_host_tx_bytes]} -ge $((128 * G[got_all])) ]]'
 fi
 
 # --- c. B killed mid-stream ------------------------------------------------------------------
