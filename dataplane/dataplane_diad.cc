@@ -88,6 +88,17 @@ absl::Status Dataplane::CreateDiad(const DataplaneConfig& config,
     return absl::InvalidArgumentError(absl::StrCat(
         "diad.port: port index ", diad_config_.port, " does not exist"));
   }
+  // A frame larger than the port's MTU is not something the device
+  // promises to carry (DPDK 22.11's memif, asked to, delivers phantom
+  // frames under load): the path MTU must fit the DiAD port.
+  const Port& port = ports_[diad_config_.port];
+  if (diad_config_.path_mtu + uint32_t{RTE_ETHER_HDR_LEN} > port.max_frame()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "diad.path_mtu ", diad_config_.path_mtu, " is larger than port '",
+        port.name(), "''s MTU ", port.max_frame() - RTE_ETHER_HDR_LEN,
+        "; lower diad.path_mtu or raise the port's mtu (if its device "
+        "allows)"));
+  }
   if (std::all_of(diad_config_.mac.begin(), diad_config_.mac.end(),
                   [](uint8_t b) { return b == 0; })) {
     rte_ether_addr mac;

@@ -231,6 +231,20 @@ class DiadDataplaneTest : public ::testing::Test {
   static inline rte_mempool* pool_ = nullptr;
 };
 
+TEST_F(DiadDataplaneTest, RefusesAPathMtuItsPortCannotCarry) {
+  RingDataplaneOptions options = DefaultOptions();
+  options.diad.path_mtu = 4192;  // the ring port's MTU is 1500
+  peer_.reset();
+  rings_.reset();  // one dataplane at a time (pool and ring names)
+  absl::StatusOr<std::unique_ptr<RingDataplane>> rings =
+      RingDataplane::Create("ddmtu", options);
+  ASSERT_FALSE(rings.ok());
+  EXPECT_EQ(rings.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rings.status().message().find("diad.path_mtu 4192"),
+            std::string::npos)
+      << rings.status();
+}
+
 TEST_F(DiadDataplaneTest, AnswersNeighborSolicitationForItsNodeAddress) {
   Bytes ns(kNeighborSolicitationBytes);
   ASSERT_EQ(BuildNeighborSolicitation(kMacB, kNodeB, kNodeA, ns),
