@@ -166,7 +166,7 @@ check "install --help: exit 0, lists its flags" eval 'rc_is 0 && out_has "^  --m
 sc peer-add b
 check "peer-add with one argument: exit 2" eval 'rc_is 2 && err_has "expects NAME NODE MAC"'
 sc remote-write b 1 0x10
-check "remote-write without data: exit 2, names the data flags" eval 'rc_is 2 && err_has "exactly one of --data TEXT, --hex HEX and --file PATH"'
+check "remote-write without data: exit 2, names the data flags" eval 'rc_is 2 && err_has "exactly one of --data TEXT, --hex HEX, --file PATH and --generate N --size BYTES"'
 sc remote-write b 1 0x10 --data x --hex 00
 check "remote-write --data and --hex: exit 2" eval 'rc_is 2 && err_has "exactly one of"'
 sc remote-write b zz 0x10 --data x
