@@ -12,27 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/hex.h"
+
 namespace spinnic {
 namespace {
 
-std::vector<uint8_t> FromHex(const std::string& hex) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(
-        static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string ToHex(const uint8_t* data, size_t size) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < size; ++i) {
-    out += kDigits[data[i] >> 4];
-    out += kDigits[data[i] & 15];
-  }
-  return out;
-}
+using testing_hex::FromHex;
+using testing_hex::ToHex;
 
 // The golden frames below are the output of this Python 3 script (standard
 // library only), written from RFC 4861 / RFC 826 rather than from
