@@ -126,8 +126,9 @@ class Hpu final : public ActionSink {
     current_in_port_ = in_port;
     current_ectx_ = ectx_id;
   }
-  void RaiseTransportEvent(uint32_t code, std::span<const uint8_t> data) {
-    current_ectx_ = 0;
+  void RaiseTransportEvent(uint32_t code, std::span<const uint8_t> data,
+                           uint32_t ectx_id = 0) {
+    current_ectx_ = ectx_id;
     RaiseEvent(code, data);
   }
   const diad::DiadEngine* diad() const { return diad_.get(); }

@@ -891,13 +891,7 @@ void DiadEngine::Finish(Channel& ch, uint32_t txn, const Txn& t,
   }
   counters_.ops_failed.Add();
   pc.ops_failed.Add();
-  hpu_->SetActionOrigin(kNoPort, t.ectx_id);
-  uint8_t data[11];
-  std::memcpy(data, &ch.slot, 4);
-  std::memcpy(data + 4, &ch.channel, 2);
-  std::memcpy(data + 6, &txn, 4);
-  data[10] = static_cast<uint8_t>(status);
-  hpu_->RaiseEvent(kEventDiadOpFailed, data);
+  RaiseChannelEvent(kEventDiadOpFailed, ch, txn, status, t.ectx_id);
 }
 
 void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
@@ -1122,13 +1116,14 @@ void DiadEngine::Drop(rte_mbuf* packet, DiadDrop reason) {
 }
 
 void DiadEngine::RaiseChannelEvent(uint32_t code, const Channel& ch,
-                                   uint32_t txn, Status status) {
+                                   uint32_t txn, Status status,
+                                   uint32_t ectx_id) {
   uint8_t data[11];
   std::memcpy(data, &ch.slot, 4);
   std::memcpy(data + 4, &ch.channel, 2);
   std::memcpy(data + 6, &txn, 4);
   data[10] = static_cast<uint8_t>(status);
-  hpu_->RaiseTransportEvent(code, data);
+  hpu_->RaiseTransportEvent(code, data, ectx_id);
 }
 
 }  // namespace spinnic::diad

@@ -298,8 +298,10 @@ class DiadEngine {
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);
   void Drop(rte_mbuf* packet, DiadDrop reason);
+  // An event with data (u32 peer slot, u16 channel, u32 txn, u8 status),
+  // as the ECTX `ectx_id`'s (0: the transport's own).
   void RaiseChannelEvent(uint32_t code, const Channel& ch, uint32_t txn,
-                         Status status);
+                         Status status, uint32_t ectx_id = 0);
 
   static constexpr uint8_t kIcmpv6 = 58;
 
