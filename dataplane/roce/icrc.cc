@@ -1,2 +1,186 @@
-// Placeholder: being written.
-namespace spinnic::roce {}
+#include "dataplane/roce/icrc.h"
+
+#include <rte_net_crc.h>
+
+#include <array>
+#include <cstring>
+
+#include "dataplane/roce/ib_types.h"
+
+namespace spinnic::roce {
+namespace {
+
+constexpr uint32_t kIpv4MinBytes = 20;
+constexpr uint32_t kIpv4MaxBytes = 60;
+constexpr uint32_t kIpv6Bytes = 40;
+constexpr uint32_t kUdpBytes = 8;
+constexpr uint32_t kUdpChecksumOffset = 6;
+constexpr uint32_t kBthVariantByte = 4;
+
+// Variant bytes of the IP header: offset and the bits that are variant
+// (replaced by ones). IPv4: TOS, TTL, header checksum. IPv6: traffic class
+// and flow label (the low nibble of byte 0 and bytes 1..3) and hop limit.
+struct MaskedByte {
+  uint8_t offset;
+  uint8_t mask;
+};
+constexpr std::array<MaskedByte, 4> kIpv4Masked = {
+    {{1, 0xff}, {8, 0xff}, {10, 0xff}, {11, 0xff}}};
+constexpr std::array<MaskedByte, 5> kIpv6Masked = {
+    {{0, 0x0f}, {1, 0xff}, {2, 0xff}, {3, 0xff}, {7, 0xff}}};
+
+constexpr std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> table{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t crc = i;
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = (crc & 1) != 0 ? (crc >> 1) ^ 0xedb88320u : crc >> 1;
+    }
+    table[i] = crc;
+  }
+  return table;
+}
+constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
+
+inline uint32_t CrcUpdate(uint32_t crc, uint8_t byte) {
+  return kCrcTable[(crc ^ byte) & 0xff] ^ (crc >> 8);
+}
+
+uint8_t IpVersion(const uint8_t* frame, const IcrcSpan& span) {
+  return frame[span.ip_offset] >> 4;
+}
+
+}  // namespace
+
+bool IcrcSpanValid(const uint8_t* frame, uint32_t length,
+                   const IcrcSpan& span) {
+  if (span.ip_offset < kIcrcLrhBytes || span.ip_offset >= length) return false;
+  if (span.udp_offset < span.ip_offset) return false;
+  const uint32_t ip_bytes = span.udp_offset - span.ip_offset;
+  switch (IpVersion(frame, span)) {
+    case 4:
+      if (ip_bytes < kIpv4MinBytes || ip_bytes > kIpv4MaxBytes) return false;
+      break;
+    case 6:
+      if (ip_bytes != kIpv6Bytes) return false;
+      break;
+    default:
+      return false;
+  }
+  const uint64_t bth_end = uint64_t{span.udp_offset} + kUdpBytes + kBthBytes;
+  return span.icrc_offset >= bth_end &&
+         uint64_t{span.icrc_offset} + kIcrcBytes <= length;
+}
+
+void InitIcrc() {
+  // The widest algorithm the CPU and the EAL's SIMD limit allow; librte_net
+  // falls back to SSE4.2 and then to the table by itself.
+  rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
+}
+
+bool ComputeIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span,
+                 uint32_t* icrc) {
+  if (!IcrcSpanValid(frame, length, span)) return false;
+  uint8_t* const start = frame + span.ip_offset - kIcrcLrhBytes;
+  uint8_t* const ip = frame + span.ip_offset;
+  uint8_t* const udp_checksum = frame + span.udp_offset + kUdpChecksumOffset;
+  uint8_t* const bth_variant =
+      frame + span.udp_offset + kUdpBytes + kBthVariantByte;
+  const bool ipv4 = IpVersion(frame, span) == 4;
+
+  // Save what the masks overwrite.
+  std::array<uint8_t, kIcrcLrhBytes> saved_lrh;
+  std::memcpy(saved_lrh.data(), start, kIcrcLrhBytes);
+  std::array<uint8_t, 8> saved_ip;  // bytes 0..7 (IPv6) or the 4 IPv4 ones
+  std::array<uint8_t, 2> saved_udp = {udp_checksum[0], udp_checksum[1]};
+  const uint8_t saved_bth = *bth_variant;
+  if (ipv4) {
+    for (size_t i = 0; i < kIpv4Masked.size(); ++i) {
+      saved_ip[i] = ip[kIpv4Masked[i].offset];
+      ip[kIpv4Masked[i].offset] = 0xff;
+    }
+  } else {
+    std::memcpy(saved_ip.data(), ip, saved_ip.size());
+    for (const MaskedByte& m : kIpv6Masked) ip[m.offset] |= m.mask;
+  }
+  std::memset(start, 0xff, kIcrcLrhBytes);
+  udp_checksum[0] = 0xff;
+  udp_checksum[1] = 0xff;
+  *bth_variant = 0xff;
+
+  *icrc = rte_net_crc_calc(start,
+                           span.icrc_offset - (span.ip_offset - kIcrcLrhBytes),
+                           RTE_NET_CRC32_ETH);
+
+  // Restore.
+  *bth_variant = saved_bth;
+  udp_checksum[0] = saved_udp[0];
+  udp_checksum[1] = saved_udp[1];
+  if (ipv4) {
+    for (size_t i = 0; i < kIpv4Masked.size(); ++i) {
+      ip[kIpv4Masked[i].offset] = saved_ip[i];
+    }
+  } else {
+    std::memcpy(ip, saved_ip.data(), saved_ip.size());
+  }
+  std::memcpy(start, saved_lrh.data(), kIcrcLrhBytes);
+  return true;
+}
+
+bool VerifyIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span) {
+  uint32_t icrc = 0;
+  if (!ComputeIcrc(frame, length, span, &icrc)) return false;
+  const uint8_t* p = frame + span.icrc_offset;
+  const uint32_t wire = uint32_t{p[0]} | uint32_t{p[1]} << 8 |
+                        uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+  return wire == icrc;
+}
+
+bool WriteIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span) {
+  uint32_t icrc = 0;
+  if (!ComputeIcrc(frame, length, span, &icrc)) return false;
+  uint8_t* p = frame + span.icrc_offset;
+  p[0] = static_cast<uint8_t>(icrc);
+  p[1] = static_cast<uint8_t>(icrc >> 8);
+  p[2] = static_cast<uint8_t>(icrc >> 16);
+  p[3] = static_cast<uint8_t>(icrc >> 24);
+  return true;
+}
+
+uint32_t Crc32Reference(const uint8_t* data, uint32_t length) {
+  uint32_t crc = 0xffffffffu;
+  for (uint32_t i = 0; i < length; ++i) crc = CrcUpdate(crc, data[i]);
+  return ~crc;
+}
+
+bool ComputeIcrcReference(const uint8_t* frame, uint32_t length,
+                          const IcrcSpan& span, uint32_t* icrc) {
+  if (!IcrcSpanValid(frame, length, span)) return false;
+  const bool ipv4 = IpVersion(frame, span) == 4;
+  const uint32_t udp_checksum = span.udp_offset + kUdpChecksumOffset;
+  const uint32_t bth_variant = span.udp_offset + kUdpBytes + kBthVariantByte;
+  uint32_t crc = 0xffffffffu;
+  for (uint32_t i = 0; i < kIcrcLrhBytes; ++i) crc = CrcUpdate(crc, 0xff);
+  for (uint32_t i = span.ip_offset; i < span.icrc_offset; ++i) {
+    uint8_t byte = frame[i];
+    if (i < span.udp_offset) {
+      const uint32_t at = i - span.ip_offset;
+      if (ipv4) {
+        for (const MaskedByte& m : kIpv4Masked) {
+          if (m.offset == at) byte |= m.mask;
+        }
+      } else {
+        for (const MaskedByte& m : kIpv6Masked) {
+          if (m.offset == at) byte |= m.mask;
+        }
+      }
+    } else if (i == udp_checksum || i == udp_checksum + 1 || i == bth_variant) {
+      byte = 0xff;
+    }
+    crc = CrcUpdate(crc, byte);
+  }
+  *icrc = ~crc;
+  return true;
+}
+
+}  // namespace spinnic::roce
