@@ -259,7 +259,7 @@ ResponderPlan Responder::CheckNew(const RcRequest& packet,
       break;
     }
     case OpKind::kAtomic: {
-      // Atomics act on naturally aligned 8 bytes (AtomicETH, 9.4); rxe answers
+      // Atomics act on naturally aligned 8 bytes (9.4.5); rxe answers
       // a misaligned one with NAK invalid request.
       if ((packet.atomic_va & 7) != 0) return InvalidRequest(packet);
       plan.action =
