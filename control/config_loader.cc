@@ -23,6 +23,7 @@
 #include "control/default_config.h"
 #include "dataplane/ectx.h"
 #include "dataplane/match_rule.h"
+#include "dataplane/roce/ib_types.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -645,6 +646,78 @@ bool ParseNode(const std::string& text, std::array<uint8_t, 16>* node) {
   }
   std::memcpy(node->data(), v6.s6_addr, 16);
   return true;
+}
+
+absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
+  if (!config.has_roce()) return absl::OkStatus();
+  const FieldPath d = FieldPath().F("roce");
+  const v1::Roce& roce = config.roce();
+  if (config.addresses().ipv4().empty() && config.addresses().ipv6().empty()) {
+    return r.Error(d,
+                   "is set but the appliance has no address for RDMA "
+                   "clients to reach; add addresses { ipv4: \"192.0.2.10\" } "
+                   "and/or addresses { ipv6: \"fd00:1::10\" }");
+  }
+  if (!roce.port().empty()) {
+    bool found = false;
+    for (const v1::Port& port : config.ports())
+      found |= port.name() == roce.port();
+    if (!found) {
+      return r.Error(d.F("port"), absl::StrCat(Quote(roce.port()),
+                                               " is not a port; use one of ",
+                                               PortNameList(config)));
+    }
+  }
+  if (roce.path_mtu() != 0 && roce::PathMtuCode(roce.path_mtu()) == 0) {
+    return r.Error(d.F("path_mtu"),
+                   absl::StrCat(roce.path_mtu(),
+                                " is not an InfiniBand path MTU; use 256, "
+                                "512, 1024, 2048 or 4096, or 0 for 4096"));
+  }
+  absl::flat_hash_map<uint32_t, int> ports;
+  for (int i = 0; i < roce.listen_ports_size(); ++i) {
+    const uint32_t port = roce.listen_ports(i);
+    if (port == 0 || port > 65535) {
+      return r.Error(d.At("listen_ports", i),
+                     absl::StrCat(port, " is not a port; use 1..65535"));
+    }
+    if (auto [it, inserted] = ports.emplace(port, i); !inserted) {
+      return r.Error(d.At("listen_ports", i),
+                     absl::StrCat(port, " is listed twice; remove one"));
+    }
+  }
+  auto range = [&](const char* field, uint64_t value, uint64_t min,
+                   uint64_t max, const char* zero) -> absl::Status {
+    if (value != 0 && (value < min || value > max)) {
+      return r.Error(d.F(field),
+                     absl::StrCat(value, " is not allowed; use ", min, "..",
+                                  max, ", or 0 for ", zero));
+    }
+    return absl::OkStatus();
+  };
+  for (absl::Status s :
+       {range("max_qps", roce.max_qps(), 1, 65536, "256"),
+        range("ack_every", roce.ack_every(), 1, 4096, "16"),
+        range("local_ack_timeout", roce.local_ack_timeout(), 1, 31,
+              "14 (about 67 ms)"),
+        range("min_rnr_timer", roce.min_rnr_timer(), 1, 31, "12 (0.64 ms)"),
+        range("max_rd_atomic", roce.max_rd_atomic(), 1, 16, "16"),
+        range("receive_depth", roce.receive_depth(), 1, 4096, "64")}) {
+    if (!s.ok()) return s;
+  }
+  if (roce.has_retry_count() && roce.retry_count() > 7) {
+    return r.Error(d.F("retry_count"),
+                   absl::StrCat(roce.retry_count(),
+                                " is not allowed; the CM carries 3 bits: "
+                                "use 0..7"));
+  }
+  if (roce.has_rnr_retry() && roce.rnr_retry() > 7) {
+    return r.Error(d.F("rnr_retry"),
+                   absl::StrCat(roce.rnr_retry(),
+                                " is not allowed; use 0..7 (7: retry "
+                                "forever)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckDiad(const v1::Config& config, const Reporter& r) {
@@ -1426,7 +1499,7 @@ absl::Status ValidateConfig(const v1::Config& config,
   const Reporter r(locations);
   for (auto check :
        {&CheckPorts, &CheckPortPairs, &CheckWorkers, &CheckAddresses,
-        &CheckDiad, &CheckHandlers, &CheckEalArgs, &CheckRuntime}) {
+        &CheckDiad, &CheckRoce, &CheckHandlers, &CheckEalArgs, &CheckRuntime}) {
     if (absl::Status s = check(config, r); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -1582,6 +1655,60 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
       ParseNode(peer.node(), &p.node);
       ParseMac(peer.mac(), &p.mac);
     }
+  }
+  if (config.has_roce()) {
+    roce::RoceConfig& rc = out.roce;
+    const v1::Roce& c = config.roce();
+    rc.enabled = true;
+    if (!config.addresses().mac().empty()) {
+      ParseMac(config.addresses().mac(), &rc.mac);
+    }  // else: the RoCE port's own MAC, filled in by the dataplane
+    for (const std::string& text : config.addresses().ipv4()) {
+      in_addr v4;
+      if (inet_pton(AF_INET, text.c_str(), &v4) != 1) continue;
+      std::array<uint8_t, 16>& a = rc.addresses.emplace_back();
+      a[10] = a[11] = 0xff;
+      std::memcpy(a.data() + 12, &v4, 4);
+    }
+    for (const std::string& text : config.addresses().ipv6()) {
+      std::array<uint8_t, 16>& a = rc.addresses.emplace_back();
+      ParseNode(text, &a);
+    }
+    uint16_t port = kNoDiadPort;
+    for (size_t i = 0; i < out.ports.size(); ++i) {
+      if (c.port().empty() ? out.ports[i].role == PortRole::kWire
+                           : out.ports[i].name == c.port()) {
+        port = static_cast<uint16_t>(i);
+        break;
+      }
+    }
+    if (port == kNoDiadPort) {
+      return absl::InvalidArgumentError(
+          "roce: no wire port to reach RDMA clients through; add a port "
+          "with role PORT_ROLE_WIRE or set roce.port");
+    }
+    rc.port = port;
+    auto or_default = [](uint32_t value, uint32_t fallback) {
+      return value != 0 ? value : fallback;
+    };
+    rc.path_mtu = or_default(c.path_mtu(), rc.path_mtu);
+    rc.max_qps = or_default(c.max_qps(), rc.max_qps);
+    for (uint32_t p : c.listen_ports()) {
+      rc.listen_ports.push_back(static_cast<uint16_t>(p));
+    }
+    rc.ack_every = or_default(c.ack_every(), rc.ack_every);
+    rc.local_ack_timeout = static_cast<uint8_t>(
+        or_default(c.local_ack_timeout(), rc.local_ack_timeout));
+    if (c.has_retry_count()) {
+      rc.retry_count = static_cast<uint8_t>(c.retry_count());
+    }
+    if (c.has_rnr_retry()) rc.rnr_retry = static_cast<uint8_t>(c.rnr_retry());
+    rc.min_rnr_timer =
+        static_cast<uint8_t>(or_default(c.min_rnr_timer(), rc.min_rnr_timer));
+    rc.max_rd_atomic =
+        static_cast<uint8_t>(or_default(c.max_rd_atomic(), rc.max_rd_atomic));
+    rc.ipv6_udp_checksum = c.ipv6_udp_checksum();
+    rc.receive_depth = or_default(c.receive_depth(), rc.receive_depth);
   }
   out.mbufs = config.runtime().mbufs();
   if (config.runtime().max_regions() != 0) {

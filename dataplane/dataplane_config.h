@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "dataplane/diad/diad_config.h"
 #include "dataplane/match_rule.h"
+#include "dataplane/roce/roce_config.h"
 
 namespace spinnic {
 
@@ -68,6 +69,7 @@ struct DataplaneConfig {
   uint32_t max_regions = 1024;
   uint64_t region_bytes_limit = uint64_t{64} << 20;
   diad::DiadConfig diad;
+  roce::RoceConfig roce;
 };
 
 }  // namespace spinnic

@@ -155,16 +155,16 @@ constexpr std::array<OpcodeInfo, 256> MakeOpcodeTable() {
   t[0x06] = Op("RC RDMA Write First", K::kWrite, P::kFirst, kP | kHasReth);
   t[0x07] = Op("RC RDMA Write Middle", K::kWrite, P::kMiddle, kP);
   t[0x08] = Op("RC RDMA Write Last", K::kWrite, P::kLast, kP);
-  t[0x09] = Op("RC RDMA Write Last Immediate", K::kWrite, P::kLast,
-               kP | kHasImmDt);
+  t[0x09] =
+      Op("RC RDMA Write Last Immediate", K::kWrite, P::kLast, kP | kHasImmDt);
   t[0x0a] = Op("RC RDMA Write Only", K::kWrite, P::kOnly, kP | kHasReth);
   t[0x0b] = Op("RC RDMA Write Only Immediate", K::kWrite, P::kOnly,
                kP | kHasReth | kHasImmDt);
   t[0x0c] = Op("RC RDMA Read Request", K::kReadRequest, P::kOnly, kHasReth);
   t[0x0d] = Op("RC RDMA Read Response First", K::kReadResponse, P::kFirst,
                kP | kHasAeth);
-  t[0x0e] = Op("RC RDMA Read Response Middle", K::kReadResponse, P::kMiddle,
-               kP);
+  t[0x0e] =
+      Op("RC RDMA Read Response Middle", K::kReadResponse, P::kMiddle, kP);
   t[0x0f] = Op("RC RDMA Read Response Last", K::kReadResponse, P::kLast,
                kP | kHasAeth);
   t[0x10] = Op("RC RDMA Read Response Only", K::kReadResponse, P::kOnly,
@@ -224,9 +224,9 @@ inline constexpr uint8_t AethAck(uint8_t credits = kAethInvalidCredits) {
 
 // RNR NAK timer codes (table 45), in microseconds; code 0 is 655.36 ms.
 inline constexpr std::array<uint32_t, 32> kRnrTimerMicros = {
-    655360, 10,   20,    30,    40,    60,    80,    120,
-    160,    240,  320,   480,   640,   960,   1280,  1920,
-    2560,   3840, 5120,  7680,  10240, 15360, 20480, 30720,
+    655360, 10,    20,    30,     40,     60,     80,     120,
+    160,    240,   320,   480,    640,    960,    1280,   1920,
+    2560,   3840,  5120,  7680,   10240,  15360,  20480,  30720,
     40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
 
 // ----- Memory access rights (ibverbs' IBV_ACCESS_* values) -----

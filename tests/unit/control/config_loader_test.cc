@@ -941,6 +941,64 @@ TEST(DeployConfigsTest, EveryExampleValidates) {
   EXPECT_GE(count, 3);
 }
 
+// --- RoCE.
+
+std::string RoceWith(absl::string_view addresses, absl::string_view field) {
+  return Lines({
+      kWire, kWorker, addresses, absl::StrCat("roce { ", field, " }"),  // 4
+  });
+}
+constexpr absl::string_view kRoceAddress =
+    R"(addresses { ipv4: "192.0.2.10" ipv6: "fd00:1::10" })";
+
+TEST(RoceConfigTest, NeedsAnAddress) {
+  EXPECT_TRUE(ErrorIs(
+      Check(RoceWith("", "path_mtu: 1024")),
+      "t.textproto:4:1: roce: ", "add addresses { ipv4: \"192.0.2.10\" }"));
+  EXPECT_TRUE(Check(RoceWith(kRoceAddress, "path_mtu: 1024")).ok());
+}
+
+TEST(RoceConfigTest, Fields) {
+  EXPECT_TRUE(ErrorIs(
+      Check(RoceWith(kRoceAddress, "path_mtu: 1500")),
+      "t.textproto:4:8: roce.path_mtu: ", "use 256, 512, 1024, 2048 or 4096"));
+  EXPECT_TRUE(ErrorIs(Check(RoceWith(kRoceAddress, "port: \"nope\"")),
+                      "t.textproto:4:8: roce.port: ", "is not a port"));
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress, "listen_ports: [7471, 7471]")),
+              "t.textproto:4:", "is listed twice"));
+  EXPECT_TRUE(ErrorIs(Check(RoceWith(kRoceAddress, "listen_ports: 70000")),
+                      "t.textproto:4:", "use 1..65535"));
+  EXPECT_TRUE(ErrorIs(Check(RoceWith(kRoceAddress, "retry_count: 8")),
+                      "t.textproto:4:8: roce.retry_count: ", "use 0..7"));
+  EXPECT_TRUE(ErrorIs(Check(RoceWith(kRoceAddress, "max_rd_atomic: 17")),
+                      "t.textproto:4:8: roce.max_rd_atomic: ", "1..16"));
+  EXPECT_TRUE(ErrorIs(Check(RoceWith(kRoceAddress, "local_ack_timeout: 32")),
+                      "t.textproto:4:8: roce.local_ack_timeout: ", "1..31"));
+}
+
+TEST(RoceConfigTest, Converted) {
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+      RoceWith(kRoceAddress, "listen_ports: 7471 retry_count: 0"), kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  const roce::RoceConfig& rc = dp->roce;
+  EXPECT_TRUE(rc.enabled);
+  ASSERT_EQ(rc.addresses.size(), 2u);
+  const std::array<uint8_t, 16> mapped = {0, 0, 0,    0,    0,   0, 0, 0,
+                                          0, 0, 0xff, 0xff, 192, 0, 2, 10};
+  EXPECT_EQ(rc.addresses[0], mapped);
+  EXPECT_EQ(rc.addresses[1][0], 0xfd);
+  EXPECT_EQ(rc.addresses[1][15], 0x10);
+  EXPECT_EQ(rc.path_mtu, 4096u);
+  EXPECT_EQ(rc.listen_ports, std::vector<uint16_t>{7471});
+  EXPECT_EQ(rc.retry_count, 0);  // given, though zero
+  EXPECT_EQ(rc.rnr_retry, 7);    // default
+  EXPECT_EQ(rc.max_rd_atomic, 16);
+  EXPECT_EQ(rc.port, 0);
+}
+
 TEST(ToDataplaneConfigTest, PcapExample) {
   absl::StatusOr<v1::Config> loaded =
       LoadConfig(DeployConfig("example-pcap.textproto"));

@@ -1,0 +1,37 @@
+// The RoCEv2 transport's configuration as the dataplane sees it (the
+// loader fills it from config.proto's `roce` section; docs/roce.md has
+// every field and its default).
+#ifndef SPINNIC_DATAPLANE_ROCE_ROCE_CONFIG_H_
+#define SPINNIC_DATAPLANE_ROCE_ROCE_CONFIG_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace spinnic::roce {
+
+struct RoceConfig {
+  // On when the config has a `roce` section.
+  bool enabled = false;
+  std::array<uint8_t, 6> mac{};  // all zero: the RoCE port's own MAC
+  // Our addresses; IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d) like the
+  // classifier's ParsedFrame.
+  std::vector<std::array<uint8_t, 16>> addresses;
+  // Our index of the port that faces the clients.
+  uint16_t port = 0;
+  uint32_t path_mtu = 4096;
+  uint32_t max_qps = 256;
+  std::vector<uint16_t> listen_ports;
+  uint32_t ack_every = 16;
+  uint8_t local_ack_timeout = 14;
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_timer = 12;
+  uint8_t max_rd_atomic = 16;
+  bool ipv6_udp_checksum = false;
+  uint32_t receive_depth = 64;
+};
+
+}  // namespace spinnic::roce
+
+#endif  // SPINNIC_DATAPLANE_ROCE_ROCE_CONFIG_H_
