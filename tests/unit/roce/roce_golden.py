@@ -2,7 +2,10 @@
 """Golden RoCEv2 frames for tests/unit/roce/wire_test.cc, derived from the
 InfiniBand spec (IBA vol. 1 ch. 9, annex A17) and tests/fixtures/roce/README.md
 with the Python standard library only -- independently of dataplane/roce.
-Run: python3 tests/unit/roce/roce_golden.py (prints name and hex per frame)."""
+Run: python3 tests/unit/roce/roce_golden.py (prints name and hex per frame).
+With --seeds DIR it also writes the fuzz seeds of tests/fuzz/corpus/roce:
+real frames from tests/fixtures/roce (one per opcode and IP version), the
+golden frames, and broken variants, one file each."""
 import struct
 import zlib
 
@@ -101,7 +104,67 @@ read_first = frame(4, MAC2, MAC1, V4B, V4A, 0xc121,
                    struct.pack('>I', (0x1f << 24) | 7), bytes(range(16)),
                    tos=0, ttl=255, ident=0xbeef, vlan=100)
 
+
+
+def fixture_frames(fixture_dir):
+    """(name, frame) for the first UDP/4791 frame of each opcode and IP
+    version in the captures (classic pcap, little-endian as captured)."""
+    import glob
+    import os
+    seen = set()
+    for path in sorted(glob.glob(os.path.join(fixture_dir, '*.pcap'))):
+        data = open(path, 'rb').read()
+        at = 24
+        while at < len(data):
+            incl = struct.unpack('<I', data[at + 8:at + 12])[0]
+            f = data[at + 16:at + 16 + incl]
+            at += 16 + incl
+            et = f[12:14]
+            if et == b'\x08\x00' and f[23] == 17:
+                udp, version = 34, 4
+            elif et == b'\x86\xdd' and f[20] == 17:
+                udp, version = 54, 6
+            else:
+                continue
+            if struct.unpack('>H', f[udp + 2:udp + 4])[0] != 4791:
+                continue
+            opcode = f[udp + 8]
+            if (opcode, version) in seen:
+                continue
+            seen.add((opcode, version))
+            yield 'real_v%d_op%02x' % (version, opcode), f
+
+
+def write_seeds(out_dir, fixture_dir):
+    import os
+    seeds = dict(fixture_frames(fixture_dir))
+    seeds.update({'golden_write_imm_v6_csum': write_imm, 'golden_nak_v4': nak,
+                  'golden_read_first_vlan_v4': read_first})
+    bad = {}
+    base = bytearray(nak)
+    bad['bad_icrc'] = bytes(base[:-1] + bytes([base[-1] ^ 1]))
+    bad['bad_truncated'] = bytes(base[:50])
+    b = bytearray(base); b[42] = 0x15; bad['bad_opcode'] = bytes(b)
+    b = bytearray(base); b[43] |= 1; bad['bad_tver'] = bytes(b)
+    b = bytearray(base); b[43] |= 0x10; bad['bad_pad_on_ack'] = bytes(b)
+    b = bytearray(base); b[40:42] = b'\x12\x34'; bad['bad_udp_checksum'] = bytes(b)
+    b = bytearray(base); b[38:40] = b'\x00\x20'; bad['bad_udp_length'] = bytes(b)
+    b = bytearray(base); b[25] ^= 1; bad['bad_ip_checksum'] = bytes(b)
+    b = bytearray(write_imm); b[14 + 40 + 6] ^= 0x80; bad['bad_v6_checksum'] = bytes(b)
+    bad['padded_ack_v4'] = nak + b'\0' * 8
+    seeds.update(bad)
+    for name, f in sorted(seeds.items()):
+        with open(os.path.join(out_dir, name + '.bin'), 'wb') as out:
+            out.write(f)
+
+
 if __name__ == '__main__':
+    import os
+    import sys
     for name, f in (('write_imm_v6', write_imm), ('nak_v4', nak),
                     ('read_first_vlan_v4', read_first)):
         print(name, f.hex())
+    if len(sys.argv) == 3 and sys.argv[1] == '--seeds':
+        here = os.path.dirname(os.path.abspath(__file__))
+        write_seeds(sys.argv[2],
+                    os.path.join(here, '..', '..', 'fixtures', 'roce'))
