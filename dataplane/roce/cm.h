@@ -1,0 +1,755 @@
+// The InfiniBand Communication Manager (IB spec vol. 1, chapter 12) as
+// librdmacm uses it over RoCEv2, so that unmodified rdma_cm clients (rping,
+// rdma_client, ...) connect to the appliance (docs/roce-cm.md).
+//
+// Two layers, both pure logic with no DPDK:
+//  - the wire format: the 24-byte common MAD header and the CM messages REQ,
+//    MRA, REJ, REP, RTU, DREQ and DREP (host-order structs with every field,
+//    Parse/Build with static_asserted offsets), and rdma_cm's REQ private-data
+//    header and service IDs;
+//  - CmService, the passive side: listening ports, per-connection state in a
+//    fixed table, REP retransmission, disconnection, time-wait. It decides;
+//    the engine executes the CmActions it returns (create/destroy QPs, send
+//    MADs). The engine also strips the RoCEv2 headers: the MAD is the 256-byte
+//    payload of a UD SEND ONLY to QP1 whose DETH carries Q_Key kGsiQkey.
+#ifndef SPINNIC_DATAPLANE_ROCE_CM_H_
+#define SPINNIC_DATAPLANE_ROCE_CM_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <variant>
+
+#include "dataplane/roce/ib_types.h"
+
+namespace spinnic::roce {
+
+// ===================== MAD and CM wire format =====================
+
+inline constexpr size_t kMadBytes = 256;
+inline constexpr size_t kMadHeaderBytes = 24;
+inline constexpr size_t kCmMessageBytes = kMadBytes - kMadHeaderBytes;  // 232
+
+inline constexpr uint8_t kMadBaseVersion = 1;
+inline constexpr uint8_t kMgmtClassCm = 0x07;
+inline constexpr uint8_t kCmClassVersion = 2;
+// The CM's messages are all unsolicited Sends (13.4.5, table 154); it never
+// uses Get/Set/response methods for connection setup.
+inline constexpr uint8_t kMadMethodSend = 0x03;
+
+// Attribute IDs of the CM messages (12.6, table 101).
+enum class CmAttr : uint16_t {
+  kReq = 0x0010,
+  kMra = 0x0011,
+  kRej = 0x0012,
+  kRep = 0x0013,
+  kRtu = 0x0014,
+  kDreq = 0x0015,
+  kDrep = 0x0016,
+};
+const char* CmAttrName(CmAttr attr);
+
+// Private data lengths: what remains of the 232 bytes after each message's
+// fixed fields (12.6.5 - 12.6.11).
+inline constexpr size_t kReqPrivateDataBytes = 92;
+inline constexpr size_t kMraPrivateDataBytes = 222;
+inline constexpr size_t kRejPrivateDataBytes = 148;
+inline constexpr size_t kRepPrivateDataBytes = 196;
+inline constexpr size_t kRtuPrivateDataBytes = 224;
+inline constexpr size_t kDreqPrivateDataBytes = 220;
+inline constexpr size_t kDrepPrivateDataBytes = 224;
+inline constexpr size_t kRejAriBytes = 72;
+
+using Gid = std::array<uint8_t, 16>;
+
+// The common MAD header (13.4.3, table 145), host order.
+struct MadHeader {
+  uint8_t base_version = kMadBaseVersion;
+  uint8_t mgmt_class = kMgmtClassCm;
+  uint8_t class_version = kCmClassVersion;
+  uint8_t method = kMadMethodSend;
+  uint16_t status = 0;
+  uint16_t class_specific = 0;
+  uint64_t transaction_id = 0;
+  uint16_t attribute_id = 0;
+  uint16_t reserved = 0;
+  uint32_t attribute_modifier = 0;
+  bool operator==(const MadHeader&) const = default;
+};
+
+// ----- Wire layouts: byte arrays, big-endian, bit fields MSB first -----
+namespace cm_wire {
+struct MadHeader {
+  uint8_t base_version;
+  uint8_t mgmt_class;
+  uint8_t class_version;
+  uint8_t method;
+  uint8_t status[2];
+  uint8_t class_specific[2];
+  uint8_t transaction_id[8];
+  uint8_t attribute_id[2];
+  uint8_t reserved[2];
+  uint8_t attribute_modifier[4];
+};
+static_assert(sizeof(MadHeader) == kMadHeaderBytes);
+static_assert(offsetof(MadHeader, status) == 4);
+static_assert(offsetof(MadHeader, transaction_id) == 8);
+static_assert(offsetof(MadHeader, attribute_id) == 16);
+static_assert(offsetof(MadHeader, attribute_modifier) == 20);
+
+// One path of a REQ (primary at 52, alternate at 96 of the message).
+struct Path {
+  uint8_t local_lid[2];
+  uint8_t remote_lid[2];
+  uint8_t local_gid[16];
+  uint8_t remote_gid[16];
+  uint8_t flow_label_rate[4];  // flow label:20, reserved:6, packet rate:6
+  uint8_t traffic_class;
+  uint8_t hop_limit;
+  uint8_t sl_subnet_local;    // SL:4, subnet local:1, reserved:3
+  uint8_t local_ack_timeout;  // local ACK timeout:5, reserved:3
+};
+static_assert(sizeof(Path) == 44);
+
+// Offsets below are those of the CM message, i.e. MAD offset - 24.
+struct Req {  // 12.6.5, table 103
+  uint8_t local_comm_id[4];
+  uint8_t reserved0[4];
+  uint8_t service_id[8];
+  uint8_t local_ca_guid[8];
+  uint8_t reserved1[4];
+  uint8_t local_qkey[4];
+  uint8_t local_qpn_responder_resources[4];  // QPN:24, responder res.:8
+  uint8_t local_eecn_initiator_depth[4];     // EECN:24, initiator depth:8
+  // remote EECN:24, remote CM response timeout:5, transport type:2, E2E FC:1
+  uint8_t remote_eecn_timeout_type_fc[4];
+  // starting PSN:24, local CM response timeout:5, retry count:3
+  uint8_t psn_timeout_retry[4];
+  uint8_t partition_key[2];
+  uint8_t mtu_rdc_rnr;  // path MTU:4, RDC exists:1, RNR retry count:3
+  uint8_t max_cm_retries_srq_ext;  // max CM retries:4, SRQ:1, ext. type:3
+  Path primary;
+  Path alternate;
+  uint8_t private_data[kReqPrivateDataBytes];
+};
+static_assert(sizeof(Req) == kCmMessageBytes);
+static_assert(offsetof(Req, service_id) == 8);
+static_assert(offsetof(Req, local_ca_guid) == 16);
+static_assert(offsetof(Req, local_qkey) == 28);
+static_assert(offsetof(Req, local_qpn_responder_resources) == 32);
+static_assert(offsetof(Req, local_eecn_initiator_depth) == 36);
+static_assert(offsetof(Req, remote_eecn_timeout_type_fc) == 40);
+static_assert(offsetof(Req, psn_timeout_retry) == 44);
+static_assert(offsetof(Req, partition_key) == 48);
+static_assert(offsetof(Req, mtu_rdc_rnr) == 50);
+static_assert(offsetof(Req, max_cm_retries_srq_ext) == 51);
+static_assert(offsetof(Req, primary) == 52);
+static_assert(offsetof(Req, primary) + offsetof(Path, local_gid) == 56);
+static_assert(offsetof(Req, primary) + offsetof(Path, remote_gid) == 72);
+static_assert(offsetof(Req, primary) + offsetof(Path, flow_label_rate) == 88);
+static_assert(offsetof(Req, primary) + offsetof(Path, traffic_class) == 92);
+static_assert(offsetof(Req, primary) + offsetof(Path, local_ack_timeout) == 95);
+static_assert(offsetof(Req, alternate) == 96);
+static_assert(offsetof(Req, private_data) == 140);
+
+struct Mra {  // 12.6.6, table 104
+  uint8_t local_comm_id[4];
+  uint8_t remote_comm_id[4];
+  uint8_t message_mraed;    // message MRAed:2, reserved:6
+  uint8_t service_timeout;  // service timeout:5, reserved:3
+  uint8_t private_data[kMraPrivateDataBytes];
+};
+static_assert(sizeof(Mra) == kCmMessageBytes);
+static_assert(offsetof(Mra, private_data) == 10);
+
+struct Rej {  // 12.6.7, table 105
+  uint8_t local_comm_id[4];
+  uint8_t remote_comm_id[4];
+  uint8_t message_rejected;    // message rejected:2, reserved:6
+  uint8_t reject_info_length;  // length:7, reserved:1
+  uint8_t reason[2];
+  uint8_t ari[kRejAriBytes];
+  uint8_t private_data[kRejPrivateDataBytes];
+};
+static_assert(sizeof(Rej) == kCmMessageBytes);
+static_assert(offsetof(Rej, reason) == 10);
+static_assert(offsetof(Rej, ari) == 12);
+static_assert(offsetof(Rej, private_data) == 84);
+
+struct Rep {  // 12.6.8, table 107
+  uint8_t local_comm_id[4];
+  uint8_t remote_comm_id[4];
+  uint8_t local_qkey[4];
+  uint8_t local_qpn[4];     // QPN:24, reserved:8
+  uint8_t local_eecn[4];    // EECN:24, reserved:8
+  uint8_t starting_psn[4];  // PSN:24, reserved:8
+  uint8_t responder_resources;
+  uint8_t initiator_depth;
+  uint8_t ack_delay_failover_fc;  // target ACK delay:5, failover:2, E2E FC:1
+  uint8_t rnr_retry_srq;          // RNR retry count:3, SRQ:1, reserved:4
+  uint8_t local_ca_guid[8];
+  uint8_t private_data[kRepPrivateDataBytes];
+};
+static_assert(sizeof(Rep) == kCmMessageBytes);
+static_assert(offsetof(Rep, local_qpn) == 12);
+static_assert(offsetof(Rep, starting_psn) == 20);
+static_assert(offsetof(Rep, responder_resources) == 24);
+static_assert(offsetof(Rep, local_ca_guid) == 28);
+static_assert(offsetof(Rep, private_data) == 36);
+
+struct Rtu {  // 12.6.9, table 108
+  uint8_t local_comm_id[4];
+  uint8_t remote_comm_id[4];
+  uint8_t private_data[kRtuPrivateDataBytes];
+};
+static_assert(sizeof(Rtu) == kCmMessageBytes);
+
+struct Dreq {  // 12.6.10, table 109
+  uint8_t local_comm_id[4];
+  uint8_t remote_comm_id[4];
+  uint8_t remote_qpn[4];  // remote QPN/EECN:24, reserved:8
+  uint8_t private_data[kDreqPrivateDataBytes];
+};
+static_assert(sizeof(Dreq) == kCmMessageBytes);
+static_assert(offsetof(Dreq, private_data) == 12);
+
+struct Drep {  // 12.6.11, table 110
+  uint8_t local_comm_id[4];
+  uint8_t remote_comm_id[4];
+  uint8_t private_data[kDrepPrivateDataBytes];
+};
+static_assert(sizeof(Drep) == kCmMessageBytes);
+}  // namespace cm_wire
+
+// ----- Host-order messages. Reserved bits are dropped when parsing and
+// written as zero when building; every other bit has a field. -----
+
+struct CmPath {
+  uint16_t local_lid = 0xffff;  // RoCE has no LIDs: the permissive LID
+  uint16_t remote_lid = 0xffff;
+  Gid local_gid{};
+  Gid remote_gid{};
+  uint32_t flow_label = 0;  // 20 bits
+  uint8_t packet_rate = 0;  // 6 bits
+  uint8_t traffic_class = 0;
+  uint8_t hop_limit = 0;
+  uint8_t sl = 0;  // 4 bits
+  bool subnet_local = false;
+  uint8_t local_ack_timeout = 0;  // 5 bits: 4.096 us * 2^x
+  bool operator==(const CmPath&) const = default;
+};
+
+// Transport service types of a REQ (12.6.5).
+inline constexpr uint8_t kCmTransportRc = 0;
+inline constexpr uint8_t kCmTransportUc = 1;
+inline constexpr uint8_t kCmTransportRd = 2;
+
+struct CmReq {
+  uint32_t local_comm_id = 0;
+  uint64_t service_id = 0;
+  uint64_t local_ca_guid = 0;
+  uint32_t local_qkey = 0;
+  uint32_t local_qpn = 0;           // 24 bits
+  uint8_t responder_resources = 0;  // reads/atomics the sender will serve
+  uint32_t local_eecn = 0;          // 24 bits
+  uint8_t initiator_depth = 0;      // reads/atomics the sender will issue
+  uint32_t remote_eecn = 0;         // 24 bits
+  uint8_t remote_cm_response_timeout = 0;           // 5 bits: 4.096 us * 2^x
+  uint8_t transport_service_type = kCmTransportRc;  // 2 bits
+  bool end_to_end_flow_control = false;
+  uint32_t starting_psn = 0;  // 24 bits: the first PSN the sender sends
+  uint8_t local_cm_response_timeout = 0;  // 5 bits
+  uint8_t retry_count = 0;                // 3 bits: for the receiver's QP
+  uint16_t partition_key = kDefaultPkey;
+  uint8_t path_mtu = 0;  // 4 bits, PathMtuBytes() code
+  bool rdc_exists = false;
+  uint8_t rnr_retry_count = 0;  // 3 bits: for the receiver's QP
+  uint8_t max_cm_retries = 0;   // 4 bits
+  bool srq = false;
+  uint8_t extended_transport_type = 0;  // 3 bits
+  CmPath primary;
+  CmPath alternate;
+  std::array<uint8_t, kReqPrivateDataBytes> private_data{};
+  bool operator==(const CmReq&) const = default;
+};
+
+// "Message MRAed" / "Message Rejected" codes (tables 104, 105).
+inline constexpr uint8_t kCmMsgReq = 0;
+inline constexpr uint8_t kCmMsgRep = 1;
+inline constexpr uint8_t kCmMsgOther = 2;  // MRA: LAP; REJ: none of the above
+
+struct CmMra {
+  uint32_t local_comm_id = 0;
+  uint32_t remote_comm_id = 0;
+  uint8_t message_mraed = 0;    // 2 bits
+  uint8_t service_timeout = 0;  // 5 bits: 4.096 us * 2^x
+  std::array<uint8_t, kMraPrivateDataBytes> private_data{};
+  bool operator==(const CmMra&) const = default;
+};
+
+// REJ reasons (12.6.7.2, table 106). The kernel's enum ib_cm_rej_reason has
+// the same values.
+enum class CmRejReason : uint16_t {
+  kNoQp = 1,
+  kNoEec = 2,
+  kNoResources = 3,
+  kTimeout = 4,
+  kUnsupportedRequest = 5,
+  kInvalidCommId = 6,
+  kInvalidCommInstance = 7,
+  kInvalidServiceId = 8,
+  kInvalidTransportType = 9,
+  kStaleConnection = 10,
+  kRdcNotExist = 11,
+  kInvalidGid = 12,
+  kInvalidLid = 13,
+  kInvalidSl = 14,
+  kInvalidTrafficClass = 15,
+  kInvalidHopLimit = 16,
+  kInvalidPacketRate = 17,
+  kPortCmRedirect = 24,
+  kPortRedirect = 25,
+  kInvalidMtu = 26,
+  kInsufficientResponderResources = 27,
+  kConsumerReject = 28,
+  kInvalidRnrRetry = 29,
+  kDuplicateLocalCommId = 30,
+  kInvalidClassVersion = 31,
+  kInvalidFlowLabel = 32,
+};
+const char* CmRejReasonName(uint16_t reason);
+
+struct CmRej {
+  uint32_t local_comm_id = 0;
+  uint32_t remote_comm_id = 0;
+  uint8_t message_rejected = 0;    // 2 bits
+  uint8_t reject_info_length = 0;  // 7 bits: valid bytes of ari
+  uint16_t reason = 0;
+  std::array<uint8_t, kRejAriBytes> ari{};
+  std::array<uint8_t, kRejPrivateDataBytes> private_data{};
+  bool operator==(const CmRej&) const = default;
+};
+
+// REP "Failover Accepted" (12.6.8): 0 accepted, 1 not supported, 2 rejected.
+inline constexpr uint8_t kCmFailoverAccepted = 0;
+
+struct CmRep {
+  uint32_t local_comm_id = 0;
+  uint32_t remote_comm_id = 0;
+  uint32_t local_qkey = 0;
+  uint32_t local_qpn = 0;     // 24 bits
+  uint32_t local_eecn = 0;    // 24 bits
+  uint32_t starting_psn = 0;  // 24 bits
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t target_ack_delay = 0;   // 5 bits
+  uint8_t failover_accepted = 0;  // 2 bits
+  bool end_to_end_flow_control = false;
+  uint8_t rnr_retry_count = 0;  // 3 bits: for the REQ sender's QP
+  bool srq = false;
+  uint64_t local_ca_guid = 0;
+  std::array<uint8_t, kRepPrivateDataBytes> private_data{};
+  bool operator==(const CmRep&) const = default;
+};
+
+struct CmRtu {
+  uint32_t local_comm_id = 0;
+  uint32_t remote_comm_id = 0;
+  std::array<uint8_t, kRtuPrivateDataBytes> private_data{};
+  bool operator==(const CmRtu&) const = default;
+};
+
+struct CmDreq {
+  uint32_t local_comm_id = 0;
+  uint32_t remote_comm_id = 0;
+  uint32_t remote_qpn = 0;  // 24 bits: the receiver's QPN
+  std::array<uint8_t, kDreqPrivateDataBytes> private_data{};
+  bool operator==(const CmDreq&) const = default;
+};
+
+struct CmDrep {
+  uint32_t local_comm_id = 0;
+  uint32_t remote_comm_id = 0;
+  std::array<uint8_t, kDrepPrivateDataBytes> private_data{};
+  bool operator==(const CmDrep&) const = default;
+};
+
+using CmMessage =
+    std::variant<CmReq, CmMra, CmRej, CmRep, CmRtu, CmDreq, CmDrep>;
+
+struct CmMad {
+  MadHeader header;  // attribute_id agrees with the message's type
+  CmMessage message;
+  bool operator==(const CmMad&) const = default;
+};
+
+// Why a MAD was refused; counted by CmService per reason.
+enum class CmParseError : uint8_t {
+  kNone = 0,
+  kTruncated,             // fewer than 256 bytes
+  kBadBaseVersion,        // not 1
+  kBadMgmtClass,          // not the CM (0x07)
+  kBadClassVersion,       // not 2
+  kBadMethod,             // not Send (0x03)
+  kUnsupportedAttribute,  // not REQ..DREP (SIDR, LAP/APR, ClassPortInfo)
+  kCount,
+};
+const char* CmParseErrorName(CmParseError error);
+
+// Reads a MAD: the first 256 bytes of `bytes` (more is allowed: padding).
+// Never reads outside `bytes`. On error `out` is unspecified.
+CmParseError ParseCmMad(std::span<const uint8_t> bytes, CmMad* out);
+// Only the header, with the same checks except the attribute.
+CmParseError ParseMadHeader(std::span<const uint8_t> bytes, MadHeader* out);
+
+// Writes the 256 bytes of `mad`; header.attribute_id is taken from the
+// message's type, not from `mad.header`. Fields wider than their bit field
+// are masked.
+void BuildCmMad(const CmMad& mad, std::span<uint8_t, kMadBytes> out);
+CmAttr AttrOf(const CmMessage& message);
+
+// 4.096 us * 2^exponent, the unit of every CM timeout field, in
+// microseconds (rounded down; exponent above 31 counts as 31).
+uint64_t CmTimeoutMicros(uint8_t exponent);
+
+// ===================== rdma_cm conventions =====================
+
+// Port spaces (librdmacm's enum rdma_port_space). rdma_cm's service ID is
+// ps << 16 | port (the kernel's cma.c, rdma_get_service_id()).
+inline constexpr uint16_t kRdmaPsIpoib = 0x0002;
+inline constexpr uint16_t kRdmaPsIb = 0x013f;
+inline constexpr uint16_t kRdmaPsTcp = 0x0106;
+inline constexpr uint16_t kRdmaPsUdp = 0x0111;
+
+inline constexpr uint64_t RdmaCmServiceId(uint16_t port_space, uint16_t port) {
+  return (uint64_t{port_space} << 16) | port;
+}
+// True when `service_id` has rdma_cm's form (bits 63..32 zero); fills the
+// port space and port.
+bool ParseRdmaCmServiceId(uint64_t service_id, uint16_t* port_space,
+                          uint16_t* port);
+
+// The header rdma_cm puts at the start of the REQ's private data (cma.c's
+// struct cma_hdr); the application's private data (up to 56 bytes) follows.
+inline constexpr size_t kRdmaCmHeaderBytes = 36;
+inline constexpr size_t kRdmaCmUserPrivateDataBytes =
+    kReqPrivateDataBytes - kRdmaCmHeaderBytes;
+inline constexpr uint8_t kRdmaCmVersion = 0;
+
+struct RdmaCmHeader {
+  uint8_t cma_version = kRdmaCmVersion;
+  uint8_t ip_version = 4;  // 4 or 6 (the wire's bits 7..4)
+  uint16_t src_port = 0;   // the active side's port
+  // IPv4 addresses occupy the last 4 bytes; the first 12 are zero.
+  std::array<uint8_t, 16> src_addr{};
+  std::array<uint8_t, 16> dst_addr{};
+  bool operator==(const RdmaCmHeader&) const = default;
+};
+
+// Reads the header from a REQ's private data; false (nothing trusted) when
+// shorter than 36 bytes, cma_version is not 0 or the IP version not 4 or 6.
+bool ParseRdmaCmHeader(std::span<const uint8_t> private_data,
+                       RdmaCmHeader* out);
+// Writes 36 bytes at the start of `private_data` (which must hold them).
+void BuildRdmaCmHeader(const RdmaCmHeader& header,
+                       std::span<uint8_t> private_data);
+
+// ===================== The passive-side service =====================
+
+inline constexpr size_t kCmMaxConnections = 256;
+inline constexpr size_t kCmMaxListeners = 32;
+inline constexpr size_t kCmMaxActions = 16;
+// Every entry point except OnTimer needs this many free action slots; with
+// fewer it does nothing and returns kNoActionSpace.
+inline constexpr size_t kCmMaxActionsPerInput = 4;
+
+// Where a MAD came from / goes to: the peer's GID (the IPv4-mapped address
+// for RoCEv2 over IPv4) and source QP from the DETH (the GSI, QP1).
+struct CmPeer {
+  Gid gid{};
+  uint32_t qpn = kGsiQp;
+  bool operator==(const CmPeer&) const = default;
+};
+
+// What the engine programs into the QP of an accepted connection. Our QP
+// goes INIT -> RTR with (remote_qpn, expected_psn, path_mtu,
+// max_dest_rd_atomic, the path) and RTR -> RTS with (send_psn, retry_count,
+// rnr_retry_count, local_ack_timeout, max_rd_atomic).
+struct CmQpParams {
+  uint32_t local_comm_id = 0;
+  uint16_t port = 0;  // the listening port the REQ asked for
+  uint32_t local_qpn = 0;
+  uint32_t remote_qpn = 0;
+  uint32_t send_psn = 0;           // our starting PSN (the REP's)
+  uint32_t expected_psn = 0;       // the peer's starting PSN (the REQ's)
+  uint8_t path_mtu = 0;            // PathMtuBytes() code
+  uint8_t retry_count = 0;         // the REQ's: our QP's transport retries
+  uint8_t rnr_retry_count = 0;     // the REQ's: our QP's RNR retries
+  uint8_t local_ack_timeout = 0;   // the REQ's primary path: 4.096 us * 2^x
+  uint8_t max_rd_atomic = 0;       // our initiator depth (the REP's)
+  uint8_t max_dest_rd_atomic = 0;  // our responder resources (the REP's)
+  uint16_t partition_key = kDefaultPkey;
+  Gid local_gid{};   // the REQ's primary remote GID: our address
+  Gid remote_gid{};  // the REQ's primary local GID: the peer's address
+  uint32_t flow_label = 0;
+  uint8_t traffic_class = 0;
+  uint8_t hop_limit = 0;
+  uint8_t sl = 0;
+  RdmaCmHeader rdma_cm;  // the peer's IP addresses and source port
+  bool operator==(const CmQpParams&) const = default;
+};
+
+// A REQ for a listened port, as the engine's acceptor sees it.
+struct CmConnectRequest {
+  const CmPeer* peer = nullptr;
+  const CmReq* req = nullptr;
+  uint16_t port = 0;
+  RdmaCmHeader rdma_cm;
+  // The application's bytes after rdma_cm's header (56).
+  std::span<const uint8_t> user_private_data;
+  // What the REP would negotiate: our responder resources and initiator
+  // depth (the acceptor may lower them).
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+};
+
+struct CmAcceptDecision {
+  bool accept = false;
+  // When accepting: our QP's number and first PSN (24 bits each).
+  uint32_t local_qpn = 0;
+  uint32_t starting_psn = 0;
+  uint8_t responder_resources = 0;  // preset from the request; lower only
+  uint8_t initiator_depth = 0;      // preset from the request; lower only
+  std::array<uint8_t, kRepPrivateDataBytes> rep_private_data{};
+  // When rejecting.
+  CmRejReason reject_reason = CmRejReason::kConsumerReject;
+  std::array<uint8_t, kRejPrivateDataBytes> rej_private_data{};
+};
+
+// The engine's decision on each new REQ for a listened port: reserve a QPN
+// and PSN and accept, or reject (kNoQp when out of QPs, kConsumerReject by
+// policy). Called synchronously from HandleMad, at most once per connection
+// (a retransmitted REQ is answered from the table).
+class CmAcceptor {
+ public:
+  virtual ~CmAcceptor() = default;
+  virtual void OnConnectRequest(const CmConnectRequest& request,
+                                CmAcceptDecision* decision) = 0;
+};
+
+enum class CmActionType : uint8_t {
+  kCreateQp,     // qp: create and bring to RTR (and RTS) with these
+  kSendMad,      // send mad to peer (UD SEND ONLY to peer.qpn, kGsiQkey)
+  kEstablished,  // the connection may carry data (RTU or first packet)
+  kDestroyQp,    // close_reason: tear local_qpn down (flush its WRs)
+};
+const char* CmActionTypeName(CmActionType type);
+
+enum class CmCloseReason : uint8_t {
+  kNone = 0,
+  kPeerDisconnect,   // DREQ received
+  kPeerReject,       // REJ received
+  kRepTimeout,       // no RTU after max CM retries REPs
+  kLocalDisconnect,  // Disconnect() called
+  kStale,            // the peer reconnected with the same QPN
+};
+const char* CmCloseReasonName(CmCloseReason reason);
+
+struct CmAction {
+  CmActionType type = CmActionType::kSendMad;
+  uint32_t local_comm_id = 0;
+  uint32_t local_qpn = 0;  // 0 for MADs outside a connection
+  CmPeer peer;
+  std::array<uint8_t, kMadBytes> mad{};               // kSendMad
+  CmQpParams qp;                                      // kCreateQp
+  CmCloseReason close_reason = CmCloseReason::kNone;  // kDestroyQp
+};
+
+// The actions of one call, in the order the engine must execute them
+// (a QP is created before its REP is sent).
+class CmActionList {
+ public:
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  size_t free() const { return kCmMaxActions - count_; }
+  const CmAction& operator[](size_t i) const { return items_[i]; }
+  const CmAction* begin() const { return items_.data(); }
+  const CmAction* end() const { return items_.data() + count_; }
+  void clear() { count_ = 0; }
+  // nullptr when full (callers check free() first).
+  CmAction* Add(CmActionType type);
+
+ private:
+  std::array<CmAction, kCmMaxActions> items_{};
+  size_t count_ = 0;
+};
+
+struct CmServiceConfig {
+  uint64_t local_ca_guid = 0;            // REP's local CA GUID, REJ ARI
+  uint8_t max_responder_resources = 16;  // our QPs' max_dest_rd_atomic
+  uint8_t max_initiator_depth = 16;      // our QPs' max_rd_atomic
+  uint8_t max_path_mtu = 5;              // PathMtuBytes() code we support
+  uint8_t target_ack_delay = 15;         // REP: 4.096 us * 2^x (rxe says 15)
+  uint8_t rnr_retry_count = 7;  // REP: the peer's RNR retries (7: forever)
+  bool end_to_end_flow_control = false;  // REP: we send no credits
+  // Our DREQ's response timeout (the peer's is unknown): 4.096 us * 2^x.
+  uint8_t local_cm_response_timeout = 20;
+  // Retransmission interval bounds (µs) around the REQ's timeouts.
+  uint64_t min_retransmit_us = 100'000;
+  uint64_t max_retransmit_us = 10'000'000;
+  // How long a closed connection's IDs stay reserved (repeated DREQs are
+  // answered, a late REQ gets REJ stale connection).
+  uint64_t timewait_us = 5'000'000;
+  // Mixed into local communication IDs and our transaction IDs so that a
+  // restarted appliance does not reuse its predecessor's IDs.
+  uint32_t id_seed = 0x5a17c0de;
+};
+
+enum class CmConnState : uint8_t {
+  kFree = 0,
+  kRepSent,      // REP sent, waiting for RTU (retransmitting)
+  kEstablished,  // RTU or first data packet seen
+  kDreqSent,     // we disconnected, waiting for DREP
+  kTimeWait,     // closed; IDs reserved until timewait_us
+};
+const char* CmConnStateName(CmConnState state);
+
+// What HandleMad did with a MAD (counted in CmStats::results).
+enum class CmResult : uint8_t {
+  kHandled = 0,        // new state, actions issued
+  kAnsweredAgain,      // duplicate REQ/DREQ: the cached REP/DREP/REJ again
+  kRejected,           // a REQ answered with REJ
+  kIgnoredDuplicate,   // duplicate RTU/DREP/REJ, or REQ on established
+  kUnknownConnection,  // no connection with those IDs (dropped)
+  kWrongState,         // e.g. MRA for a message we did not send
+  kMismatch,           // IDs match but the peer / QPN does not
+  kParseError,         // see CmStats::parse_errors
+  kUnexpectedMessage,  // a REP/MRA for a REQ (we never send REQs)
+  kNoActionSpace,      // fewer than kCmMaxActionsPerInput free slots
+  kCount,
+};
+const char* CmResultName(CmResult result);
+
+struct CmStats {
+  std::array<uint64_t, static_cast<size_t>(CmParseError::kCount)>
+      parse_errors{};
+  std::array<uint64_t, static_cast<size_t>(CmResult::kCount)> results{};
+  std::array<uint64_t, 8> received{};  // by attribute - 0x10 (REQ..DREP)
+  std::array<uint64_t, 8> sent{};
+  uint64_t rejects_sent = 0;
+  std::array<uint64_t, 64> rejects_by_reason{};  // reasons >= 63 in [63]
+  uint64_t rep_retransmits = 0;
+  uint64_t dreq_retransmits = 0;
+  uint64_t rep_timeouts = 0;
+  uint64_t dreq_timeouts = 0;
+  uint64_t established = 0;
+  uint64_t established_by_packet = 0;
+  uint64_t table_full = 0;
+  uint64_t timewait_reclaimed = 0;  // oldest time-wait entry reused early
+};
+
+class CmService {
+ public:
+  // `acceptor` must outlive the service.
+  CmService(const CmServiceConfig& config, CmAcceptor* acceptor);
+
+  // False when the table of kCmMaxListeners ports is full (true if the port
+  // is already listened to).
+  bool Listen(uint16_t port);
+  // Existing connections stay up. False when the port was not listened to.
+  bool StopListening(uint16_t port);
+  bool IsListening(uint16_t port) const;
+
+  // One MAD received on QP1 from `from` (the engine has checked the BTH,
+  // DETH Q_Key and ICRC). `now_us` is a monotonic clock.
+  CmResult HandleMad(const CmPeer& from, std::span<const uint8_t> mad,
+                     uint64_t now_us, CmActionList* actions);
+
+  // The first RC packet on `local_qpn` while the REP waits for its RTU
+  // establishes the connection (12.9.6: the RTU may be lost). Cheap to call
+  // for every packet of a QP in RTR; true if it established one.
+  bool NotifyRcPacket(uint32_t local_qpn, uint64_t now_us,
+                      CmActionList* actions);
+
+  // Our side closes `local_qpn`: DREQ (retransmitted until DREP or max CM
+  // retries) and DestroyQp. False if no open connection has that QPN or the
+  // action list lacks space.
+  bool Disconnect(uint32_t local_qpn, uint64_t now_us, CmActionList* actions);
+
+  // Retransmissions and expiries due at `now_us`. Returns true when it
+  // stopped for lack of action space (call again with an emptier list).
+  // Call every few milliseconds; CM timeouts are 100 ms and more.
+  bool OnTimer(uint64_t now_us, CmActionList* actions);
+
+  // Earliest pending deadline, or UINT64_MAX when none.
+  uint64_t NextDeadline() const;
+
+  size_t connection_count() const;  // entries not kFree (time-wait too)
+  // kFree when no open or time-wait connection has that QPN.
+  CmConnState StateOfQpn(uint32_t local_qpn) const;
+  const CmStats& stats() const { return stats_; }
+  const CmServiceConfig& config() const { return config_; }
+
+ private:
+  struct Connection {
+    CmConnState state = CmConnState::kFree;
+    uint32_t generation = 0;
+    uint32_t local_comm_id = 0;
+    uint32_t remote_comm_id = 0;
+    CmPeer peer;
+    uint16_t port = 0;
+    uint32_t local_qpn = 0;
+    uint32_t remote_qpn = 0;
+    uint64_t transaction_id = 0;  // of the REQ (REP, REJ) or our DREQ
+    uint64_t deadline_us = 0;     // retransmit / expiry; 0: none
+    uint64_t interval_us = 0;
+    uint8_t retries_left = 0;
+    uint8_t max_cm_retries = 0;
+    std::array<uint8_t, kMadBytes> last_sent{};  // REP, DREQ, DREP or REJ
+  };
+
+  CmResult HandleReq(const CmPeer& from, const CmMad& mad, uint64_t now_us,
+                     CmActionList* actions);
+  CmResult HandleRtu(const CmPeer& from, const CmRtu& rtu,
+                     CmActionList* actions);
+  CmResult HandleDreq(const CmPeer& from, const CmMad& mad, uint64_t now_us,
+                      CmActionList* actions);
+  CmResult HandleDrep(const CmPeer& from, const CmDrep& drep, uint64_t now_us);
+  CmResult HandleRej(const CmPeer& from, const CmRej& rej, uint64_t now_us,
+                     CmActionList* actions);
+  CmResult HandleMra(const CmPeer& from, const CmMra& mra, uint64_t now_us);
+
+  Connection* FindByLocalId(uint32_t local_comm_id);
+  Connection* FindByRemote(const CmPeer& peer, uint32_t remote_comm_id);
+  Connection* FindOpenByQpn(uint32_t local_qpn);
+  Connection* AllocateConnection(uint64_t now_us);
+  void EnterTimeWait(Connection* c, uint64_t now_us);
+  void Free(Connection* c);
+  void StartDisconnect(Connection* c, CmCloseReason reason, uint64_t now_us,
+                       CmActionList* actions);
+  void SendMad(const CmPeer& to, uint32_t local_comm_id, uint32_t local_qpn,
+               const CmMad& mad, CmActionList* actions,
+               std::array<uint8_t, kMadBytes>* cache);
+  void SendCached(const Connection& c, CmActionList* actions);
+  void SendRej(const CmPeer& to, uint64_t tid, uint32_t local_comm_id,
+               uint32_t remote_comm_id, uint8_t message_rejected,
+               CmRejReason reason,
+               const std::array<uint8_t, kRejPrivateDataBytes>* private_data,
+               CmActionList* actions, std::array<uint8_t, kMadBytes>* cache);
+  void DestroyQp(const Connection& c, CmCloseReason reason,
+                 CmActionList* actions);
+  uint64_t RetransmitInterval(uint8_t exponent) const;
+
+  CmServiceConfig config_;
+  CmAcceptor* acceptor_;
+  std::array<uint16_t, kCmMaxListeners> listeners_{};
+  size_t listener_count_ = 0;
+  std::array<Connection, kCmMaxConnections> connections_{};
+  CmStats stats_;
+  uint32_t next_tid_ = 0;
+};
+
+}  // namespace spinnic::roce
+
+#endif  // SPINNIC_DATAPLANE_ROCE_CM_H_
