@@ -168,6 +168,38 @@ TEST(MrspGolden, ErrorBuildsAndParsesTheirBytes) {
   EXPECT_EQ(code, static_cast<uint8_t>(ErrorCode::kTooManyRegions));
 }
 
+// The request `naaice_client 10.0.0.1 10.0.0.2 3 "1024 1024 1024"` sends
+// (examples/naaice_client.c:162-182: all three regions input, region 0
+// single-send, region 2 output; NAA addresses 0, 0x1000, 0x2000 from
+// get_sequential_naa_addresses). Host addresses and rkeys are made up:
+// aar_entry(0x06, 0x0, 0x55550000a000, 0x101, 1024) etc. in the script.
+TEST(MrspGolden, TheirAp1ExampleRequest) {
+  const RegionRequest regions[] = {
+      {kFlagSingleSend | kFlagInput, 0x0, 0x55550000a000, 0x101, 1024},
+      {kFlagInput, 0x1000, 0x55550000b000, 0x102, 1024},
+      {kFlagInput | kFlagOutput, 0x2000, 0x55550000c000, 0x103, 1024},
+  };
+  std::array<uint8_t, kNaaiceReceiveBytes> out{};
+  const size_t n = BuildAdvertiseRequest(regions, out.data(), out.size());
+  EXPECT_EQ(ToHex(out.data(), n),
+            "01030000"
+            "06"
+            "00000000000000"
+            "000055550000a000"
+            "00000101"
+            "00000400"
+            "04"
+            "00000000001000"
+            "000055550000b000"
+            "00000102"
+            "00000400"
+            "0c"
+            "00000000002000"
+            "000055550000c000"
+            "00000103"
+            "00000400");
+}
+
 TEST(MrspImmediate, RequestMatchesTheirEncoding) {
   // Golden values from the script: imm(3, [0, 0, 0]) = 00000083 and
   // imm(3, [0x11, 0x22, 0x33]) = 33221183 (ImmDt bytes, big-endian).
