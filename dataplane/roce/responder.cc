@@ -61,7 +61,7 @@ void Responder::Reset(const ResponderConfig& config) {
   state_ = QpState::kReset;
   epsn_ = config_.initial_epsn;
   msn_ = 0;
-  sequence_nak_sent_ = false;
+  nak_outstanding_ = false;
   unacked_ = 0;
   in_progress_ = InProgress::kNone;
   message_offset_ = 0;
@@ -104,10 +104,10 @@ ResponderPlan Responder::Check(const RcRequest& packet) {
   if (distance > 0) {
     // Class B (9.9): one PSN sequence error NAK, then nothing but
     // duplicates are answered until the expected PSN arrives.
-    if (sequence_nak_sent_) {
-      return Drop(packet, ResponderDropReason::kSequenceNakSent);
+    if (nak_outstanding_) {
+      return Drop(packet, ResponderDropReason::kNakOutstanding);
     }
-    sequence_nak_sent_ = true;
+    nak_outstanding_ = true;
     ResponderPlan plan;
     plan.verdict = ResponderVerdict::kNak;
     plan.nak = NakCode::kPsnSequenceError;
@@ -117,7 +117,7 @@ ResponderPlan Responder::Check(const RcRequest& packet) {
     return plan;
   }
   if (distance < 0) return CheckDuplicate(packet, info);
-  sequence_nak_sent_ = false;
+  nak_outstanding_ = false;
   return CheckNew(packet, info);
 }
 
@@ -517,7 +517,11 @@ ResponderReply Responder::Rnr(const ResponderPlan& plan) {
     return {};
   }
   // Class B (9.9): the PSN does not advance; the RNR NAK carries the
-  // packet's PSN and so acknowledges everything before it.
+  // packet's PSN and so acknowledges everything before it. Packets the
+  // requester had already pipelined behind it are dropped silently until
+  // the retry of this PSN arrives: a PSN sequence NAK for them would make
+  // the requester retry at once instead of after the RNR timer.
+  nak_outstanding_ = true;
   ++counters_.rnr_naks;
   unacked_ = 0;
   ResponderReply reply;
@@ -639,8 +643,8 @@ const char* Describe(ResponderDropReason reason) {
       return "qp_not_ready";
     case ResponderDropReason::kQpError:
       return "qp_error";
-    case ResponderDropReason::kSequenceNakSent:
-      return "sequence_nak_sent";
+    case ResponderDropReason::kNakOutstanding:
+      return "nak_outstanding";
     case ResponderDropReason::kWrongTransport:
       return "wrong_transport";
     case ResponderDropReason::kNotARequest:

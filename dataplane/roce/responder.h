@@ -105,12 +105,12 @@ enum class ResponderAction : uint8_t {
 
 enum class ResponderDropReason : uint8_t {
   kNone,
-  kQpNotReady,             // Reset or Init: the QP takes no requests yet
-  kQpError,                // Error state: everything is dropped
-  kSequenceNakSent,        // PSN ahead again before the sequence recovered
-  kWrongTransport,         // not an RC opcode (UC/UD/RD/CNP...)
-  kNotARequest,            // RC response/ACK opcode handed to the responder
-  kDuplicateNoRecord,      // duplicate READ/atomic older than the records
+  kQpNotReady,         // Reset or Init: the QP takes no requests yet
+  kQpError,            // Error state: everything is dropped
+  kNakOutstanding,     // PSN ahead after a sequence/RNR NAK, before ePSN came
+  kWrongTransport,     // not an RC opcode (UC/UD/RD/CNP...)
+  kNotARequest,        // RC response/ACK opcode handed to the responder
+  kDuplicateNoRecord,  // duplicate READ/atomic older than the records
   kDuplicateReadMismatch,  // duplicate READ outside its recorded request
   kCount,
 };
@@ -237,7 +237,8 @@ class Responder {
   uint32_t msn() const { return msn_; }
   // Packets accepted since the last ACK/READ response/NAK that covers them.
   uint32_t unacknowledged() const { return unacked_; }
-  bool sequence_nak_outstanding() const { return sequence_nak_sent_; }
+  // A PSN sequence NAK or RNR NAK was sent and ePSN has not arrived since.
+  bool nak_outstanding() const { return nak_outstanding_; }
   bool message_in_progress() const { return in_progress_ != InProgress::kNone; }
   const ResponderConfig& config() const { return config_; }
   const ResponderCounters& counters() const { return counters_; }
@@ -270,7 +271,7 @@ class Responder {
   QpState state_ = QpState::kReset;
   uint32_t epsn_ = 0;
   uint32_t msn_ = 0;
-  bool sequence_nak_sent_ = false;
+  bool nak_outstanding_ = false;
   uint32_t unacked_ = 0;
 
   InProgress in_progress_ = InProgress::kNone;

@@ -418,20 +418,20 @@ TEST(ResponderTest, PsnAheadNaksOnceThenDropsUntilTheSequenceRecovers) {
   EXPECT_EQ(plan.nak, NakCode::kPsnSequenceError);
   // The NAK names the expected PSN (and so acknowledges 100).
   ExpectReply(plan.reply, ResponderReplyKind::kNak, 101, 1, 0x60);
-  EXPECT_TRUE(responder.sequence_nak_outstanding());
+  EXPECT_TRUE(responder.nak_outstanding());
   EXPECT_EQ(responder.unacknowledged(), 0u);
 
   plan = responder.Check(WriteOnly(104, 0x1000, 8));
   EXPECT_EQ(plan.verdict, ResponderVerdict::kDrop);
-  EXPECT_EQ(plan.drop_reason, ResponderDropReason::kSequenceNakSent);
+  EXPECT_EQ(plan.drop_reason, ResponderDropReason::kNakOutstanding);
   // Duplicates are still answered meanwhile.
   plan = responder.Check(WriteOnly(100, 0x1000, 8));
   EXPECT_EQ(plan.verdict, ResponderVerdict::kDuplicate);
   plan = responder.Check(WriteOnly(102, 0x1000, 8));
-  EXPECT_EQ(plan.drop_reason, ResponderDropReason::kSequenceNakSent);
+  EXPECT_EQ(plan.drop_reason, ResponderDropReason::kNakOutstanding);
 
   Execute(responder, WriteOnly(101, 0x1000, 8));
-  EXPECT_FALSE(responder.sequence_nak_outstanding());
+  EXPECT_FALSE(responder.nak_outstanding());
   // A new gap gets its own NAK.
   plan = responder.Check(WriteOnly(105, 0x1000, 8));
   ExpectReply(plan.reply, ResponderReplyKind::kNak, 102, 2, 0x60);
@@ -649,6 +649,23 @@ TEST(ResponderTest, RnrNakThenTheRetryIsAccepted) {
   const ResponderReply reply =
       Execute(responder, Packet(Opcode::kRcSendOnly, 101, 8, true));
   ExpectReply(reply, ResponderReplyKind::kAck, 101, 2, 0x1f);
+}
+
+TEST(ResponderTest, RnrSilencesPipelinedPacketsUntilTheRetry) {
+  Responder responder = Ready();
+  ResponderPlan plan = responder.Check(Packet(Opcode::kRcSendOnly, 100, 8));
+  EXPECT_EQ(responder.Rnr(plan).kind, ResponderReplyKind::kRnrNak);
+  EXPECT_TRUE(responder.nak_outstanding());
+  // What the requester had sent behind it: no PSN sequence NAK.
+  for (uint32_t psn = 101; psn < 104; ++psn) {
+    plan = responder.Check(WriteOnly(psn, 0x1000, 8));
+    EXPECT_EQ(plan.verdict, ResponderVerdict::kDrop);
+    EXPECT_EQ(plan.drop_reason, ResponderDropReason::kNakOutstanding);
+  }
+  EXPECT_EQ(responder.counters().naks[0], 0u);
+  Execute(responder, Packet(Opcode::kRcSendOnly, 100, 8));
+  EXPECT_FALSE(responder.nak_outstanding());
+  Execute(responder, WriteOnly(101, 0x1000, 8));
 }
 
 TEST(ResponderTest, RnrOnWriteLastWithImmediateKeepsTheMessage) {
