@@ -95,6 +95,10 @@ Requester::Requester(const RequesterConfig& config) : config_(config) {
 
 Requester::~Requester() = default;
 
+Requester::Wqe& Requester::SlotOf(uint64_t index) {
+  return wqes_[index & (config_.sq_depth - 1)];
+}
+
 uint32_t Requester::PacketsOf(const WorkRequest& wr) const {
   if (wr.kind == Kind::kRead || IsSendKind(wr.kind) || IsWriteKind(wr.kind)) {
     if (wr.length == 0) return 1;
@@ -312,7 +316,8 @@ Requester::Stop Requester::AcknowledgeThrough(uint32_t acked_psn,
     if (IsReadOrAtomic(wqe)) {
       // The responder has gone past a READ/atomic whose response we still
       // lack at una_psn_: that response was lost (9.7.5.1.2's implied NAK).
-      stop = Stop::kImpliedNak;
+      // Inside the READ's own PSNs it is only a response out of order.
+      if (!PsnBefore(acked_psn, wqe.last_psn)) stop = Stop::kImpliedNak;
       break;
     }
     if (PsnBefore(acked_psn, wqe.last_psn)) {
@@ -376,7 +381,7 @@ bool Requester::OnTimer(uint64_t now) {
   // A timeout always goes back, even when a NAK's go-back is pending: that
   // go-back's packets may themselves have been lost.
   retry_pending_ = false;
-  if (StartRetry(now)) timer_armed_ = false;  // NextPacket re-arms on send
+  StartRetry(now);
   return true;
 }
 

@@ -250,7 +250,7 @@ class Requester {
   struct Wqe;
   enum class Stop : uint8_t { kNone, kImpliedNak };
 
-  Wqe& SlotOf(uint64_t index) { return wqes_[index & (config_.sq_depth - 1)]; }
+  Wqe& SlotOf(uint64_t index);
   uint32_t PacketsOf(const WorkRequest& wr) const;
   bool IsReadOrAtomic(const Wqe& wqe) const;
   // Completes SEND/WRITE messages acknowledged up to and including
