@@ -5,24 +5,25 @@
 // 9.9 (error handling), cross-checked against the Linux rxe driver.
 //
 // No DPDK, no allocation after construction, one lcore. The dataplane
-// engine parses the frame into a RcRequest and then drives two phases:
+// engine parses the frame into an RcRequest and then drives two phases:
 //
 //   ResponderPlan plan = responder.Check(packet);
 //   if (plan.needs_commit) {
-//     // validate the memory the plan names, look for a receive WQE when
-//     // plan.consumes_receive, then exactly one of:
-//     ResponderReply reply = responder.Accept(plan);          // and move the
-//     bytes ResponderReply reply = responder.Fail(plan,
-//     NakCode::kRemoteAccessError); ResponderReply reply = responder.Rnr(plan);
-//     // no receive WQE
+//     // Validate the memory the plan names, look for a receive WQE when
+//     // plan.consumes_receive, then call exactly one of:
+//     //   responder.Accept(plan)  -- checks passed; move the bytes
+//     //   responder.Fail(plan, NakCode::kRemoteAccessError)
+//     //   responder.Rnr(plan)     -- no receive WQE
+//     // and send the ResponderReply it returns.
 //   } else {
-//     send plan.reply (may be kNone: nothing to send)
+//     // Send plan.reply (kNone: nothing to send).
 //   }
 //
-// Check changes nothing a retried or abandoned plan could trip over: the
-// expected PSN, the message in progress and the read/atomic records only
-// move in Accept. A plan that is not committed is simply forgotten (the
-// packet counts as lost; the requester retries it).
+// Check only changes state for final verdicts (a NAK sent, the Error
+// state); the expected PSN, the MSN, the message in progress and the
+// READ/atomic records move in Accept only. A plan that is not committed is
+// forgotten by the next Check (the packet counts as lost; the requester
+// retries it).
 #ifndef SPINNIC_DATAPLANE_ROCE_RESPONDER_H_
 #define SPINNIC_DATAPLANE_ROCE_RESPONDER_H_
 
