@@ -121,7 +121,7 @@ PostResult Requester::Post(const WorkRequest& wr) {
                      wr.kind == Kind::kRead || IsAtomicKind(wr.kind);
   bool valid = known && wr.length <= kMaxMessageBytes;
   if (valid && IsAtomicKind(wr.kind)) {
-    // 9.4.5: atomics operate on one naturally aligned 64-bit word.
+    // Atomics operate on one naturally aligned 64-bit word (9.4).
     valid = wr.length == 8 && (wr.remote_va & 7) == 0;
   }
   if (valid) valid = PacketsOf(wr) <= kMaxMessagePsns;
@@ -315,7 +315,7 @@ Requester::Stop Requester::AcknowledgeThrough(uint32_t acked_psn,
     Wqe& wqe = SlotOf(head_);
     if (IsReadOrAtomic(wqe)) {
       // The responder has gone past a READ/atomic whose response we still
-      // lack at una_psn_: that response was lost (9.7.5.1.2's implied NAK).
+      // lack at una_psn_: that response was lost (an implied NAK, 9.7).
       // Inside the READ's own PSNs it is only a response out of order.
       if (!PsnBefore(acked_psn, wqe.last_psn)) stop = Stop::kImpliedNak;
       break;
@@ -437,7 +437,7 @@ ResponseVerdict Requester::OnResponse(const ResponsePacket& packet,
         ++counters_.duplicates;
         return ResponseVerdict::kDuplicate;
       }
-      // The NAK acknowledges everything before its PSN (9.7.5.2.8).
+      // The NAK acknowledges everything before its PSN (9.7).
       AcknowledgeThrough(before_psn, now);
       if (config_.rnr_retry != 7) {
         if (rnr_retries_left_ == 0) {
@@ -512,7 +512,7 @@ ResponseVerdict Requester::OnResponse(const ResponsePacket& packet,
     return ResponseVerdict::kUnexpected;
   }
   // A READ response or atomic ACK acknowledges the SEND/WRITE messages
-  // before it (9.7.5.1.2: responses come back in request order).
+  // before it (9.7: responses come back in request order).
   if (AcknowledgeThrough(before_psn, now) == Stop::kImpliedNak) {
     ++counters_.implied_naks;
     if (retry_pending_) {
@@ -553,7 +553,7 @@ ResponseVerdict Requester::OnResponse(const ResponsePacket& packet,
   }
   const bool last = psn == wqe.last_psn;
   // Position must fit; FIRST/ONLY may also start mid-message, answering a
-  // READ re-issued from there (9.7.5.1.2).
+  // READ re-issued from there (9.7).
   if (info.ends_message() != last) {
     ++counters_.unexpected;
     return ResponseVerdict::kUnexpected;

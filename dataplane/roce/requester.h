@@ -29,9 +29,9 @@
 
 namespace spinnic::roce {
 
-// The local ACK timeout of a QP attribute `timeout` code (9.7.6.1.3:
-// 4.096 us * 2^code); code 0 means "no timeout" and gives 0. Codes above
-// 31 are clamped to 31.
+// The local ACK timeout of a QP attribute `timeout` code (9.7, the
+// transport timer: 4.096 us * 2^code); code 0 means "no timeout" and gives 0.
+// Codes above 31 are clamped to 31.
 inline constexpr uint64_t LocalAckTimeoutNs(uint8_t code) {
   return code == 0 ? 0 : uint64_t{4096} << (code > 31 ? 31 : code);
 }
@@ -40,7 +40,7 @@ inline constexpr uint64_t RnrWaitNs(uint8_t timer_code) {
   return uint64_t{kRnrTimerMicros[timer_code & kAethValueMask]} * 1000;
 }
 
-// Largest message (9.7.2: 2^31 bytes).
+// Largest message (2^31 bytes, IB vol. 1 9.7).
 inline constexpr uint32_t kMaxMessageBytes = 0x80000000u;
 // Outstanding PSNs stay below half the PSN space so that serial
 // arithmetic orders them (9.7.1): the window may be at most this.
@@ -114,7 +114,7 @@ struct PacketPlan {
   bool retransmission = false;  // this PSN was sent before
   uint64_t wr_id = 0;
   // RETH: WRITE FIRST/ONLY (whole message) and READ requests (the part
-  // still missing when a READ is re-issued from the middle, 9.7.5.1.2).
+  // still missing when a READ is re-issued from the middle, 9.7).
   uint64_t reth_va = 0;
   uint32_t reth_rkey = 0;
   uint32_t reth_length = 0;

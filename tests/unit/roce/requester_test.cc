@@ -1010,7 +1010,9 @@ class ModelResponder {
           ASSERT_TRUE(in_message_) << plan.psn;
           ASSERT_EQ(message_kind_, info.kind);
         }
-        if (!info.ends_message()) ASSERT_EQ(plan.payload_length, pmtu_);
+        if (!info.ends_message()) {
+          ASSERT_EQ(plan.payload_length, pmtu_);
+        }
         message_.insert(message_.end(), request.payload.begin(),
                         request.payload.end());
         if (info.ends_message()) {
