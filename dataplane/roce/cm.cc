@@ -75,6 +75,7 @@ void StorePath(const CmPath& p, cm_wire::Path* w) {
 
 void LoadReq(const cm_wire::Req& w, CmReq* m) {
   m->local_comm_id = Load32(w.local_comm_id);
+  m->vendor_id = Load24(w.vendor_id);
   m->service_id = Load64(w.service_id);
   m->local_ca_guid = Load64(w.local_ca_guid);
   m->local_qkey = Load32(w.local_qkey);
@@ -100,10 +101,12 @@ void LoadReq(const cm_wire::Req& w, CmReq* m) {
   m->extended_transport_type = w.max_cm_retries_srq_ext & 7;
   LoadPath(w.primary, &m->primary);
   LoadPath(w.alternate, &m->alternate);
+  m->sap_supported = (w.alternate.local_ack_timeout & 0x04) != 0;
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreReq(const CmReq& m, cm_wire::Req* w) {
   Store32(w->local_comm_id, m.local_comm_id);
+  Store24(w->vendor_id, m.vendor_id);
   Store64(w->service_id, m.service_id);
   Store64(w->local_ca_guid, m.local_ca_guid);
   Store32(w->local_qkey, m.local_qkey);
@@ -127,6 +130,7 @@ void StoreReq(const CmReq& m, cm_wire::Req* w) {
               (m.extended_transport_type & 7));
   StorePath(m.primary, &w->primary);
   StorePath(m.alternate, &w->alternate);
+  if (m.sap_supported) w->alternate.local_ack_timeout |= 0x04;
   StoreBytes(m.private_data, w->private_data);
 }
 
@@ -171,6 +175,8 @@ void LoadRep(const cm_wire::Rep& w, CmRep* m) {
   m->local_qpn = Load24(w.local_qpn);
   m->local_eecn = Load24(w.local_eecn);
   m->starting_psn = Load24(w.starting_psn);
+  m->vendor_id =
+      uint32_t{w.vendor_id_h} << 16 | w.vendor_id_m << 8 | w.vendor_id_l;
   m->responder_resources = w.responder_resources;
   m->initiator_depth = w.initiator_depth;
   m->target_ack_delay = w.ack_delay_failover_fc >> 3;
@@ -188,6 +194,9 @@ void StoreRep(const CmRep& m, cm_wire::Rep* w) {
   Store24(w->local_qpn, m.local_qpn);
   Store24(w->local_eecn, m.local_eecn);
   Store24(w->starting_psn, m.starting_psn);
+  w->vendor_id_h = uint8_t(m.vendor_id >> 16);
+  w->vendor_id_m = uint8_t(m.vendor_id >> 8);
+  w->vendor_id_l = uint8_t(m.vendor_id);
   w->responder_resources = m.responder_resources;
   w->initiator_depth = m.initiator_depth;
   w->ack_delay_failover_fc = uint8_t((m.target_ack_delay & 0x1f) << 3 |

@@ -38,7 +38,7 @@ inline constexpr uint8_t kCmClassVersion = 2;
 // uses Get/Set/response methods for connection setup.
 inline constexpr uint8_t kMadMethodSend = 0x03;
 
-// Attribute IDs of the CM messages (12.6, table 101).
+// Attribute IDs of the CM messages (12.6).
 enum class CmAttr : uint16_t {
   kReq = 0x0010,
   kMra = 0x0011,
@@ -107,15 +107,18 @@ struct Path {
   uint8_t flow_label_rate[4];  // flow label:20, reserved:6, packet rate:6
   uint8_t traffic_class;
   uint8_t hop_limit;
-  uint8_t sl_subnet_local;    // SL:4, subnet local:1, reserved:3
-  uint8_t local_ack_timeout;  // local ACK timeout:5, reserved:3
+  uint8_t sl_subnet_local;  // SL:4, subnet local:1, reserved:3
+  // Local ACK timeout:5, then (alternate path only) SAP supported:1,
+  // reserved:2.
+  uint8_t local_ack_timeout;
 };
 static_assert(sizeof(Path) == 44);
 
 // Offsets below are those of the CM message, i.e. MAD offset - 24.
-struct Req {  // 12.6.5, table 103
+struct Req {  // 12.6.5 (IBA 1.4 table 106)
   uint8_t local_comm_id[4];
-  uint8_t reserved0[4];
+  uint8_t reserved0;
+  uint8_t vendor_id[3];  // ECE vendor ID (IBA 1.4)
   uint8_t service_id[8];
   uint8_t local_ca_guid[8];
   uint8_t reserved1[4];
@@ -134,6 +137,7 @@ struct Req {  // 12.6.5, table 103
   uint8_t private_data[kReqPrivateDataBytes];
 };
 static_assert(sizeof(Req) == kCmMessageBytes);
+static_assert(offsetof(Req, vendor_id) == 5);
 static_assert(offsetof(Req, service_id) == 8);
 static_assert(offsetof(Req, local_ca_guid) == 16);
 static_assert(offsetof(Req, local_qkey) == 28);
@@ -153,7 +157,7 @@ static_assert(offsetof(Req, primary) + offsetof(Path, local_ack_timeout) == 95);
 static_assert(offsetof(Req, alternate) == 96);
 static_assert(offsetof(Req, private_data) == 140);
 
-struct Mra {  // 12.6.6, table 104
+struct Mra {  // 12.6.6 (table 107)
   uint8_t local_comm_id[4];
   uint8_t remote_comm_id[4];
   uint8_t message_mraed;    // message MRAed:2, reserved:6
@@ -163,7 +167,7 @@ struct Mra {  // 12.6.6, table 104
 static_assert(sizeof(Mra) == kCmMessageBytes);
 static_assert(offsetof(Mra, private_data) == 10);
 
-struct Rej {  // 12.6.7, table 105
+struct Rej {  // 12.6.7 (table 108)
   uint8_t local_comm_id[4];
   uint8_t remote_comm_id[4];
   uint8_t message_rejected;    // message rejected:2, reserved:6
@@ -177,13 +181,17 @@ static_assert(offsetof(Rej, reason) == 10);
 static_assert(offsetof(Rej, ari) == 12);
 static_assert(offsetof(Rej, private_data) == 84);
 
-struct Rep {  // 12.6.8, table 107
+struct Rep {  // 12.6.8 (table 110)
   uint8_t local_comm_id[4];
   uint8_t remote_comm_id[4];
   uint8_t local_qkey[4];
-  uint8_t local_qpn[4];     // QPN:24, reserved:8
-  uint8_t local_eecn[4];    // EECN:24, reserved:8
-  uint8_t starting_psn[4];  // PSN:24, reserved:8
+  // Each 24-bit field is followed by a byte of the ECE vendor ID (IBA 1.4).
+  uint8_t local_qpn[3];
+  uint8_t vendor_id_h;
+  uint8_t local_eecn[3];
+  uint8_t vendor_id_m;
+  uint8_t starting_psn[3];
+  uint8_t vendor_id_l;
   uint8_t responder_resources;
   uint8_t initiator_depth;
   uint8_t ack_delay_failover_fc;  // target ACK delay:5, failover:2, E2E FC:1
@@ -193,19 +201,22 @@ struct Rep {  // 12.6.8, table 107
 };
 static_assert(sizeof(Rep) == kCmMessageBytes);
 static_assert(offsetof(Rep, local_qpn) == 12);
+static_assert(offsetof(Rep, vendor_id_h) == 15);
+static_assert(offsetof(Rep, vendor_id_m) == 19);
+static_assert(offsetof(Rep, vendor_id_l) == 23);
 static_assert(offsetof(Rep, starting_psn) == 20);
 static_assert(offsetof(Rep, responder_resources) == 24);
 static_assert(offsetof(Rep, local_ca_guid) == 28);
 static_assert(offsetof(Rep, private_data) == 36);
 
-struct Rtu {  // 12.6.9, table 108
+struct Rtu {  // 12.6.9 (table 111)
   uint8_t local_comm_id[4];
   uint8_t remote_comm_id[4];
   uint8_t private_data[kRtuPrivateDataBytes];
 };
 static_assert(sizeof(Rtu) == kCmMessageBytes);
 
-struct Dreq {  // 12.6.10, table 109
+struct Dreq {  // 12.6.10 (table 112)
   uint8_t local_comm_id[4];
   uint8_t remote_comm_id[4];
   uint8_t remote_qpn[4];  // remote QPN/EECN:24, reserved:8
@@ -214,7 +225,7 @@ struct Dreq {  // 12.6.10, table 109
 static_assert(sizeof(Dreq) == kCmMessageBytes);
 static_assert(offsetof(Dreq, private_data) == 12);
 
-struct Drep {  // 12.6.11, table 110
+struct Drep {  // 12.6.11 (table 113)
   uint8_t local_comm_id[4];
   uint8_t remote_comm_id[4];
   uint8_t private_data[kDrepPrivateDataBytes];
@@ -247,6 +258,7 @@ inline constexpr uint8_t kCmTransportRd = 2;
 
 struct CmReq {
   uint32_t local_comm_id = 0;
+  uint32_t vendor_id = 0;  // 24 bits, ECE (0 from rdma_cm without ECE)
   uint64_t service_id = 0;
   uint64_t local_ca_guid = 0;
   uint32_t local_qkey = 0;
@@ -270,11 +282,12 @@ struct CmReq {
   uint8_t extended_transport_type = 0;  // 3 bits
   CmPath primary;
   CmPath alternate;
+  bool sap_supported = false;  // in the alternate path's ACK timeout byte
   std::array<uint8_t, kReqPrivateDataBytes> private_data{};
   bool operator==(const CmReq&) const = default;
 };
 
-// "Message MRAed" / "Message Rejected" codes (tables 104, 105).
+// "Message MRAed" / "Message Rejected" codes (12.6.6, 12.6.7).
 inline constexpr uint8_t kCmMsgReq = 0;
 inline constexpr uint8_t kCmMsgRep = 1;
 inline constexpr uint8_t kCmMsgOther = 2;  // MRA: LAP; REJ: none of the above
@@ -288,7 +301,7 @@ struct CmMra {
   bool operator==(const CmMra&) const = default;
 };
 
-// REJ reasons (12.6.7.2, table 106). The kernel's enum ib_cm_rej_reason has
+// REJ reasons (12.6.7.2). The kernel's enum ib_cm_rej_reason has
 // the same values.
 enum class CmRejReason : uint16_t {
   kNoQp = 1,
@@ -341,6 +354,7 @@ struct CmRep {
   uint32_t local_qpn = 0;     // 24 bits
   uint32_t local_eecn = 0;    // 24 bits
   uint32_t starting_psn = 0;  // 24 bits
+  uint32_t vendor_id = 0;     // 24 bits, ECE
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
   uint8_t target_ack_delay = 0;   // 5 bits

@@ -325,6 +325,8 @@ TEST(CmWire, EveryMessageTypeRoundTripsWithAllBitsSet) {
   // loses a bit changes the parse.
   CmReq req;
   req.local_comm_id = 0xffffffff;
+  req.vendor_id = 0xffffff;
+  req.sap_supported = true;
   req.service_id = ~0ull;
   req.local_ca_guid = ~0ull;
   req.local_qkey = 0xffffffff;
@@ -351,7 +353,7 @@ TEST(CmWire, EveryMessageTypeRoundTripsWithAllBitsSet) {
   req.private_data.fill(0xff);
   CmRep rep;
   rep.local_comm_id = rep.remote_comm_id = rep.local_qkey = 0xffffffff;
-  rep.local_qpn = rep.local_eecn = rep.starting_psn = 0xffffff;
+  rep.local_qpn = rep.local_eecn = rep.starting_psn = rep.vendor_id = 0xffffff;
   rep.responder_resources = rep.initiator_depth = 0xff;
   rep.target_ack_delay = 31;
   rep.failover_accepted = 3;
@@ -391,15 +393,23 @@ TEST(CmWire, EveryMessageTypeRoundTripsWithAllBitsSet) {
     SCOPED_TRACE(CmAttrName(AttrOf(m)));
     EXPECT_EQ(Parse(bytes), mad);
   }
-  // Reserved bits only: REQ with every defined bit set has exactly these
-  // zero bits (reserved 4+4 bytes at 4 and 24, 6 bits in each path's
-  // flow-label word, 3 in its SL byte, 3 in its ACK timeout byte).
+  // Where the reserved bits are: a REQ with every defined bit set has
+  // zeros only in byte 4, bytes 24..27, 6 bits of each path's flow-label
+  // word, 3 bits of each SL byte, 3 of the primary ACK-timeout byte and 2
+  // of the alternate's (whose bit 2 is "SAP supported").
   CmMad mad;
   mad.message = req;
   Mad bytes = Build(mad);
-  EXPECT_EQ(ToHex(bytes.data() + 24, 8), "ffffffff00000000");
+  EXPECT_EQ(ToHex(bytes.data() + 24, 8), "ffffffff00ffffff");
   EXPECT_EQ(ToHex(bytes.data() + 24 + 24, 8), "00000000ffffffff");
   EXPECT_EQ(ToHex(bytes.data() + 24 + 88, 8), "fffff03ffffff8f8");
+  EXPECT_EQ(ToHex(bytes.data() + 24 + 132, 8), "fffff03ffffff8fc");
+  // The REP's ECE vendor ID sits in the bytes after its 24-bit fields.
+  CmRep vendor;
+  vendor.vendor_id = 0xabcdef;
+  mad.message = vendor;
+  bytes = Build(mad);
+  EXPECT_EQ(ToHex(bytes.data() + 24 + 12, 12), "000000ab000000cd000000ef");
 }
 
 TEST(CmWire, MalformedMadsAreRefusedWithTheirReason) {
