@@ -869,6 +869,71 @@ TEST(RequesterError, SetErrorFlushesEverything) {
             2u);
 }
 
+// ------------------------------------------------------------ robustness
+
+// Random responses (any opcode, PSNs around the window, any syndrome and
+// length) never break the invariants: completions in WR order, each WR at
+// most once, nothing outstanding beyond sq_depth, error state sticky.
+TEST(RequesterRobustness, RandomResponsesKeepInvariants) {
+  std::mt19937 rng(7);
+  for (int run = 0; run < 20; ++run) {
+    RequesterConfig config = TestConfig();
+    config.pmtu = 256;
+    config.sq_depth = 16;
+    config.initial_psn = rng() & kPsnMask;
+    config.max_inflight_psns = 1 + rng() % 64;
+    config.retry_count = rng() % 8;
+    config.rnr_retry = rng() % 8;
+    config.ack_timeout_ns = 1000;
+    Requester requester(config);
+    uint64_t next_id = 0;
+    uint64_t next_completion = 0;
+    uint64_t now = 0;
+    bool was_error = false;
+    for (int step = 0; step < 5000; ++step) {
+      now += rng() % 300;
+      WorkRequest wr = Wr(next_id, static_cast<Kind>(rng() % 7), rng() % 3000,
+                          rng() % 4096, (rng() % 512) * 8);
+      if (wr.kind == Kind::kCompareSwap || wr.kind == Kind::kFetchAdd) {
+        wr.length = 8;
+      }
+      wr.signaled = rng() % 4 != 0;
+      if (requester.Post(wr) == PostResult::kOk) ++next_id;
+      PacketPlan plan;
+      for (int i = rng() % 4; i > 0 && requester.NextPacket(now, &plan); --i) {
+        ASSERT_LT(plan.wr_id, next_id);
+        ASSERT_LE(plan.payload_length, config.pmtu);
+      }
+      ResponsePacket packet;
+      static constexpr uint8_t kOpcodes[] = {0x0d, 0x0e, 0x0f, 0x10,
+                                             0x11, 0x12, 0x04, 0xff};
+      packet.opcode = kOpcodes[rng() % 8];
+      packet.psn =
+          (PsnAdd(requester.oldest_unacked_psn(), rng() % 80) - 10) & kPsnMask;
+      packet.syndrome = rng() % 4 == 0 ? rng() & 0xff : AethAck();
+      packet.payload_length = rng() % 2 == 0 ? config.pmtu : rng() % 300;
+      packet.atomic_original = rng();
+      Placement placement;
+      if (requester.OnResponse(packet, now, &placement) ==
+          ResponseVerdict::kReadData) {
+        ASSERT_LE(placement.length, config.pmtu);
+      }
+      if (rng() % 8 == 0) requester.OnTimer(now);
+      ASSERT_LE(requester.outstanding(), config.sq_depth);
+      Completion completion;
+      while (requester.PollCompletion(&completion)) {
+        ASSERT_GE(completion.wr_id, next_completion);
+        ASSERT_LT(completion.wr_id, next_id);
+        next_completion = completion.wr_id + 1;
+      }
+      if (was_error) {
+        ASSERT_EQ(requester.state(), QpState::kError);
+      }
+      was_error = requester.state() == QpState::kError;
+    }
+  }
+}
+
 // ------------------------------------------------------------ simulation
 
 struct RequestOnWire {
