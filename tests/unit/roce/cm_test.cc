@@ -1078,6 +1078,38 @@ TEST_F(CmServiceTest, TooFewFreeActionSlotsChangesNothing) {
   EXPECT_EQ(service_.connection_count(), 0u);
 }
 
+// The lone rping client's capture replayed at a listening service: its
+// REQ retransmissions (6 s apart) are answered with the same REP, and its
+// final REJ "timeout" (remote comm ID 0: it never saw a REP) tears the
+// connection down.
+TEST_F(CmServiceTest, LoneClientReplay) {
+  std::vector<Mad> lone = MadsOf("ext_lone_rping_client_to_nonrdma_host.pcap");
+  ASSERT_EQ(lone.size(), 4u);
+  const CmPeer client{V4Gid(192, 0, 2, 50)};
+  CmActionList first;
+  ASSERT_EQ(service_.HandleMad(client, lone[0], now_, &first),
+            CmResult::kHandled);
+  ASSERT_EQ(first.size(), 2u);
+  for (int i = 1; i <= 2; ++i) {
+    CmActionList again;
+    ASSERT_EQ(service_.HandleMad(client, lone[i], now_ + i * 6'000'000, &again),
+              CmResult::kAnsweredAgain);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].mad, first[1].mad);
+  }
+  CmActionList rej;
+  ASSERT_EQ(service_.HandleMad(client, lone[3], now_ + 20'000'000, &rej),
+            CmResult::kHandled);
+  ASSERT_EQ(Types(rej), (std::vector<CmActionType>{CmActionType::kDestroyQp}));
+  EXPECT_EQ(rej[0].local_qpn, first[0].local_qpn);
+  EXPECT_EQ(rej[0].close_reason, CmCloseReason::kPeerReject);
+  EXPECT_EQ(acceptor_.calls, 1);
+  // From another GID the same REJ names nothing of ours.
+  CmActionList other;
+  EXPECT_EQ(service_.HandleMad(kClient, lone[3], now_, &other),
+            CmResult::kUnknownConnection);
+}
+
 TEST_F(CmServiceTest, LocalCommIdsAreUniqueAndNeverZero) {
   std::vector<uint32_t> ids;
   for (int i = 0; i < 600; ++i) {
