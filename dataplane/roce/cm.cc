@@ -510,6 +510,57 @@ void BuildRdmaCmHeader(const RdmaCmHeader& header,
   std::memcpy(p + 20, header.dst_addr.data(), 16);
 }
 
+CmMad BuildRdmaCmReq(const RdmaCmConnectParams& params) {
+  CmMad mad;
+  mad.header.transaction_id = params.transaction_id;
+  mad.header.attribute_id = static_cast<uint16_t>(CmAttr::kReq);
+  CmReq req;
+  req.local_comm_id = params.local_comm_id;
+  req.service_id = RdmaCmServiceId(kRdmaPsTcp, params.port);
+  req.local_ca_guid = params.local_ca_guid;
+  req.local_qpn = params.local_qpn & kPsnMask;
+  req.responder_resources = params.responder_resources;
+  req.initiator_depth = params.initiator_depth;
+  req.remote_cm_response_timeout = params.cm_response_timeout;
+  req.transport_service_type = kCmTransportRc;
+  req.starting_psn = params.starting_psn & kPsnMask;
+  req.local_cm_response_timeout = params.cm_response_timeout;
+  req.retry_count = params.retry_count;
+  req.partition_key = kDefaultPkey;
+  req.path_mtu = params.path_mtu;
+  req.rnr_retry_count = params.rnr_retry_count;
+  req.max_cm_retries = params.max_cm_retries;
+  req.primary.local_gid = params.local_gid;
+  req.primary.remote_gid = params.remote_gid;
+  req.primary.flow_label = params.flow_label;
+  req.primary.traffic_class = params.traffic_class;
+  req.primary.hop_limit = params.hop_limit;
+  req.primary.local_ack_timeout = params.local_ack_timeout;
+  // rdma_cm leaves the alternate path empty, LIDs included.
+  req.alternate.local_lid = 0;
+  req.alternate.remote_lid = 0;
+  BuildRdmaCmHeader(params.rdma_cm, req.private_data);
+  size_t user =
+      std::min(params.user_private_data.size(), kRdmaCmUserPrivateDataBytes);
+  if (user > 0) {
+    std::memcpy(req.private_data.data() + kRdmaCmHeaderBytes,
+                params.user_private_data.data(), user);
+  }
+  mad.message = req;
+  return mad;
+}
+
+CmMad BuildRtuFor(const MadHeader& rep_header, const CmRep& rep) {
+  CmMad mad;
+  mad.header.transaction_id = rep_header.transaction_id;
+  mad.header.attribute_id = static_cast<uint16_t>(CmAttr::kRtu);
+  CmRtu rtu;
+  rtu.local_comm_id = rep.remote_comm_id;
+  rtu.remote_comm_id = rep.local_comm_id;
+  mad.message = rtu;
+  return mad;
+}
+
 // ----- Actions -----
 
 const char* CmActionTypeName(CmActionType type) {

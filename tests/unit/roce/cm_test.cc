@@ -476,6 +476,44 @@ TEST(CmWire, RdmaCmHeaderRefusesWhatRdmaCmRefuses) {
   EXPECT_FALSE(ParseRdmaCmServiceId(0x0000000101060000ull, &ps, &port));
 }
 
+// The active side's builders reproduce the kernel's REQ and RTU from the
+// rping capture byte for byte.
+TEST(CmWire, ActiveSideReqAndRtuMatchTheKernel) {
+  std::vector<Mad> mads = MadsOf("rping_v4.pcap");
+  ASSERT_EQ(mads.size(), 5u);
+  RdmaCmConnectParams p;
+  p.transaction_id = 0x00000002e0f4b854ull;
+  p.local_comm_id = 0x54b8f4e0;
+  p.local_ca_guid = 0x505400fffe000012ull;
+  p.local_qpn = 0x11;
+  p.starting_psn = 0x934201;
+  p.port = 7174;
+  p.rdma_cm.src_port = 0xb8f6;
+  p.rdma_cm.src_addr[12] = 192, p.rdma_cm.src_addr[14] = 2;
+  p.rdma_cm.src_addr[15] = 12;
+  p.rdma_cm.dst_addr[12] = 192, p.rdma_cm.dst_addr[14] = 2;
+  p.rdma_cm.dst_addr[15] = 11;
+  p.local_gid = kClientGid;
+  p.remote_gid = kServerGid;
+  p.flow_label = 0x681d0;
+  EXPECT_EQ(ToHex(Build(BuildRdmaCmReq(p)).data(), kMadBytes),
+            ToHex(mads[0].data(), kMadBytes));
+  CmMad rep = Parse(mads[1]);
+  EXPECT_EQ(
+      ToHex(Build(BuildRtuFor(rep.header, std::get<CmRep>(rep.message))).data(),
+            kMadBytes),
+      ToHex(mads[2].data(), kMadBytes));
+  // Application private data lands after rdma_cm's header, at most 56.
+  std::vector<uint8_t> user(60, 0xab);
+  p.user_private_data = user;
+  const CmReq& req = std::get<CmReq>(BuildRdmaCmReq(p).message);
+  EXPECT_EQ(req.private_data[kRdmaCmHeaderBytes], 0xab);
+  EXPECT_EQ(req.private_data[kReqPrivateDataBytes - 1], 0xab);
+  RdmaCmHeader h;
+  ASSERT_TRUE(ParseRdmaCmHeader(req.private_data, &h));
+  EXPECT_EQ(h, p.rdma_cm);
+}
+
 // ===================== The service =====================
 
 class FakeAcceptor : public CmAcceptor {
