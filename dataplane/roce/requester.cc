@@ -119,7 +119,7 @@ PostResult Requester::Post(const WorkRequest& wr) {
   }
   const bool known = IsSendKind(wr.kind) || IsWriteKind(wr.kind) ||
                      wr.kind == Kind::kRead || IsAtomicKind(wr.kind);
-  bool valid = known && wr.length <= kMaxMessageBytes;
+  bool valid = known && wr.length <= kRequesterMaxMessageBytes;
   if (valid && IsAtomicKind(wr.kind)) {
     // Atomics operate on one naturally aligned 64-bit word (9.4).
     valid = wr.length == 8 && (wr.remote_va & 7) == 0;

@@ -40,8 +40,9 @@ inline constexpr uint64_t RnrWaitNs(uint8_t timer_code) {
   return uint64_t{kRnrTimerMicros[timer_code & kAethValueMask]} * 1000;
 }
 
-// Largest message (2^31 bytes, IB vol. 1 9.7).
-inline constexpr uint32_t kMaxMessageBytes = 0x80000000u;
+// Largest message (2^31 bytes, IB vol. 1 9.7): the limit responder.h's
+// kMaxMessageBytes states, named apart so both headers can be included.
+inline constexpr uint32_t kRequesterMaxMessageBytes = 0x80000000u;
 // Outstanding PSNs stay below half the PSN space so that serial
 // arithmetic orders them (9.7.1): the window may be at most this.
 inline constexpr uint32_t kMaxInflightPsns = 1u << 22;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/responder.h"
 
 namespace spinnic::roce {
 namespace {
@@ -135,7 +136,7 @@ TEST(RequesterConfig, RejectsBadConfigAndStartsInError) {
 
 TEST(RequesterPost, ValidatesLengthsAndAtomics) {
   Requester requester(TestConfig());
-  EXPECT_EQ(requester.Post(Wr(1, Kind::kSend, kMaxMessageBytes + 1)),
+  EXPECT_EQ(requester.Post(Wr(1, Kind::kSend, kRequesterMaxMessageBytes + 1)),
             PostResult::kInvalid);
   EXPECT_EQ(requester.Post(Wr(2, Kind::kCompareSwap, 4)), PostResult::kInvalid);
   EXPECT_EQ(requester.Post(Wr(3, Kind::kFetchAdd, 8, 0, 0x1004)),
@@ -145,7 +146,7 @@ TEST(RequesterPost, ValidatesLengthsAndAtomics) {
   EXPECT_EQ(requester.Post(bad_kind), PostResult::kInvalid);
   EXPECT_EQ(requester.Post(Wr(5, Kind::kFetchAdd, 8, 0, 0x1008)),
             PostResult::kOk);
-  EXPECT_EQ(requester.Post(Wr(6, Kind::kWrite, kMaxMessageBytes)),
+  EXPECT_EQ(requester.Post(Wr(6, Kind::kWrite, kRequesterMaxMessageBytes)),
             PostResult::kOk);
   EXPECT_EQ(requester.counters().post_rejected, 4u);
 }
@@ -155,9 +156,9 @@ TEST(RequesterPost, MessageBeyondHalfThePsnSpaceIsInvalid) {
   config.pmtu = 256;
   Requester requester(config);
   // 2^31 bytes at PMTU 256 would take 2^23 PSNs.
-  EXPECT_EQ(requester.Post(Wr(1, Kind::kRead, kMaxMessageBytes)),
+  EXPECT_EQ(requester.Post(Wr(1, Kind::kRead, kRequesterMaxMessageBytes)),
             PostResult::kInvalid);
-  EXPECT_EQ(requester.Post(Wr(2, Kind::kRead, kMaxMessageBytes - 256)),
+  EXPECT_EQ(requester.Post(Wr(2, Kind::kRead, kRequesterMaxMessageBytes - 256)),
             PostResult::kOk);
 }
 
@@ -1023,6 +1024,8 @@ class ModelResponder {
   uint64_t naks() const { return naks_; }
   uint64_t rnr_naks() const { return rnr_naks_; }
   uint64_t duplicates() const { return duplicates_; }
+  // Answers every AckReq at once: nothing is left for an idle flush.
+  void Idle(std::vector<ResponseOnWire>* /*out*/) {}
 
   void Handle(const RequestOnWire& request, std::vector<ResponseOnWire>* out) {
     const PacketPlan& plan = request.plan;
@@ -1185,6 +1188,156 @@ class ModelResponder {
   uint64_t duplicates_ = 0;
 };
 
+// The same contract against the real responder (dataplane/roce/
+// responder.h): Check, then Accept or Rnr, with the memory work done here.
+class RealResponder {
+ public:
+  RealResponder(uint32_t pmtu, uint32_t initial_psn, size_t memory_bytes,
+                std::mt19937& rng, double rnr_chance)
+      : responder_(MakeConfig(pmtu, initial_psn)),
+        pmtu_(pmtu),
+        memory_(memory_bytes),
+        rng_(rng),
+        rnr_chance_(rnr_chance) {
+    responder_.SetState(QpState::kRts);
+  }
+
+  std::vector<uint8_t>& memory() { return memory_; }
+  const std::vector<std::vector<uint8_t>>& sends() const { return sends_; }
+  uint64_t naks() const {
+    return responder_.counters()
+        .naks[static_cast<size_t>(NakCode::kPsnSequenceError)];
+  }
+  uint64_t rnr_naks() const { return responder_.counters().rnr_naks; }
+  const ResponderCounters& counters() const { return responder_.counters(); }
+
+  void Idle(std::vector<ResponseOnWire>* out) {
+    Emit(responder_.FlushAck(), out);
+  }
+
+  void Handle(const RequestOnWire& request, std::vector<ResponseOnWire>* out) {
+    const PacketPlan& sent = request.plan;
+    const OpcodeInfo& info = GetOpcodeInfo(sent.opcode);
+    RcRequest packet;
+    packet.opcode = static_cast<uint8_t>(sent.opcode);
+    packet.psn = sent.psn;
+    packet.ack_req = sent.ack_req;
+    packet.payload_length = sent.payload_length;
+    packet.pad = (4 - sent.payload_length % 4) % 4;
+    packet.has_reth = info.has(kHasReth);
+    packet.reth_va = sent.reth_va;
+    packet.reth_rkey = sent.reth_rkey;
+    packet.reth_dma_length = sent.reth_length;
+    packet.has_atomic_eth = info.has(kHasAtomicEth);
+    packet.atomic_va = sent.atomic_va;
+    packet.atomic_rkey = sent.atomic_rkey;
+    packet.atomic_swap_add = sent.atomic_swap_add;
+    packet.atomic_compare = sent.atomic_compare;
+    packet.has_immediate = info.has(kHasImmDt);
+    packet.immediate = sent.imm;
+    const ResponderPlan plan = responder_.Check(packet);
+    if (!plan.needs_commit) {
+      Emit(plan.reply, out);
+      return;
+    }
+    if (plan.consumes_receive &&
+        std::uniform_real_distribution<double>(0, 1)(rng_) < rnr_chance_) {
+      Emit(responder_.Rnr(plan), out);
+      return;
+    }
+    uint64_t original = 0;
+    switch (plan.action) {
+      case ResponderAction::kSend:
+        if (plan.starts_message) message_.clear();
+        ASSERT_EQ(plan.send_offset, message_.size());
+        message_.insert(message_.end(), request.payload.begin(),
+                        request.payload.end());
+        if (plan.ends_message) sends_.push_back(message_);
+        break;
+      case ResponderAction::kWrite:
+        ASSERT_EQ(plan.length, request.payload.size());
+        ASSERT_LE(plan.va + plan.length, memory_.size());
+        std::copy(request.payload.begin(), request.payload.end(),
+                  memory_.begin() + plan.va);
+        break;
+      case ResponderAction::kCompareSwap:
+      case ResponderAction::kFetchAdd: {
+        ASSERT_LE(plan.va + 8, memory_.size());
+        std::memcpy(&original, &memory_[plan.va], 8);
+        uint64_t value = original + plan.swap_add;
+        if (plan.action == ResponderAction::kCompareSwap) {
+          value = original == plan.compare ? plan.swap_add : original;
+        }
+        std::memcpy(&memory_[plan.va], &value, 8);
+        break;
+      }
+      default:
+        break;  // READs are answered from the reply
+    }
+    Emit(responder_.Accept(plan, original), out);
+  }
+
+ private:
+  static ResponderConfig MakeConfig(uint32_t pmtu, uint32_t initial_psn) {
+    ResponderConfig config;
+    config.pmtu = pmtu;
+    config.initial_epsn = initial_psn;
+    config.min_rnr_timer = 1;
+    return config;
+  }
+  void Emit(const ResponderReply& reply, std::vector<ResponseOnWire>* out) {
+    ResponseOnWire response;
+    response.packet.psn = reply.psn;
+    response.packet.msn = reply.msn;
+    response.packet.syndrome = reply.syndrome;
+    switch (reply.kind) {
+      case ResponderReplyKind::kNone:
+        return;
+      case ResponderReplyKind::kAck:
+      case ResponderReplyKind::kNak:
+      case ResponderReplyKind::kRnrNak:
+        response.packet.opcode = static_cast<uint8_t>(Opcode::kRcAck);
+        out->push_back(response);
+        return;
+      case ResponderReplyKind::kAtomicAck:
+        response.packet.opcode = static_cast<uint8_t>(Opcode::kRcAtomicAck);
+        response.packet.atomic_original = reply.original_value;
+        out->push_back(response);
+        return;
+      case ResponderReplyKind::kReadResponse:
+        break;
+    }
+    ASSERT_LE(reply.va + reply.length, memory_.size());
+    for (uint32_t i = 0; i < reply.packets; ++i) {
+      Opcode opcode = Opcode::kRcReadResponseMiddle;
+      if (reply.packets == 1) {
+        opcode = Opcode::kRcReadResponseOnly;
+      } else if (i == 0) {
+        opcode = Opcode::kRcReadResponseFirst;
+      } else if (i + 1 == reply.packets) {
+        opcode = Opcode::kRcReadResponseLast;
+      }
+      ResponseOnWire packet = response;
+      packet.packet.opcode = static_cast<uint8_t>(opcode);
+      packet.packet.psn = PsnAdd(reply.psn, i);
+      const uint64_t begin = reply.va + uint64_t{i} * pmtu_;
+      const uint64_t end =
+          std::min<uint64_t>(begin + pmtu_, reply.va + reply.length);
+      packet.payload.assign(memory_.begin() + begin, memory_.begin() + end);
+      packet.packet.payload_length = static_cast<uint32_t>(end - begin);
+      out->push_back(std::move(packet));
+    }
+  }
+
+  Responder responder_;
+  uint32_t pmtu_;
+  std::vector<uint8_t> memory_;
+  std::mt19937& rng_;
+  double rnr_chance_;
+  std::vector<uint8_t> message_;
+  std::vector<std::vector<uint8_t>> sends_;
+};
+
 struct SimulationResult {
   RequesterCounters counters;
   uint64_t completed = 0;
@@ -1197,6 +1350,7 @@ struct SimulationResult {
 
 // `count` random WRs through a lossy link; every check of the end-to-end
 // contract is an EXPECT/ASSERT in here.
+template <typename ResponderModel = ModelResponder>
 SimulationResult Simulate(uint32_t seed, uint32_t count,
                           const LinkModel& link_model, uint32_t initial_psn) {
   constexpr uint32_t kMaxLength = 20'000;
@@ -1218,7 +1372,7 @@ SimulationResult Simulate(uint32_t seed, uint32_t count,
   // slot per send-queue entry.
   std::vector<uint8_t> local(kSourceBytes + config.sq_depth * kMaxLength);
   for (size_t i = 0; i < kSourceBytes; ++i) local[i] = rng() & 0xff;
-  ModelResponder responder(config.pmtu, initial_psn, kRemoteBytes, rng,
+  ResponderModel responder(config.pmtu, initial_psn, kRemoteBytes, rng,
                            /*rnr_chance=*/0.01);
   std::vector<uint8_t> reference(kRemoteBytes);
   for (size_t i = 0; i < kRemoteBytes; ++i) {
@@ -1355,6 +1509,11 @@ SimulationResult Simulate(uint32_t seed, uint32_t count,
         to_requester.Send(now, response);
       }
     }
+    responses.clear();
+    responder.Idle(&responses);
+    for (const ResponseOnWire& response : responses) {
+      to_requester.Send(now, response);
+    }
     ResponseOnWire response;
     while (to_requester.Receive(now, &response)) {
       Placement placement;
@@ -1482,6 +1641,17 @@ TEST(RequesterSimulation, Deterministic) {
   EXPECT_EQ(a.end_ns, b.end_ns);
   EXPECT_EQ(a.counters.packets_sent, b.counters.packets_sent);
   EXPECT_EQ(a.counters.timeouts, b.counters.timeouts);
+}
+
+TEST(RequesterSimulation, AgainstTheRealResponder) {
+  const SimulationResult result = Simulate<RealResponder>(
+      /*seed=*/4791, /*count=*/10'000, LinkModel{}, /*initial_psn=*/0xffff00);
+  EXPECT_EQ(result.completed, 10'000u);
+  EXPECT_GT(result.counters.packets_retransmitted, 0u);
+  EXPECT_GT(result.counters.nak_sequence, 0u);
+  EXPECT_GT(result.counters.rnr_waits, 0u);
+  EXPECT_GT(result.counters.read_requests_reissued, 0u);
+  EXPECT_EQ(result.counters.completions[0], 10'000u);
 }
 
 }  // namespace
