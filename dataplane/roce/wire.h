@@ -344,6 +344,17 @@ inline constexpr uint16_t UdpSourcePort(uint32_t local_qpn,
                                         uint32_t remote_qpn) {
   return UdpSourcePortFromFlowLabel(FlowLabel(local_qpn, remote_qpn));
 }
+// Linux's rdma_get_udp_sport(flow_label, local_qpn, remote_qpn): the
+// address vector's flow label when it has one, else the QPN label. QPs set
+// up through rdma_cm get the flow label of the CM REQ's primary path (both
+// ends: the captures' rping and rxe_ops connections use exactly
+// UdpSourcePortFromFlowLabel(REQ primary flow label) in both directions).
+inline constexpr uint16_t UdpSourcePortWithFlowLabel(uint32_t flow_label,
+                                                     uint32_t local_qpn,
+                                                     uint32_t remote_qpn) {
+  return flow_label != 0 ? UdpSourcePortFromFlowLabel(flow_label)
+                         : UdpSourcePort(local_qpn, remote_qpn);
+}
 
 // ::ffff:a.b.c.d for the IPv4 address `ipv4` (host order).
 std::array<uint8_t, 16> Ipv4Mapped(uint32_t ipv4);

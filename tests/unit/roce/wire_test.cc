@@ -304,6 +304,7 @@ TEST(RoceWireFixtures, EveryFrameParsesVerifiesAndRebuildsExactly) {
     uint32_t count = 0;
     std::map<std::string, uint32_t> opcodes;
     std::map<uint32_t, std::set<uint16_t>> ports_by_dest_qp;
+    std::set<uint32_t> req_flow_labels;
     for (size_t i = 0; i < pcap.frames.size(); ++i) {
       Bytes frame = pcap.frames[i];
       Offsets offsets;
@@ -324,6 +325,16 @@ TEST(RoceWireFixtures, EveryFrameParsesVerifiesAndRebuildsExactly) {
       EXPECT_EQ(p.payload_offset + p.payload_length + p.pad_count,
                 p.icrc_offset);
       ports_by_dest_qp[p.bth.dest_qp].insert(p.src_port);
+      // A CM REQ (MAD attribute 0x0010) to QP1: its primary path's flow
+      // label (bits 31..12 of the CM word at MAD byte 112).
+      if (p.bth.dest_qp == kGsiQp && p.payload_length >= 256 &&
+          Get16(&frame[p.payload_offset + 16]) == 0x0010) {
+        const uint8_t* word = &frame[p.payload_offset + 112];
+        req_flow_labels.insert((uint32_t{word[0]} << 24 |
+                                uint32_t{word[1]} << 16 |
+                                uint32_t{word[2]} << 8 | word[3]) >>
+                               12);
+      }
 
       // Both ICRC implementations agree with the frame's ICRC.
       const IcrcSpan span{p.ip_offset, p.udp_offset, p.icrc_offset};
@@ -350,18 +361,28 @@ TEST(RoceWireFixtures, EveryFrameParsesVerifiesAndRebuildsExactly) {
     // ibv_rc_pingpong) have no flow label and use rdma_get_udp_sport(0,
     // lqpn, rqpn): in these captures each connection joins equal QP numbers
     // on the two hosts (0x11-0x11, 0x12-0x12). rdma_cm (rping, rxe_ops)
-    // hands rxe a flow label of its own, so their port is not the QPN one.
+    // gives both ends the flow label of the CM REQ's primary path, and the
+    // port is folded from it.
     const bool rdma_cm = name.find("rping") != std::string::npos ||
                          name.find("rxe_ops") != std::string::npos;
+    EXPECT_EQ(req_flow_labels.size(), rdma_cm ? 1u : 0u);
     for (const auto& [dest_qp, ports] : ports_by_dest_qp) {
       SCOPED_TRACE("dest QP " + std::to_string(dest_qp));
       ASSERT_EQ(ports.size(), 1u);  // one port per connection and direction
       if (dest_qp == kGsiQp) {
         EXPECT_EQ(*ports.begin(), 0xd872);
       } else if (rdma_cm) {
+        ASSERT_EQ(req_flow_labels.size(), 1u);
+        const uint32_t flow_label = *req_flow_labels.begin();
+        EXPECT_NE(flow_label, 0u);
+        EXPECT_EQ(*ports.begin(), UdpSourcePortFromFlowLabel(flow_label));
+        EXPECT_EQ(*ports.begin(),
+                  UdpSourcePortWithFlowLabel(flow_label, dest_qp, dest_qp));
         EXPECT_NE(*ports.begin(), UdpSourcePort(dest_qp, dest_qp));
       } else {
         EXPECT_EQ(*ports.begin(), UdpSourcePort(dest_qp, dest_qp));
+        EXPECT_EQ(*ports.begin(),
+                  UdpSourcePortWithFlowLabel(0, dest_qp, dest_qp));
       }
     }
   }
