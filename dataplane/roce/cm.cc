@@ -749,7 +749,7 @@ CmService::Connection* CmService::FindOpenByQpn(uint32_t local_qpn) {
   return nullptr;
 }
 
-CmService::Connection* CmService::AllocateConnection(uint64_t now_us) {
+CmService::Connection* CmService::AllocateConnection() {
   Connection* oldest_timewait = nullptr;
   Connection* slot = nullptr;
   for (Connection& c : connections_) {
@@ -770,7 +770,6 @@ CmService::Connection* CmService::AllocateConnection(uint64_t now_us) {
     ++stats_.timewait_reclaimed;
     slot = oldest_timewait;
   }
-  (void)now_us;
   uint32_t index = uint32_t(slot - connections_.data());
   uint32_t generation = slot->generation;
   uint32_t id;
@@ -987,7 +986,7 @@ CmResult CmService::HandleReq(const CmPeer& from, const CmMad& mad,
     }
   }
 
-  Connection* c = AllocateConnection(now_us);
+  Connection* c = AllocateConnection();
   if (c == nullptr) {
     ++stats_.table_full;
     SendRej(from, tid, 0, req.local_comm_id, kCmMsgReq,

@@ -770,7 +770,7 @@ class CmService {
   Connection* FindByLocalId(uint32_t local_comm_id);
   Connection* FindByRemote(const CmPeer& peer, uint32_t remote_comm_id);
   Connection* FindOpenByQpn(uint32_t local_qpn);
-  Connection* AllocateConnection(uint64_t now_us);
+  Connection* AllocateConnection();
   void EnterTimeWait(Connection* c, uint64_t now_us);
   void Free(Connection* c);
   void StartDisconnect(Connection* c, CmCloseReason reason, uint64_t now_us,
