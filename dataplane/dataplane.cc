@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/diad/stream_ring.h"
+#include "dataplane/roce/icrc.h"
 
 namespace spinnic {
 namespace {
@@ -110,6 +111,9 @@ absl::Status InitEal(const std::vector<std::string>& args) {
         "): check eal_args; without hugepages use \"--no-huge\" and \"-m\", "
         "and give each concurrent DPDK process its own \"--file-prefix\""));
   }
+  // rte_net_crc picks its algorithm on first use, by the EAL's SIMD width:
+  // choose now, on one thread, before any HPU computes an ICRC.
+  roce::InitIcrc();
   return absl::OkStatus();
 }
 
@@ -169,6 +173,13 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     data_room = std::max<uint32_t>(
         data_room,
         RTE_PKTMBUF_HEADROOM + diad::kEthernetBytes + config.diad.path_mtu);
+  }
+  // RoCE builds every reply in one mbuf: room for the largest frame of
+  // the path MTU the ports allow (up to 4096, plus headers).
+  if (config.roce.enabled) {
+    const uint32_t frame = std::min<uint32_t>(max_mtu, 4096 + 128) +
+                           RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
+    data_room = std::max<uint32_t>(data_room, RTE_PKTMBUF_HEADROOM + frame);
   }
   dataplane->pool_ = rte_pktmbuf_pool_create(
       "spinnic_pkts", mbufs, kMempoolCache, 0, static_cast<uint16_t>(data_room),
@@ -242,6 +253,10 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
       !status.ok()) {
     return status;
   }
+  if (absl::Status status = dataplane->CreateRoce(config, &shared);
+      !status.ok()) {
+    return status;
+  }
   shared.stop = &dataplane->stop_;
   shared.table = &dataplane->table_;
   shared.regions = &dataplane->regions_;
@@ -296,6 +311,7 @@ Dataplane::~Dataplane() {
   // before the rings and pools they use.
   hpus_.clear();
   for (rte_ring* ring : command_rings_) rte_ring_free(ring);
+  rte_ring_free(roce_command_ring_);
   rte_mempool_free(clone_pool_);
   for (rte_ring* ring : event_rings_) rte_ring_free(ring);
   // Frames still queued between HPUs when they stopped are freed here.
@@ -760,6 +776,7 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
     snapshot.ectxs.push_back(std::move(stats));
   }
   SnapshotDiad(&snapshot.diad);
+  SnapshotRoce(&snapshot.roce);
   return snapshot;
 }
 

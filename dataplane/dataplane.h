@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "dataplane/memory_region.h"
 #include "dataplane/port.h"
 #include "dataplane/region_table.h"
+#include "dataplane/roce/roce_engine.h"
 #include "dataplane/stats.h"
 
 namespace spinnic {
@@ -65,6 +67,21 @@ struct PeerInfo {
   uint64_t retransmits = 0, down_events = 0, resets = 0;
   uint64_t ops_completed = 0, ops_failed = 0;
 };
+
+// A RoCE queue pair as the control side reports it.
+struct QpInfo {
+  uint32_t qpn = 0;
+  roce::QpSpec spec;
+  roce::QpState state = roce::QpState::kReset;
+  uint32_t expected_psn = 0;  // next PSN the responder expects
+  uint32_t msn = 0;           // messages completed (24 bits)
+  uint64_t packets = 0;       // request packets executed
+  uint64_t naks = 0;          // NAKs and RNR NAKs sent
+};
+
+// The largest InfiniBand path MTU whose RoCE packets fit frames of
+// `max_frame` bytes (Ethernet header included, no VLAN), or 0.
+uint32_t RoceMaxPathMtu(uint32_t max_frame);
 
 // A remote operation for DiadExecute: a write or stream message of `data`,
 // or a read of `read_length` bytes, on channel `channel` of peer `peer`.
@@ -146,6 +163,16 @@ class Dataplane {
   std::vector<PeerInfo> ListPeers() const;
   const diad::DiadConfig& diad_config() const { return diad_config_; }
 
+  // RoCE queue pairs (docs/roce.md) created explicitly, for clients that
+  // exchange QP numbers out of band (the CM creates its own). The QP is
+  // ready to receive (RTS) once HPU 0 has applied the command, on its next
+  // poll. FAILED_PRECONDITION without a `roce` section.
+  absl::StatusOr<uint32_t> CreateQp(roce::QpSpec spec);
+  absl::Status DestroyQp(uint32_t qpn);
+  std::vector<QpInfo> ListQps() const;
+  // The configuration in effect (path_mtu resolved against the port).
+  const roce::RoceConfig& roce_config() const { return roce_config_; }
+
   // Runs remote operations and waits for all of them (or `timeout`). Each
   // result's status maps the transport's: NOT_FOUND (no such rkey or stream
   // on the peer), OUT_OF_RANGE, PERMISSION_DENIED, INVALID_ARGUMENT,
@@ -197,6 +224,14 @@ class Dataplane {
   EctxStats SumEctxCounters(uint32_t id) const;
 
   absl::Status CreateDiad(const DataplaneConfig& config, HpuShared* shared);
+  absl::Status CreateRoce(const DataplaneConfig& config, HpuShared* shared);
+  // Inbound rings for every HPU, for transports that hand frames to the HPU
+  // that owns their state, if the software scheduler did not make them.
+  absl::Status EnsureInboundRings(const DataplaneConfig& config,
+                                  HpuShared* shared);
+  absl::Status SubmitRoceCommand(std::unique_ptr<roce::RoceCommand> command)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SnapshotRoce(RoceStats* stats) const;
   void SnapshotDiad(DiadStats* stats) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishPeers(std::vector<diad::Peer> peers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -238,6 +273,14 @@ class Dataplane {
   std::atomic<const diad::PeerTable*> peers_{nullptr};
   std::unique_ptr<const diad::PeerTable> current_peers_ ABSL_GUARDED_BY(mu_);
   uint32_t next_peer_generation_ ABSL_GUARDED_BY(mu_) = 1;
+  // RoCE (dataplane_roce.cc).
+  roce::RoceConfig roce_config_;
+  roce::RoceShared roce_shared_;
+  rte_ring* roce_command_ring_ = nullptr;
+  std::unique_ptr<roce::QpStatus[]> qp_status_;
+  std::vector<std::optional<roce::QpSpec>> qp_specs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<roce::RoceCommand>> roce_commands_
+      ABSL_GUARDED_BY(mu_);
   bool started_ = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<PortStats> final_device_ ABSL_GUARDED_BY(mu_);

@@ -80,6 +80,24 @@ bool IsUnicastMac(const diad::MacAddress& mac) {
 
 }  // namespace
 
+absl::Status Dataplane::EnsureInboundRings(const DataplaneConfig& config,
+                                           HpuShared* shared) {
+  const uint32_t workers = static_cast<uint32_t>(config.worker_cores.size());
+  if (workers > 1 && inbound_rings_.empty()) {
+    for (uint32_t w = 0; w < workers; ++w) {
+      std::string name = absl::StrCat("spinnic_in", w);
+      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
+                                       rte_socket_id(), RING_F_SC_DEQ);
+      if (ring == nullptr) {
+        return absl::ResourceExhaustedError("cannot create an inbound ring");
+      }
+      inbound_rings_.push_back(ring);
+    }
+    shared->inbound = inbound_rings_.data();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Dataplane::CreateDiad(const DataplaneConfig& config,
                                    HpuShared* shared) {
   diad_config_ = config.diad;
@@ -130,18 +148,9 @@ absl::Status Dataplane::CreateDiad(const DataplaneConfig& config,
     command_rings_.push_back(ring);
   }
   // Frames for a channel another HPU owns are handed over through the
-  // inbound rings, which the software scheduler may not have created.
-  if (workers > 1 && inbound_rings_.empty()) {
-    for (uint32_t w = 0; w < workers; ++w) {
-      std::string name = absl::StrCat("spinnic_in", w);
-      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
-                                       rte_socket_id(), RING_F_SC_DEQ);
-      if (ring == nullptr) {
-        return absl::ResourceExhaustedError("cannot create an inbound ring");
-      }
-      inbound_rings_.push_back(ring);
-    }
-    shared->inbound = inbound_rings_.data();
+  // inbound rings.
+  if (absl::Status status = EnsureInboundRings(config, shared); !status.ok()) {
+    return status;
   }
   {
     absl::MutexLock lock(&mu_);

@@ -33,6 +33,9 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
     diad_ = std::make_unique<diad::DiadEngine>(
         index_, *shared_.diad, this, &engine_, shared_.diad_epoch_seed);
   }
+  if (shared_.roce != nullptr) {
+    roce_ = std::make_unique<roce::RoceEngine>(index_, *shared_.roce, this);
+  }
 }
 
 Hpu::~Hpu() = default;
@@ -45,6 +48,7 @@ int Hpu::Run() {
     rte_rcu_qsbr_quiescent(shared_.rcu, index_);
   }
   if (diad_ != nullptr) diad_->Shutdown();
+  if (roce_ != nullptr) roce_->Shutdown();
   FlushAll();
   rte_rcu_qsbr_thread_offline(shared_.rcu, index_);
   return 0;
@@ -68,6 +72,7 @@ uint32_t Hpu::PollOnce() {
     if (index_ == 0) DrainTxRings();
   }
   if (diad_ != nullptr) diad_->Poll(*table);
+  if (roce_ != nullptr) roce_->Poll();
   FlushAll();
   counters_.loops.Add();
   if (received != 0) counters_.busy_loops.Add();
@@ -100,6 +105,10 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
     }
     if (diad_ != nullptr && diad_->ForUs(frame)) {
       diad_->Receive(packet, frame, in, table);
+      continue;
+    }
+    if (roce_ != nullptr && roce_->ForUs(frame)) {
+      roce_->Receive(packet, frame, in);
       continue;
     }
     if (scheduled) [[unlikely]] {
@@ -152,6 +161,10 @@ uint32_t Hpu::PollInbound(const EctxTable& table) {
     if (frame.frame_class == FrameClass::kDrop) frame = ParsedFrame();
     if (diad_ != nullptr && diad_->ForUs(frame)) {
       diad_->Receive(packet, frame, packet->port, table);
+      continue;
+    }
+    if (roce_ != nullptr && roce_->ForUs(frame)) {
+      roce_->Receive(packet, frame, packet->port);
       continue;
     }
     ProcessPacket(packet->port, packet, frame, table);

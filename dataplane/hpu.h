@@ -16,6 +16,7 @@
 #include "dataplane/diad/diad_engine.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/region_table.h"
+#include "dataplane/roce/roce_engine.h"
 #include "dataplane/spin_engine.h"
 #include "handlers/api/context.h"
 
@@ -98,6 +99,8 @@ struct HpuShared {
   // The DiAD transport, or nullptr when no node address is configured.
   const diad::DiadShared* diad = nullptr;
   uint64_t diad_epoch_seed = 0;
+  // The RoCEv2 transport, or nullptr without a `roce` config section.
+  const roce::RoceShared* roce = nullptr;
 };
 
 class Hpu final : public ActionSink {
@@ -132,6 +135,7 @@ class Hpu final : public ActionSink {
     RaiseEvent(code, data);
   }
   const diad::DiadEngine* diad() const { return diad_.get(); }
+  const roce::RoceEngine* roce() const { return roce_.get(); }
   // The memory region behind bound region `index` of ECTX `ectx_id` in the
   // current table version, or nullptr.
   const MemoryRegion* BoundMemoryRegion(uint32_t ectx_id, uint32_t index) const;
@@ -176,6 +180,7 @@ class Hpu final : public ActionSink {
   rte_ring* events_;
   SpinEngine engine_;
   std::unique_ptr<diad::DiadEngine> diad_;
+  std::unique_ptr<roce::RoceEngine> roce_;
   // Set around handler invocations so that actions know their origin.
   uint16_t current_in_port_ = kNoPort;
   uint32_t current_ectx_ = 0;

@@ -65,11 +65,19 @@ struct DiadStats {
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
+// The RoCEv2 transport's counters summed over HPUs, by name (docs/roce.md
+// lists them); drops by reason with the "drop_" prefix.
+struct RoceStats {
+  bool enabled = false;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+};
+
 struct StatsSnapshot {
   std::vector<PortStats> ports;
   std::vector<HpuStats> hpus;
   std::vector<EctxStats> ectxs;
   DiadStats diad;
+  RoceStats roce;
 };
 
 }  // namespace spinnic

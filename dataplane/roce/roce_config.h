@@ -19,7 +19,9 @@ struct RoceConfig {
   std::vector<std::array<uint8_t, 16>> addresses;
   // Our index of the port that faces the clients.
   uint16_t port = 0;
-  uint32_t path_mtu = 4096;
+  // 0: the largest the RoCE port carries (up to 4096); the dataplane
+  // resolves it (Dataplane::roce_config()).
+  uint32_t path_mtu = 0;
   uint32_t max_qps = 256;
   std::vector<uint16_t> listen_ports;
   uint32_t ack_every = 16;

@@ -32,6 +32,8 @@ struct RingDataplaneOptions {
   // DiAD on wire0 when diad.enabled (the config() reflects it: node, MAC,
   // UDP port, channels and timers, as a daemon's config would say them).
   diad::DiadConfig diad;
+  // RoCE on wire0 when roce.enabled (addresses and MAC as given).
+  roce::RoceConfig roce;
   // HPUs (on lcores 1..workers; tests that poll them by hand need the EAL
   // to have that many worker lcores, not cores).
   uint32_t workers = 1;
@@ -113,6 +115,11 @@ class RingDataplane {
       diad->set_max_retries(ch.max_retries);
       diad->set_nack_interval_us(
           static_cast<uint32_t>(ch.nack_interval_ns / 1000));
+    }
+    if (options.roce.enabled) {
+      dataplane_config.roce = options.roce;
+      dataplane_config.roce.port = 0;
+      rings->config_.mutable_roce()->set_port("wire0");
     }
     rings->config_.add_port_pairs()->set_a("wire0");
     rings->config_.mutable_port_pairs(0)->set_b("host0");

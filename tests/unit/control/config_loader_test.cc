@@ -991,7 +991,7 @@ TEST(RoceConfigTest, Converted) {
   EXPECT_EQ(rc.addresses[0], mapped);
   EXPECT_EQ(rc.addresses[1][0], 0xfd);
   EXPECT_EQ(rc.addresses[1][15], 0x10);
-  EXPECT_EQ(rc.path_mtu, 4096u);
+  EXPECT_EQ(rc.path_mtu, 0u);  // resolved against the port later
   EXPECT_EQ(rc.listen_ports, std::vector<uint16_t>{7471});
   EXPECT_EQ(rc.retry_count, 0);  // given, though zero
   EXPECT_EQ(rc.rnr_retry, 7);    // default

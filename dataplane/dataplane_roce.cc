@@ -1,0 +1,289 @@
+// The control side of the RoCEv2 transport: its command ring and QP status
+// table, the effective path MTU, creating and destroying queue pairs, and
+// its counters. The HPU side is dataplane/roce/roce_engine.cc.
+#include <arpa/inet.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "dataplane/dataplane.h"
+
+namespace spinnic {
+namespace {
+
+constexpr uint32_t kRoceCommandRingSize = 1024;
+// Bytes a RoCE packet adds to its payload at most besides Ethernet: IPv6,
+// UDP, BTH, RETH + ImmDt (WRITE ONLY with immediate), pad, ICRC.
+constexpr uint32_t kRoceOverhead = 40 + 8 + roce::kBthBytes + roce::kRethBytes +
+                                   roce::kImmDtBytes + 3 + roce::kIcrcBytes;
+
+std::string AddressText(const roce::Gid& ip) {
+  char text[INET6_ADDRSTRLEN];
+  static constexpr std::array<uint8_t, 12> kMapped = {0, 0, 0, 0, 0,    0,
+                                                      0, 0, 0, 0, 0xff, 0xff};
+  if (std::equal(kMapped.begin(), kMapped.end(), ip.begin())) {
+    inet_ntop(AF_INET, ip.data() + 12, text, sizeof text);
+  } else {
+    inet_ntop(AF_INET6, ip.data(), text, sizeof text);
+  }
+  return text;
+}
+
+bool SameFamily(const roce::Gid& a, const roce::Gid& b) {
+  auto mapped = [](const roce::Gid& ip) {
+    return ip[10] == 0xff && ip[11] == 0xff &&
+           std::all_of(ip.begin(), ip.begin() + 10,
+                       [](uint8_t x) { return x == 0; });
+  };
+  return mapped(a) == mapped(b);
+}
+
+}  // namespace
+
+uint32_t RoceMaxPathMtu(uint32_t max_frame) {
+  uint32_t best = 0;
+  for (uint8_t code = 1; code <= 5; ++code) {
+    const uint32_t mtu = roce::PathMtuBytes(code);
+    if (mtu + kRoceOverhead + RTE_ETHER_HDR_LEN <= max_frame) best = mtu;
+  }
+  return best;
+}
+
+absl::Status Dataplane::CreateRoce(const DataplaneConfig& config,
+                                   HpuShared* shared) {
+  roce_config_ = config.roce;
+  if (!roce_config_.enabled) return absl::OkStatus();
+  if (roce_config_.port >= ports_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "roce.port: port index ", roce_config_.port, " does not exist"));
+  }
+  const Port& port = ports_[roce_config_.port];
+  // The largest InfiniBand MTU whose packets fit the port (and one mbuf).
+  const uint32_t fits = RoceMaxPathMtu(std::min<uint32_t>(
+      port.max_frame(),
+      rte_pktmbuf_data_room_size(pool_) - RTE_PKTMBUF_HEADROOM));
+  if (fits == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port '", port.name(),
+                     "' cannot carry RoCE packets of even a 256-byte "
+                     "path MTU; raise its mtu to at least ",
+                     256 + kRoceOverhead));
+  }
+  if (roce_config_.path_mtu == 0) {
+    roce_config_.path_mtu = fits;
+  } else if (roce_config_.path_mtu > fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "roce.path_mtu ", roce_config_.path_mtu, " does not fit port '",
+        port.name(), "' (MTU ", port.max_frame() - RTE_ETHER_HDR_LEN,
+        "): the largest that does is ", fits,
+        "; lower roce.path_mtu (or leave it 0) or raise the port's mtu to ",
+        roce_config_.path_mtu + kRoceOverhead));
+  }
+  if (std::all_of(roce_config_.mac.begin(), roce_config_.mac.end(),
+                  [](uint8_t b) { return b == 0; })) {
+    rte_ether_addr mac;
+    if (rte_eth_macaddr_get(port.port_id(), &mac) != 0) {
+      return absl::FailedPreconditionError(
+          "cannot read the RoCE port's MAC; set addresses.mac");
+    }
+    std::memcpy(roce_config_.mac.data(), mac.addr_bytes, 6);
+  }
+  roce_command_ring_ = rte_ring_create("spinnic_roce_cmd", kRoceCommandRingSize,
+                                       rte_socket_id(), RING_F_SC_DEQ);
+  if (roce_command_ring_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot create the RoCE command ring (", rte_strerror(rte_errno), ")"));
+  }
+  if (absl::Status status = EnsureInboundRings(config, shared); !status.ok()) {
+    return status;
+  }
+  qp_status_ = std::make_unique<roce::QpStatus[]>(roce_config_.max_qps);
+  {
+    absl::MutexLock lock(&mu_);
+    qp_specs_.assign(roce_config_.max_qps, std::nullopt);
+  }
+  roce_shared_.config = &roce_config_;
+  roce_shared_.regions = &regions_;
+  roce_shared_.pool = pool_;
+  roce_shared_.commands = roce_command_ring_;
+  roce_shared_.inbound =
+      inbound_rings_.empty() ? nullptr : inbound_rings_.data();
+  roce_shared_.hpu_count = static_cast<uint32_t>(config.worker_cores.size());
+  roce_shared_.qp_status = qp_status_.get();
+  shared->roce = &roce_shared_;
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::SubmitRoceCommand(
+    std::unique_ptr<roce::RoceCommand> command) {
+  // Commands the HPU has applied are done with.
+  std::erase_if(roce_commands_, [](const auto& c) {
+    return c->done.load(std::memory_order_acquire);
+  });
+  if (rte_ring_mp_enqueue(roce_command_ring_, command.get()) != 0) {
+    return absl::UnavailableError(
+        "the RoCE HPU is not taking commands (its ring is full); is the "
+        "dataplane running? retry shortly");
+  }
+  roce_commands_.push_back(std::move(command));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
+  if (!roce_config_.enabled) {
+    return absl::FailedPreconditionError(
+        "RoCE is off: add a roce { } section (and addresses.ipv4 or "
+        "addresses.ipv6) to the config");
+  }
+  if (spec.remote_qpn == 0 || spec.remote_qpn > 0xffffff) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("remote QPN ", spec.remote_qpn,
+                     " is not a QP number; use 1..0xffffff (the client's "
+                     "ibv_qp->qp_num)"));
+  }
+  if (spec.expected_psn > roce::kPsnMask || spec.send_psn > roce::kPsnMask) {
+    return absl::InvalidArgumentError(
+        "PSNs are 24 bits: use 0..0xffffff for the starting PSNs");
+  }
+  if (roce::PathMtuCode(spec.pmtu) == 0 || spec.pmtu > roce_config_.path_mtu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path MTU ", spec.pmtu,
+                     " is not allowed; use 256, 512, 1024, 2048 "
+                     "or 4096, at most ",
+                     roce_config_.path_mtu, " (roce.path_mtu)"));
+  }
+  if (spec.max_rd_atomic == 0 || spec.max_rd_atomic > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_rd_atomic ", spec.max_rd_atomic, " is not allowed; use 1..16"));
+  }
+  const bool zero_local =
+      std::all_of(spec.local_ip.begin(), spec.local_ip.end(),
+                  [](uint8_t b) { return b == 0; });
+  bool local_ok = false;
+  for (const roce::Gid& ip : roce_config_.addresses) {
+    if (zero_local && SameFamily(ip, spec.remote_ip)) {
+      spec.local_ip = ip;
+      local_ok = true;
+      break;
+    }
+    local_ok |= ip == spec.local_ip;
+  }
+  if (!local_ok || !SameFamily(spec.local_ip, spec.remote_ip)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no local address of the remote address's family (",
+        AddressText(spec.remote_ip),
+        "); the appliance's RoCE addresses are addresses.ipv4/ipv6"));
+  }
+  const bool zero_mac =
+      std::all_of(spec.remote_mac.begin(), spec.remote_mac.end(),
+                  [](uint8_t b) { return b == 0; });
+  if (zero_mac || (spec.remote_mac[0] & 1) != 0) {
+    return absl::InvalidArgumentError(
+        "the peer's MAC must be a unicast, non-zero address");
+  }
+  absl::MutexLock lock(&mu_);
+  uint32_t slot = 0;
+  while (slot < qp_specs_.size() && qp_specs_[slot].has_value()) ++slot;
+  if (slot == qp_specs_.size()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("all ", qp_specs_.size(),
+                     " queue pairs are in use; destroy one or raise "
+                     "roce.max_qps"));
+  }
+  auto command = std::make_unique<roce::RoceCommand>();
+  command->kind = roce::RoceCommand::Kind::kCreateQp;
+  command->qpn = roce::kFirstQpn + slot;
+  command->spec = spec;
+  if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) return s;
+  qp_specs_[slot] = spec;
+  return roce::kFirstQpn + slot;
+}
+
+absl::Status Dataplane::DestroyQp(uint32_t qpn) {
+  absl::MutexLock lock(&mu_);
+  const uint32_t slot = qpn - roce::kFirstQpn;
+  if (!roce_config_.enabled || qpn < roce::kFirstQpn ||
+      slot >= qp_specs_.size() || !qp_specs_[slot].has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("no queue pair ", qpn, "; ListQps shows those in use"));
+  }
+  auto command = std::make_unique<roce::RoceCommand>();
+  command->kind = roce::RoceCommand::Kind::kDestroyQp;
+  command->qpn = qpn;
+  if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) return s;
+  qp_specs_[slot].reset();
+  return absl::OkStatus();
+}
+
+std::vector<QpInfo> Dataplane::ListQps() const {
+  std::vector<QpInfo> out;
+  absl::MutexLock lock(&mu_);
+  for (uint32_t slot = 0; slot < qp_specs_.size(); ++slot) {
+    if (!qp_specs_[slot].has_value()) continue;
+    const roce::QpStatus& s = qp_status_[slot];
+    QpInfo& info = out.emplace_back();
+    info.qpn = roce::kFirstQpn + slot;
+    info.spec = *qp_specs_[slot];
+    info.state =
+        static_cast<roce::QpState>(s.state.load(std::memory_order_relaxed));
+    info.expected_psn = s.expected_psn.load(std::memory_order_relaxed);
+    info.msn = s.msn.load(std::memory_order_relaxed);
+    info.packets = s.packets.load(std::memory_order_relaxed);
+    info.naks = s.naks.load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
+void Dataplane::SnapshotRoce(RoceStats* stats) const {
+  stats->enabled = roce_config_.enabled;
+  if (!stats->enabled) return;
+  using C = roce::RoceCounters;
+  static constexpr std::pair<const char*, Counter C::*> kFields[] = {
+      {"rx_packets", &C::rx_packets},
+      {"rx_bytes", &C::rx_bytes},
+      {"tx_packets", &C::tx_packets},
+      {"tx_bytes", &C::tx_bytes},
+      {"writes", &C::writes},
+      {"write_bytes", &C::write_bytes},
+      {"reads", &C::reads},
+      {"read_bytes", &C::read_bytes},
+      {"atomics", &C::atomics},
+      {"write_immediates", &C::write_immediates},
+      {"qp_errors", &C::qp_errors},
+      {"acks_sent", &C::acks_sent},
+      {"naks_sent", &C::naks_sent},
+      {"duplicates", &C::duplicates},
+      {"handoffs", &C::handoffs},
+      {"neighbor_answers", &C::neighbor_answers},
+      {"udp_checksum_zero", &C::udp_checksum_zero},
+  };
+  auto sum = [&](auto get) {
+    uint64_t total = 0;
+    for (const auto& hpu : hpus_) {
+      if (hpu->roce() != nullptr) total += get(hpu->roce()->counters()).Get();
+    }
+    return total;
+  };
+  for (const auto& [name, field] : kFields) {
+    stats->counters.emplace_back(
+        name, sum([field](const C& c) -> const Counter& { return c.*field; }));
+  }
+  for (size_t e = 1; e < roce::kParseErrorCount; ++e) {
+    stats->counters.emplace_back(
+        absl::StrCat("drop_",
+                     roce::ParseErrorName(static_cast<roce::ParseError>(e))),
+        sum([e](const C& c) -> const Counter& { return c.parse_errors[e]; }));
+  }
+  for (size_t d = 0; d < roce::kRoceDropCount; ++d) {
+    stats->counters.emplace_back(
+        absl::StrCat("drop_",
+                     roce::RoceDropName(static_cast<roce::RoceDrop>(d))),
+        sum([d](const C& c) -> const Counter& { return c.drops[d]; }));
+  }
+}
+
+}  // namespace spinnic

@@ -1,0 +1,649 @@
+#include "dataplane/roce/roce_engine.h"
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "dataplane/hpu.h"
+#include "dataplane/memory_region.h"
+#include "dataplane/neighbor.h"
+#include "dataplane/region_table.h"
+
+namespace spinnic::roce {
+namespace {
+
+constexpr uint16_t kEthertypeArp = 0x0806;
+constexpr uint8_t kIpProtoIcmpv6 = 58;
+// Replies sent per QP per poll: a long READ is paced so that one QP cannot
+// hold the HPU (or the TX batch) for a whole message.
+constexpr uint32_t kReplyBudget = 32;
+
+bool IsMapped(const Gid& ip) {
+  static constexpr std::array<uint8_t, 12> kPrefix = {0, 0, 0, 0, 0,    0,
+                                                      0, 0, 0, 0, 0xff, 0xff};
+  return std::equal(kPrefix.begin(), kPrefix.end(), ip.begin());
+}
+
+Gid SolicitedNode(const Gid& ip) {
+  Gid group = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff};
+  std::copy(ip.begin() + 13, ip.end(), group.begin() + 13);
+  return group;
+}
+
+uint32_t MemoryAccess(ResponderAction action) {
+  switch (action) {
+    case ResponderAction::kWrite:
+      return kRemoteWrite;
+    case ResponderAction::kRead:
+    case ResponderAction::kReplayRead:
+      return kRemoteRead;
+    case ResponderAction::kCompareSwap:
+    case ResponderAction::kFetchAdd:
+      return kRemoteRead | kRemoteWrite;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+const char* RoceDropName(RoceDrop drop) {
+  switch (drop) {
+    case RoceDrop::kNotRoce:
+      return "not_roce";
+    case RoceDrop::kNeighbor:
+      return "bad_neighbor";
+    case RoceDrop::kUnknownQp:
+      return "unknown_qp";
+    case RoceDrop::kWrongPeer:
+      return "wrong_peer";
+    case RoceDrop::kNotRequest:
+      return "not_request";
+    case RoceDrop::kUnsupported:
+      return "unsupported";
+    case RoceDrop::kResponder:
+      return "responder";
+    case RoceDrop::kReplyQueueFull:
+      return "reply_queue_full";
+    case RoceDrop::kNoBuffer:
+      return "no_buffer";
+    case RoceDrop::kHandoffFull:
+      return "handoff_full";
+    case RoceDrop::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu)
+    : hpu_index_(hpu_index),
+      shared_(shared),
+      config_(*shared.config),
+      hpu_(hpu) {
+  for (const Gid& ip : config_.addresses) {
+    if (IsMapped(ip)) {
+      std::array<uint8_t, 4>& v4 = ipv4_.emplace_back();
+      std::copy(ip.begin() + 12, ip.end(), v4.begin());
+    } else {
+      ipv6_.push_back(ip);
+      solicited_.push_back(SolicitedNode(ip));
+    }
+  }
+  if (Owner()) {
+    qps_.resize(config_.max_qps);
+    touched_.reserve(config_.max_qps);
+    busy_.reserve(config_.max_qps);
+  }
+}
+
+RoceEngine::~RoceEngine() { Shutdown(); }
+
+bool RoceEngine::ForUs(const ParsedFrame& frame) const {
+  const PacketLayers& l = frame.layers;
+  if (l.is_ipv4 || l.is_ipv6) {
+    for (const Gid& ip : config_.addresses) {
+      if (frame.dst_addr == ip) return true;
+    }
+    if (l.is_ipv6 && l.ip_proto == kIpProtoIcmpv6) {
+      for (const Gid& group : solicited_) {
+        if (frame.dst_addr == group) return true;
+      }
+    }
+    return false;
+  }
+  return l.ethertype == kEthertypeArp && !ipv4_.empty();
+}
+
+void RoceEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
+                         uint16_t in_port) {
+  const PacketLayers& l = frame.layers;
+  if (l.ethertype == kEthertypeArp ||
+      (l.is_ipv6 && l.ip_proto == kIpProtoIcmpv6)) {
+    AnswerNeighbor(packet, frame, in_port);
+    return;
+  }
+  if (l.ip_proto != kIpProtoUdp || !frame.has_l4_ports ||
+      frame.dst_port != kRoceUdpPort) {
+    counters_.Drop(RoceDrop::kNotRoce);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  if (!Owner()) {
+    HandOff(packet, in_port);
+    return;
+  }
+  ReceiveRoce(packet, frame);
+}
+
+void RoceEngine::HandOff(rte_mbuf* packet, uint16_t in_port) {
+  packet->port = in_port;
+  if (shared_.inbound == nullptr ||
+      rte_ring_mp_enqueue(shared_.inbound[0], packet) != 0) {
+    counters_.Drop(RoceDrop::kHandoffFull);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  counters_.handoffs.Add();
+}
+
+void RoceEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
+                                uint16_t in_port) {
+  rte_mbuf* reply = rte_pktmbuf_alloc(shared_.pool);
+  uint8_t* out = reply == nullptr
+                     ? nullptr
+                     : reinterpret_cast<uint8_t*>(
+                           rte_pktmbuf_append(reply, kMaxNeighborReplyBytes));
+  if (out == nullptr) {
+    if (reply != nullptr) rte_pktmbuf_free(reply);
+    counters_.Drop(RoceDrop::kNoBuffer);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  LocalAddresses local;
+  local.mac = config_.mac;
+  local.ipv6 = ipv6_;
+  local.ipv4 = ipv4_;
+  NeighborResult result = HandleNeighborFrame(
+      {rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len}, frame,
+      local, {out, kMaxNeighborReplyBytes});
+  rte_pktmbuf_free(packet);
+  if (result.verdict != NeighborVerdict::kAnswer) {
+    // An ARP for someone else, a reply, other ICMPv6: nothing to answer.
+    if (result.verdict == NeighborVerdict::kMalformed) {
+      counters_.Drop(RoceDrop::kNeighbor);
+    }
+    rte_pktmbuf_free(reply);
+    return;
+  }
+  rte_pktmbuf_trim(reply, static_cast<uint16_t>(kMaxNeighborReplyBytes -
+                                                result.reply_length));
+  counters_.neighbor_answers.Add();
+  hpu_->Transmit(in_port, reply);
+}
+
+RoceEngine::Qp* RoceEngine::FindQp(uint32_t qpn) {
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  Qp& qp = qps_[qpn - kFirstQpn];
+  return qp.in_use ? &qp : nullptr;
+}
+
+const Responder* RoceEngine::responder(uint32_t qpn) const {
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  const Qp& qp = qps_[qpn - kFirstQpn];
+  return qp.in_use ? &qp.responder : nullptr;
+}
+
+void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
+  counters_.rx_packets.Add();
+  counters_.rx_bytes.Add(packet->pkt_len);
+  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  uint8_t* data = rte_pktmbuf_mtod(packet, uint8_t*);
+  Packet p;
+  const ParseError error =
+      ParseFrame(data, packet->data_len, frame.layers.l3_offset,
+                 frame.layers.l4_offset, &p);
+  if (error != ParseError::kNone) {
+    counters_.parse_errors[static_cast<size_t>(error)].Add();
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  if (p.udp_checksum == 0) counters_.udp_checksum_zero.Add();
+  Qp* qp = FindQp(p.bth.dest_qp);
+  if (qp == nullptr) {
+    counters_.Drop(RoceDrop::kUnknownQp);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  if (p.src_ip != qp->spec.remote_ip) {
+    counters_.Drop(RoceDrop::kWrongPeer);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  switch (p.info->kind) {
+    case OpKind::kSend:
+    case OpKind::kWrite:
+    case OpKind::kReadRequest:
+    case OpKind::kAtomic: {
+      const RegionTable* regions =
+          shared_.regions->load(std::memory_order_acquire);
+      Request(*qp, p, data, *regions);
+      break;
+    }
+    case OpKind::kReadResponse:
+    case OpKind::kAck:
+    case OpKind::kAtomicAck:
+      // Our requester side (results written back to clients) is not
+      // running requests on this QP yet.
+      counters_.Drop(RoceDrop::kNotRequest);
+      break;
+    default:
+      counters_.Drop(RoceDrop::kUnsupported);
+      break;
+  }
+  rte_pktmbuf_free(packet);
+}
+
+void RoceEngine::Request(Qp& qp, const Packet& p, uint8_t* frame,
+                         const RegionTable& regions) {
+  RcRequest request;
+  request.opcode = p.bth.opcode;
+  request.psn = p.bth.psn;
+  request.ack_req = p.bth.ack_req;
+  request.solicited = p.bth.solicited;
+  request.payload_length = p.payload_length;
+  request.pad = p.pad_count;
+  if (p.info->has(kHasReth)) {
+    request.has_reth = true;
+    request.reth_va = p.ext.reth.va;
+    request.reth_rkey = p.ext.reth.rkey;
+    request.reth_dma_length = p.ext.reth.dma_length;
+  }
+  if (p.info->has(kHasAtomicEth)) {
+    request.has_atomic_eth = true;
+    request.atomic_va = p.ext.atomic_eth.va;
+    request.atomic_rkey = p.ext.atomic_eth.rkey;
+    request.atomic_swap_add = p.ext.atomic_eth.swap_add;
+    request.atomic_compare = p.ext.atomic_eth.compare;
+  }
+  if (p.info->has(kHasImmDt)) {
+    request.has_immediate = true;
+    request.immediate = p.ext.imm_data;
+  }
+  if (p.info->has(kHasIeth)) {
+    request.has_invalidate = true;
+    request.invalidate_rkey = p.ext.ieth;
+  }
+  if (qp.reply_count == kReplyQueue) {
+    // Nothing is committed: the requester's retry finds room later.
+    counters_.Drop(RoceDrop::kReplyQueueFull);
+    return;
+  }
+  const bool was_error = qp.responder.state() == QpState::kError;
+  ResponderPlan plan = qp.responder.Check(request);
+  if (!was_error && qp.responder.state() == QpState::kError) {
+    RaiseQpError(qp);  // an invalid request: NAKed, then the error state
+  }
+  if (!qp.touched) {
+    qp.touched = true;
+    touched_.push_back(qp.qpn - kFirstQpn);
+  }
+  if (!plan.needs_commit) {
+    if (plan.verdict == ResponderVerdict::kDrop) {
+      counters_.Drop(RoceDrop::kResponder);
+    } else if (plan.verdict == ResponderVerdict::kDuplicate) {
+      counters_.duplicates.Add();
+    }
+    if (plan.reply.kind != ResponderReplyKind::kNone) Queue(qp, plan.reply);
+    Publish(qp);
+    return;
+  }
+  if (plan.verdict == ResponderVerdict::kDuplicate) counters_.duplicates.Add();
+  Execute(qp, plan, frame + p.payload_offset, regions);
+  Publish(qp);
+}
+
+bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
+                         const uint8_t* payload, const RegionTable& regions) {
+  const uint32_t access = MemoryAccess(plan.action);
+  const MemoryRegion* region = nullptr;
+  if (access != 0 && (plan.validate_range || plan.length != 0)) {
+    // Translate returns an empty span with a null pointer on any failure
+    // (unknown rkey, out of bounds, missing right): nothing is touched.
+    region = regions.FindByRkey(plan.rkey);
+    bool ok = region != nullptr;
+    if (ok && plan.validate_range) {
+      ok = region->Translate(plan.range_va, plan.range_length, access).data() !=
+           nullptr;
+    }
+    if (ok && plan.length != 0) {
+      ok = region->Translate(plan.va, plan.length, access).data() != nullptr;
+    }
+    if (!ok) {
+      Queue(qp, qp.responder.Fail(plan, NakCode::kRemoteAccessError));
+      RaiseQpError(qp);
+      return false;
+    }
+  }
+  switch (plan.action) {
+    case ResponderAction::kSend:
+      // No consumer of SEND messages yet: the requester waits and retries
+      // (RNR), as with a QP whose receive queue is empty.
+      Queue(qp, qp.responder.Rnr(plan));
+      return false;
+    case ResponderAction::kWrite: {
+      if (plan.length != 0) {
+        std::span<uint8_t> target =
+            region->Translate(plan.va, plan.length, kRemoteWrite);
+        std::memcpy(target.data(), payload, plan.length);
+      }
+      counters_.writes.Add();
+      counters_.write_bytes.Add(plan.length);
+      const ResponderReply reply = qp.responder.Accept(plan);
+      if (plan.ends_message && plan.has_immediate) {
+        // The immediate is the consumer's: the control plane sees it as an
+        // event (the NAAICE offload takes it as a function code).
+        counters_.write_immediates.Add();
+        uint32_t data[3] = {qp.qpn, plan.immediate, qp.responder.msn()};
+        hpu_->RaiseTransportEvent(
+            kEventRoceWriteImm,
+            {reinterpret_cast<const uint8_t*>(data), sizeof data});
+      }
+      Queue(qp, reply);
+      return true;
+    }
+    case ResponderAction::kRead:
+    case ResponderAction::kReplayRead: {
+      const ResponderReply reply = qp.responder.Accept(plan);
+      const uint8_t* data = nullptr;
+      if (region != nullptr && plan.length != 0) {
+        if (!region->Pin()) {
+          // Being deregistered right now: as if it were gone.
+          Queue(qp, ResponderReply{});
+          return false;
+        }
+        data = region->Translate(plan.va, plan.length, kRemoteRead).data();
+      } else {
+        region = nullptr;
+      }
+      counters_.reads.Add();
+      Queue(qp, reply, region, data);
+      return true;
+    }
+    case ResponderAction::kCompareSwap:
+    case ResponderAction::kFetchAdd: {
+      std::span<uint8_t> target =
+          region->Translate(plan.va, 8, kRemoteRead | kRemoteWrite);
+      // The responder owns its memory's byte order: the 64-bit value is in
+      // host order, as on every RoCE NIC (IBA 9.4.5 leaves it to the CA).
+      uint64_t* word = reinterpret_cast<uint64_t*>(target.data());
+      uint64_t original = __atomic_load_n(word, __ATOMIC_RELAXED);
+      if (plan.action == ResponderAction::kFetchAdd) {
+        __atomic_store_n(word, original + plan.swap_add, __ATOMIC_RELAXED);
+      } else if (original == plan.compare) {
+        __atomic_store_n(word, plan.swap_add, __ATOMIC_RELAXED);
+      }
+      counters_.atomics.Add();
+      Queue(qp, qp.responder.Accept(plan, original));
+      return true;
+    }
+    default:
+      break;
+  }
+  const ResponderReply reply = qp.responder.Accept(plan);
+  if (reply.kind != ResponderReplyKind::kNone) Queue(qp, reply);
+  return true;
+}
+
+void RoceEngine::RaiseQpError(const Qp& qp) {
+  counters_.qp_errors.Add();
+  const uint32_t qpn = qp.qpn;
+  hpu_->RaiseTransportEvent(kEventRoceQpError,
+                            {reinterpret_cast<const uint8_t*>(&qpn), 4});
+}
+
+void RoceEngine::Queue(Qp& qp, const ResponderReply& reply,
+                       const MemoryRegion* region, const uint8_t* data) {
+  if (reply.kind == ResponderReplyKind::kNone) return;
+  // A later ACK supersedes a queued one (ACKs are cumulative).
+  if (reply.kind == ResponderReplyKind::kAck && qp.reply_count != 0) {
+    ReplyJob& last =
+        qp.replies[(qp.reply_head + qp.reply_count - 1) % kReplyQueue];
+    if (last.reply.kind == ResponderReplyKind::kAck) {
+      last.reply = reply;
+      return;
+    }
+  }
+  if (qp.reply_count == kReplyQueue) {
+    // Checked before Check: only a READ's ACK can reach here; the
+    // requester's timeout recovers it.
+    if (region != nullptr) region->Unpin();
+    counters_.Drop(RoceDrop::kReplyQueueFull);
+    return;
+  }
+  ReplyJob& job = qp.replies[(qp.reply_head + qp.reply_count) % kReplyQueue];
+  job.reply = reply;
+  job.sent = 0;
+  job.region = region;
+  job.data = data;
+  if (qp.reply_count++ == 0) busy_.push_back(qp.qpn - kFirstQpn);
+}
+
+void RoceEngine::Poll() {
+  if (!Owner()) return;
+  ApplyCommands();
+  // Coalesced ACKs: what arrived in this poll is acknowledged once, after
+  // the burst (the responder also ACKs every ack_every packets itself).
+  for (uint32_t slot : touched_) {
+    Qp& qp = qps_[slot];
+    qp.touched = false;
+    if (qp.in_use && qp.responder.unacknowledged() != 0 &&
+        qp.reply_count < kReplyQueue) {
+      Queue(qp, qp.responder.FlushAck());
+    }
+  }
+  touched_.clear();
+  size_t keep = 0;
+  for (size_t i = 0; i < busy_.size(); ++i) {
+    Qp& qp = qps_[busy_[i]];
+    if (qp.in_use) SendReplies(qp, kReplyBudget);
+    if (qp.in_use && qp.reply_count != 0) busy_[keep++] = busy_[i];
+  }
+  busy_.resize(keep);
+}
+
+void RoceEngine::SendReplies(Qp& qp, uint32_t budget) {
+  while (qp.reply_count != 0 && budget != 0) {
+    ReplyJob& job = qp.replies[qp.reply_head];
+    if (job.reply.kind == ResponderReplyKind::kReadResponse) {
+      while (job.sent < job.reply.packets && budget != 0) {
+        if (!SendReadResponse(qp, job)) return;  // no mbuf: next poll
+        ++job.sent;
+        --budget;
+      }
+      if (job.sent < job.reply.packets) return;
+      if (job.region != nullptr) job.region->Unpin();
+    } else {
+      if (!SendAck(qp, job.reply)) return;
+      --budget;
+    }
+    job = ReplyJob();
+    qp.reply_head = (qp.reply_head + 1) % kReplyQueue;
+    --qp.reply_count;
+  }
+}
+
+rte_mbuf* RoceEngine::NewFrame(Qp& qp, const Bth& bth, const ExtHeaders& ext,
+                               uint32_t payload_length, uint8_t** payload) {
+  const FrameParams& params = qp.params;
+  const uint32_t length =
+      FrameBytes(params.ip_version, bth.opcode, payload_length);
+  rte_mbuf* m = rte_pktmbuf_alloc(shared_.pool);
+  if (m == nullptr) return nullptr;
+  uint8_t* frame = reinterpret_cast<uint8_t*>(
+      length == 0 ? nullptr : rte_pktmbuf_append(m, length));
+  const uint32_t header_bytes =
+      frame == nullptr
+          ? 0
+          : WriteHeaders(params, bth, ext, payload_length, frame, length);
+  if (header_bytes == 0) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  *payload = frame + header_bytes;
+  return m;
+}
+
+void RoceEngine::FinishAndSend(Qp& qp, rte_mbuf* m) {
+  FinishFrame(qp.params, rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
+  counters_.tx_packets.Add();
+  counters_.tx_bytes.Add(m->pkt_len);
+  hpu_->Transmit(config_.port, m);
+}
+
+bool RoceEngine::SendAck(Qp& qp, const ResponderReply& reply) {
+  Bth bth;
+  bth.opcode = static_cast<uint8_t>(reply.kind == ResponderReplyKind::kAtomicAck
+                                        ? Opcode::kRcAtomicAck
+                                        : Opcode::kRcAck);
+  bth.dest_qp = qp.spec.remote_qpn;
+  bth.psn = reply.psn;
+  ExtHeaders ext;
+  ext.aeth.syndrome = reply.syndrome;
+  ext.aeth.msn = reply.msn;
+  ext.atomic_ack_eth.original = reply.original_value;
+  uint8_t* payload = nullptr;
+  rte_mbuf* m = NewFrame(qp, bth, ext, 0, &payload);
+  if (m == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    return false;
+  }
+  if (reply.kind == ResponderReplyKind::kAck) {
+    counters_.acks_sent.Add();
+  } else if (reply.kind != ResponderReplyKind::kAtomicAck) {
+    counters_.naks_sent.Add();
+    shared_.qp_status[qp.qpn - kFirstQpn].naks.fetch_add(
+        1, std::memory_order_relaxed);
+  }
+  FinishAndSend(qp, m);
+  return true;
+}
+
+bool RoceEngine::SendReadResponse(Qp& qp, ReplyJob& job) {
+  const ResponderReply& r = job.reply;
+  const uint32_t pmtu = qp.spec.pmtu;
+  const uint32_t offset = job.sent * pmtu;
+  const uint32_t length = std::min(pmtu, r.length - offset);
+  Bth bth;
+  if (r.packets == 1) {
+    bth.opcode = static_cast<uint8_t>(Opcode::kRcReadResponseOnly);
+  } else if (job.sent == 0) {
+    bth.opcode = static_cast<uint8_t>(Opcode::kRcReadResponseFirst);
+  } else if (job.sent + 1 == r.packets) {
+    bth.opcode = static_cast<uint8_t>(Opcode::kRcReadResponseLast);
+  } else {
+    bth.opcode = static_cast<uint8_t>(Opcode::kRcReadResponseMiddle);
+  }
+  bth.dest_qp = qp.spec.remote_qpn;
+  bth.psn = PsnAdd(r.psn, job.sent);
+  ExtHeaders ext;
+  ext.aeth.syndrome = r.syndrome;
+  ext.aeth.msn = r.msn;
+  uint8_t* payload = nullptr;
+  rte_mbuf* m = NewFrame(qp, bth, ext, length, &payload);
+  if (m == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    return false;
+  }
+  if (length != 0) std::memcpy(payload, job.data + offset, length);
+  counters_.read_bytes.Add(length);
+  FinishAndSend(qp, m);
+  return true;
+}
+
+void RoceEngine::ApplyCommands() {
+  void* entries[16];
+  const unsigned n = rte_ring_sc_dequeue_burst(shared_.commands, entries,
+                                               std::size(entries), nullptr);
+  for (unsigned i = 0; i < n; ++i) {
+    RoceCommand* command = static_cast<RoceCommand*>(entries[i]);
+    const uint32_t slot = command->qpn - kFirstQpn;
+    if (command->qpn >= kFirstQpn && slot < qps_.size()) {
+      if (command->kind == RoceCommand::Kind::kCreateQp) {
+        CreateQp(command->qpn, command->spec);
+      } else if (qps_[slot].in_use) {
+        DestroyQp(qps_[slot]);
+      }
+    }
+    command->done.store(true, std::memory_order_release);
+  }
+}
+
+void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec) {
+  Qp& qp = qps_[qpn - kFirstQpn];
+  if (qp.in_use) DestroyQp(qp);
+  qp.in_use = true;
+  qp.qpn = qpn;
+  qp.spec = spec;
+  FrameParams& params = qp.params;
+  params = FrameParams();
+  params.dst_mac = spec.remote_mac;
+  params.src_mac = config_.mac;
+  params.ip_version = IsMapped(spec.remote_ip) ? 4 : 6;
+  params.src_ip = spec.local_ip;
+  params.dst_ip = spec.remote_ip;
+  params.udp_src_port = UdpSourcePort(qpn, spec.remote_qpn);
+  params.ipv6_udp_checksum = config_.ipv6_udp_checksum;
+  ResponderConfig rc;
+  rc.pmtu = spec.pmtu;
+  rc.initial_epsn = spec.expected_psn;
+  rc.max_dest_rd_atomic =
+      std::clamp<uint32_t>(spec.max_rd_atomic, 1, kMaxDestRdAtomic);
+  rc.min_rnr_timer = config_.min_rnr_timer;
+  rc.ack_every = config_.ack_every;
+  rc.qp_access = spec.access;
+  qp.responder.Reset(rc);
+  qp.responder.SetState(QpState::kRts);
+  qp.reply_head = 0;
+  qp.reply_count = 0;
+  qp.touched = false;
+  Publish(qp);
+}
+
+void RoceEngine::DestroyQp(Qp& qp) {
+  while (qp.reply_count != 0) {
+    ReplyJob& job = qp.replies[qp.reply_head];
+    if (job.region != nullptr) job.region->Unpin();
+    job = ReplyJob();
+    qp.reply_head = (qp.reply_head + 1) % kReplyQueue;
+    --qp.reply_count;
+  }
+  qp.in_use = false;
+  qp.responder.SetState(QpState::kReset);
+  Publish(qp);
+}
+
+void RoceEngine::Publish(const Qp& qp) {
+  QpStatus& s = shared_.qp_status[qp.qpn - kFirstQpn];
+  s.state.store(static_cast<uint8_t>(qp.responder.state()),
+                std::memory_order_relaxed);
+  s.expected_psn.store(qp.responder.expected_psn(), std::memory_order_relaxed);
+  s.msn.store(qp.responder.msn(), std::memory_order_relaxed);
+  const ResponderCounters& c = qp.responder.counters();
+  s.packets.store(c.accepted, std::memory_order_relaxed);
+}
+
+void RoceEngine::Shutdown() {
+  for (Qp& qp : qps_) {
+    if (qp.in_use) DestroyQp(qp);
+  }
+  busy_.clear();
+  touched_.clear();
+}
+
+}  // namespace spinnic::roce

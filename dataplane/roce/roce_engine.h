@@ -1,0 +1,234 @@
+// The RoCEv2 transport on the HPU lcores (docs/roce.md): ARP and neighbour
+// solicitations for the appliance's RoCE addresses, the frame checks of
+// wire.h (ICRC always), the reliable-connection queue pairs' responder
+// (responder.h) with every remote access checked against the registered
+// regions, and the replies: ACK/NAK, READ responses, atomic ACKs.
+//
+// All queue-pair state lives on HPU 0 (the "RoCE HPU"): other HPUs hand
+// the frames they receive for our addresses to it through its inbound ring,
+// so that one lcore owns every QP without locks. The control plane creates
+// and destroys QPs through a command ring; the HPU applies the commands in
+// its poll loop. No allocation after construction on the packet path; the
+// reply mbufs come from the dataplane's pool.
+#ifndef SPINNIC_DATAPLANE_ROCE_ROCE_ENGINE_H_
+#define SPINNIC_DATAPLANE_ROCE_ROCE_ENGINE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dataplane/classifier.h"
+#include "dataplane/counter.h"
+#include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/responder.h"
+#include "dataplane/roce/roce_config.h"
+#include "dataplane/roce/wire.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_ring;
+
+namespace spinnic {
+class Hpu;
+class MemoryRegion;
+class RegionTable;
+}  // namespace spinnic
+
+namespace spinnic::roce {
+
+// Why a frame to our RoCE addresses was dropped besides the parse errors
+// of wire.h (counted apart, by ParseError). Names in RoceDropName().
+enum class RoceDrop : uint8_t {
+  kNotRoce = 0,     // to our address but neither RoCE, ARP nor NS
+  kNeighbor,        // a malformed ARP / neighbour solicitation
+  kUnknownQp,       // destination QP not in use
+  kWrongPeer,       // source address is not the QP's peer
+  kNotRequest,      // a response or ACK on a QP with nothing outstanding
+  kUnsupported,     // an opcode the appliance does not serve (UD to a QP)
+  kResponder,       // the responder dropped it (its reasons per QP)
+  kReplyQueueFull,  // the QP's replies are backed up (requester retries)
+  kNoBuffer,        // mbuf pool exhausted while answering
+  kHandoffFull,     // HPU 0's inbound ring was full
+  kCount,
+};
+const char* RoceDropName(RoceDrop drop);
+inline constexpr size_t kRoceDropCount = static_cast<size_t>(RoceDrop::kCount);
+inline constexpr size_t kParseErrorCount =
+    static_cast<size_t>(ParseError::kCount);
+
+struct alignas(64) RoceCounters {
+  Counter rx_packets;
+  Counter rx_bytes;
+  Counter tx_packets;
+  Counter tx_bytes;
+  Counter writes;  // RDMA WRITE packets whose payload was stored
+  Counter write_bytes;
+  Counter reads;             // READ requests served (responses queued)
+  Counter read_bytes;        // READ response payload bytes sent
+  Counter atomics;           // atomics executed
+  Counter write_immediates;  // WRITE with immediate messages completed
+  Counter qp_errors;         // QPs moved to the error state
+  Counter acks_sent;         // ACKs (coalesced) and re-ACKs
+  Counter naks_sent;         // NAKs of every code, RNR NAKs included
+  Counter duplicates;        // duplicate requests answered
+  Counter handoffs;          // frames passed to HPU 0
+  Counter neighbor_answers;
+  Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
+  std::array<Counter, kParseErrorCount> parse_errors;
+  std::array<Counter, kRoceDropCount> drops;
+
+  void Drop(RoceDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
+};
+
+using Gid = std::array<uint8_t, 16>;  // IPv6, or IPv4-mapped
+using Mac = std::array<uint8_t, 6>;
+
+// What a queue pair is created with (by the CM or over gRPC).
+struct QpSpec {
+  uint32_t remote_qpn = 0;
+  Gid remote_ip{};
+  Gid local_ip{};  // one of our addresses, same family as remote_ip
+  Mac remote_mac{};
+  uint32_t pmtu = 1024;
+  // The PSN we expect first from the peer (its starting PSN) and our own
+  // starting PSN (for our requests and READ responses' numbering is the
+  // peer's).
+  uint32_t expected_psn = 0;
+  uint32_t send_psn = 0;
+  uint8_t max_rd_atomic = 16;  // responder resources
+  uint32_t access =
+      kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+};
+
+// A control-plane request to the RoCE HPU. The submitter owns it and keeps
+// it alive until `done`; the HPU sets `done` (release) after applying it.
+struct RoceCommand {
+  enum class Kind : uint8_t { kCreateQp, kDestroyQp };
+  Kind kind = Kind::kCreateQp;
+  uint32_t qpn = 0;
+  QpSpec spec;
+  std::atomic<bool> done{false};
+};
+
+// What the control side reads about a QP (written by HPU 0, relaxed).
+struct alignas(64) QpStatus {
+  std::atomic<uint8_t> state{static_cast<uint8_t>(QpState::kReset)};
+  std::atomic<uint32_t> expected_psn{0};
+  std::atomic<uint32_t> msn{0};
+  std::atomic<uint64_t> packets{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> naks{0};
+};
+
+// Events the transport raises (Event.data says more; docs/roce.md).
+enum RoceEvent : uint32_t {
+  // An RDMA WRITE with immediate completed: data = qpn, immediate (as on
+  // the wire), MSN (u32 each, little-endian).
+  kEventRoceWriteImm = 0xffff0201,
+  // A QP entered the error state: data = qpn.
+  kEventRoceQpError = 0xffff0202,
+};
+
+// QP numbers: slot s is QP kFirstQpn + s (QP 0 and 1 are the SMI/GSI).
+inline constexpr uint32_t kFirstQpn = 0x100;
+
+// Shared with the dataplane (pointers owned by it).
+struct RoceShared {
+  const RoceConfig* config = nullptr;
+  std::atomic<const RegionTable*>* regions = nullptr;
+  rte_mempool* pool = nullptr;
+  rte_ring* commands = nullptr;  // RoceCommand*, MP/SC to HPU 0
+  rte_ring* const* inbound = nullptr;
+  uint32_t hpu_count = 1;
+  QpStatus* qp_status = nullptr;  // config->max_qps entries
+};
+
+class RoceEngine {
+ public:
+  RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu);
+  ~RoceEngine();
+  RoceEngine(const RoceEngine&) = delete;
+  RoceEngine& operator=(const RoceEngine&) = delete;
+
+  // Whether the classified frame is ours: IPv4/IPv6 to one of our
+  // addresses, an ARP frame, or ICMPv6 to the solicited-node group of one.
+  bool ForUs(const ParsedFrame& frame) const;
+  // Takes a frame ForUs() accepted; always consumes the mbuf.
+  void Receive(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port);
+  // Commands, queued replies (READ responses), coalesced ACKs. Once per
+  // HPU loop iteration.
+  void Poll();
+  // Releases pinned regions and queued work (shutdown).
+  void Shutdown();
+
+  const RoceCounters& counters() const { return counters_; }
+  const Responder* responder(uint32_t qpn) const;
+
+ private:
+  struct ReplyJob {
+    ResponderReply reply;
+    uint32_t sent = 0;                     // READ response packets sent so far
+    const MemoryRegion* region = nullptr;  // pinned while a READ is served
+    const uint8_t* data = nullptr;         // the READ's first byte
+  };
+  static constexpr uint32_t kReplyQueue = 32;  // > max_rd_atomic + ACKs
+
+  struct Qp {
+    bool in_use = false;
+    uint32_t qpn = 0;
+    QpSpec spec;
+    FrameParams params;  // addresses, UDP source port, checksum policy
+    Responder responder{ResponderConfig{}};
+    std::array<ReplyJob, kReplyQueue> replies;
+    uint32_t reply_head = 0;  // next to send
+    uint32_t reply_count = 0;
+    bool touched = false;  // received in this poll: flush its ACK
+  };
+
+  bool Owner() const { return hpu_index_ == 0; }
+  void HandOff(rte_mbuf* packet, uint16_t in_port);
+  void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
+                      uint16_t in_port);
+  void ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame);
+  void Request(Qp& qp, const Packet& p, uint8_t* frame,
+               const RegionTable& regions);
+  // Runs a committed plan's memory access; returns false (and the NAK is
+  // queued) when the access check failed.
+  bool Execute(Qp& qp, const ResponderPlan& plan, const uint8_t* payload,
+               const RegionTable& regions);
+  void RaiseQpError(const Qp& qp);
+  void Queue(Qp& qp, const ResponderReply& reply,
+             const MemoryRegion* region = nullptr,
+             const uint8_t* data = nullptr);
+  void SendReplies(Qp& qp, uint32_t budget);
+  bool SendAck(Qp& qp, const ResponderReply& reply);
+  bool SendReadResponse(Qp& qp, ReplyJob& job);
+  // A reply frame with headers written and `payload` pointing at its
+  // payload; the caller fills the payload, then FinishAndSend.
+  rte_mbuf* NewFrame(Qp& qp, const Bth& bth, const ExtHeaders& ext,
+                     uint32_t payload_length, uint8_t** payload);
+  void FinishAndSend(Qp& qp, rte_mbuf* m);
+  void ApplyCommands();
+  void CreateQp(uint32_t qpn, const QpSpec& spec);
+  void DestroyQp(Qp& qp);
+  void Publish(const Qp& qp);
+  Qp* FindQp(uint32_t qpn);
+
+  const uint32_t hpu_index_;
+  const RoceShared shared_;
+  const RoceConfig& config_;
+  Hpu* const hpu_;
+  std::vector<Gid> ipv6_;  // our IPv6 addresses
+  std::vector<std::array<uint8_t, 4>> ipv4_;
+  std::vector<Gid> solicited_;     // their solicited-node groups
+  std::vector<Qp> qps_;            // HPU 0 only; slot = qpn - kFirstQpn
+  std::vector<uint32_t> touched_;  // slots received on in this poll
+  std::vector<uint32_t> busy_;     // slots with queued replies
+  RoceCounters counters_;
+};
+
+}  // namespace spinnic::roce
+
+#endif  // SPINNIC_DATAPLANE_ROCE_ROCE_ENGINE_H_

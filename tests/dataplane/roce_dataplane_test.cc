@@ -1,0 +1,555 @@
+// The RoCEv2 transport in the real dataplane: a scripted RDMA requester
+// builds frames with the transport's own wire code (golden-tested against
+// real soft-RoCE captures in tests/unit/roce) and sends them into a
+// Dataplane's wire ring; HPU 0 is driven by hand (Hpu::PollOnce), so every
+// frame in and out is exact.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dataplane/classifier.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/wire.h"
+#include "tests/common/ring_dataplane.h"
+
+namespace spinnic {
+namespace {
+
+using roce::Bth;
+using roce::ExtHeaders;
+using roce::Opcode;
+using testing_rings::RingDataplane;
+using testing_rings::RingDataplaneOptions;
+using Bytes = std::vector<uint8_t>;
+
+constexpr roce::Mac kDutMac = {0x02, 0, 0, 0, 0, 0x0a};
+constexpr roce::Mac kClientMac = {0x02, 0, 0, 0, 0, 0x0c};
+const roce::Gid kDutIp = roce::Ipv4Mapped(0xc000020b);     // 192.0.2.11
+const roce::Gid kClientIp = roce::Ipv4Mapped(0xc000020c);  // 192.0.2.12
+constexpr uint32_t kClientQpn = 0x11;
+constexpr uint32_t kClientPsn = 0x123456;
+constexpr uint32_t kPmtu = 1024;
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    ASSERT_TRUE(
+        InitEal({"roce_dataplane_test", "--no-huge", "-m", "512", "--no-pci",
+                 "--no-shconf", "--lcores", "0@0,1@1", "--log-level", "4"})
+            .ok());
+  }
+};
+
+Bytes Pattern(size_t length, uint32_t seed) {
+  Bytes bytes(length);
+  for (size_t i = 0; i < length; ++i) {
+    bytes[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+  }
+  return bytes;
+}
+
+// A frame the appliance sent, parsed with the wire code (ICRC verified).
+struct Out {
+  Bytes frame;
+  roce::Packet packet;
+  bool roce = false;
+  Bytes payload() const {
+    return Bytes(frame.begin() + packet.payload_offset,
+                 frame.begin() + packet.payload_offset + packet.payload_length);
+  }
+};
+
+class RoceDataplaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int instance = 0;
+    RingDataplaneOptions options;
+    options.mbufs = 8191;
+    options.roce.enabled = true;
+    options.roce.mac = kDutMac;
+    options.roce.addresses = {kDutIp};
+    options.roce.ack_every = 16;
+    absl::StatusOr<std::unique_ptr<RingDataplane>> rings =
+        RingDataplane::Create("rd" + std::to_string(instance++), options);
+    ASSERT_TRUE(rings.ok()) << rings.status();
+    rings_ = *std::move(rings);
+    if (pool_ == nullptr) {
+      pool_ = rte_pktmbuf_pool_create("client_pool", 4095, 0, 0,
+                                      RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+      ASSERT_NE(pool_, nullptr);
+    }
+    roce::QpSpec spec;
+    spec.remote_qpn = kClientQpn;
+    spec.remote_ip = kClientIp;
+    spec.remote_mac = kClientMac;
+    spec.pmtu = kPmtu;
+    spec.expected_psn = kClientPsn;
+    spec.send_psn = 0x777;
+    absl::StatusOr<uint32_t> qpn = dataplane().CreateQp(spec);
+    ASSERT_TRUE(qpn.ok()) << qpn.status();
+    qpn_ = *qpn;
+    Poll();
+  }
+
+  void TearDown() override { rings_.reset(); }
+
+  Dataplane& dataplane() { return rings_->dataplane(); }
+  void Poll(int times = 3) {
+    for (int i = 0; i < times; ++i) dataplane().hpu(0).PollOnce();
+  }
+
+  RegionInfo Region(uint64_t length, uint32_t access) {
+    RegionConfig config;
+    config.length = length;
+    config.access = access;
+    absl::StatusOr<RegionInfo> region = dataplane().RegisterRegion(config);
+    EXPECT_TRUE(region.ok()) << region.status();
+    return region.ok() ? *region : RegionInfo();
+  }
+
+  void SendFrame(const Bytes& frame) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    ASSERT_NE(m, nullptr);
+    char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
+    ASSERT_NE(data, nullptr);
+    std::memcpy(data, frame.data(), frame.size());
+    ASSERT_EQ(rte_ring_enqueue(rings_->rx(0), m), 0);
+  }
+
+  // A request from the client's QP to ours.
+  Bytes Build(Opcode opcode, uint32_t psn, const ExtHeaders& ext,
+              const Bytes& payload, bool ack_req = false,
+              uint32_t dest_qp = 0) {
+    roce::FrameParams params;
+    params.src_mac = kClientMac;
+    params.dst_mac = kDutMac;
+    params.ip_version = 4;
+    params.src_ip = kClientIp;
+    params.dst_ip = kDutIp;
+    params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
+    Bth bth;
+    bth.opcode = static_cast<uint8_t>(opcode);
+    bth.dest_qp = dest_qp != 0 ? dest_qp : qpn_;
+    bth.psn = psn;
+    bth.ack_req = ack_req;
+    const uint32_t size =
+        roce::FrameBytes(4, bth.opcode, static_cast<uint32_t>(payload.size()));
+    Bytes frame(size);
+    const uint32_t headers = roce::WriteHeaders(
+        params, bth, ext, static_cast<uint32_t>(payload.size()), frame.data(),
+        size);
+    EXPECT_NE(headers, 0u);
+    std::copy(payload.begin(), payload.end(), frame.begin() + headers);
+    EXPECT_EQ(roce::FinishFrame(params, frame.data(), size), size);
+    return frame;
+  }
+
+  ExtHeaders Reth(uint64_t va, uint32_t rkey, uint32_t length) {
+    ExtHeaders ext;
+    ext.reth = {va, rkey, length};
+    return ext;
+  }
+
+  std::vector<Out> Collect(int side = 0) {
+    std::vector<Out> out;
+    void* m;
+    while (rte_ring_dequeue(rings_->tx(side), &m) == 0) {
+      rte_mbuf* mbuf = static_cast<rte_mbuf*>(m);
+      Out& o = out.emplace_back();
+      o.frame.assign(rte_pktmbuf_mtod(mbuf, uint8_t*),
+                     rte_pktmbuf_mtod(mbuf, uint8_t*) + mbuf->data_len);
+      rte_pktmbuf_free(mbuf);
+      ParsedFrame parsed;
+      ParseFrame(o.frame.data(), static_cast<uint32_t>(o.frame.size()),
+                 &parsed);
+      // Frames out of the wire port are the appliance's own: RoCE ones
+      // must parse (ICRC included).
+      if (side == 0 && parsed.has_l4_ports &&
+          parsed.dst_port == roce::kRoceUdpPort) {
+        Bytes copy = o.frame;
+        const roce::ParseError error = roce::ParseFrame(
+            copy.data(), static_cast<uint32_t>(copy.size()),
+            parsed.layers.l3_offset, parsed.layers.l4_offset, &o.packet);
+        EXPECT_EQ(error, roce::ParseError::kNone)
+            << roce::ParseErrorName(error);
+        o.roce = error == roce::ParseError::kNone;
+      }
+    }
+    return out;
+  }
+
+  uint64_t Counter(const std::string& name) {
+    for (const auto& [counter, value] :
+         dataplane().Snapshot(Dataplane::StateCopy::kOmit).roce.counters) {
+      if (counter == name) return value;
+    }
+    ADD_FAILURE() << "no RoCE counter " << name;
+    return 0;
+  }
+
+  // The reply is an RC ACKNOWLEDGE to the client's QP with this AETH.
+  void ExpectAck(const Out& o, uint32_t psn, uint8_t syndrome, uint32_t msn) {
+    ASSERT_TRUE(o.roce);
+    EXPECT_EQ(o.packet.bth.opcode, static_cast<uint8_t>(Opcode::kRcAck));
+    EXPECT_EQ(o.packet.bth.dest_qp, kClientQpn);
+    EXPECT_EQ(o.packet.bth.psn, psn);
+    EXPECT_EQ(o.packet.ext.aeth.syndrome, syndrome);
+    EXPECT_EQ(o.packet.ext.aeth.msn, msn);
+    EXPECT_EQ(o.packet.src_ip, kDutIp);
+    EXPECT_EQ(o.packet.dst_ip, kClientIp);
+    EXPECT_EQ(o.packet.src_port, roce::UdpSourcePort(qpn_, kClientQpn));
+    EXPECT_TRUE(
+        std::equal(kClientMac.begin(), kClientMac.end(), o.frame.begin()));
+  }
+
+  static rte_mempool* pool_;
+  std::unique_ptr<RingDataplane> rings_;
+  uint32_t qpn_ = 0;
+};
+
+rte_mempool* RoceDataplaneTest::pool_ = nullptr;
+
+TEST_F(RoceDataplaneTest, AnswersArpForItsAddress) {
+  // who-has 192.0.2.11 tell 192.0.2.12
+  Bytes arp = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0,  0,
+               0x0c, 0x08, 0x06, 0,    1,    0x08, 0,    6, 4, 0,  1,
+               0x02, 0,    0,    0,    0,    0x0c, 192,  0, 2, 12, 0,
+               0,    0,    0,    0,    0,    192,  0,    2, 11};
+  SendFrame(arp);
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  const Bytes& r = out[0].frame;
+  ASSERT_GE(r.size(), 42u);
+  EXPECT_EQ(Bytes(r.begin(), r.begin() + 6),
+            Bytes(kClientMac.begin(), kClientMac.end()));
+  EXPECT_EQ(r[21], 2);  // ARP reply
+  EXPECT_EQ(Bytes(r.begin() + 22, r.begin() + 28),
+            Bytes(kDutMac.begin(), kDutMac.end()));
+  EXPECT_EQ(Bytes(r.begin() + 28, r.begin() + 32), Bytes({192, 0, 2, 11}));
+  EXPECT_EQ(Counter("neighbor_answers"), 1u);
+  // An ARP for another address is not answered (and not forwarded).
+  arp[41] = 99;
+  SendFrame(arp);
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_TRUE(Collect(1).empty());
+}
+
+TEST_F(RoceDataplaneTest, WriteOnlyLandsAndIsAcknowledged) {
+  RegionInfo region = Region(4096, kRemoteWrite | kRemoteRead);
+  const Bytes data = Pattern(700, 1);
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(region.base_address + 100, region.rkey, 700), data,
+                  /*ack_req=*/true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn, roce::AethAck(), 1);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 100, 700, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+  EXPECT_EQ(Counter("writes"), 1u);
+  EXPECT_EQ(Counter("write_bytes"), 700u);
+  // Bytes around the write are untouched.
+  absl::StatusOr<std::string> before =
+      dataplane().ReadRegion(region.id, 0, 100, 1 << 20);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(*before, std::string(100, '\0'));
+}
+
+TEST_F(RoceDataplaneTest, MultiPacketWriteCoalescesOneAck) {
+  RegionInfo region = Region(8192, kRemoteWrite);
+  const Bytes data = Pattern(2 * kPmtu + 300, 2);
+  const uint64_t va = region.base_address + 8;
+  SendFrame(Build(Opcode::kRcWriteFirst, kClientPsn,
+                  Reth(va, region.rkey, static_cast<uint32_t>(data.size())),
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteMiddle, kClientPsn + 1, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteLast, kClientPsn + 2, {},
+                  Bytes(data.begin() + 2 * kPmtu, data.end())));
+  Poll();
+  std::vector<Out> out = Collect();
+  // No ACK request: one coalesced ACK after the burst.
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn + 2, roce::AethAck(), 1);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 8, data.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+}
+
+TEST_F(RoceDataplaneTest, ReadIsAnsweredInPmtuSegments) {
+  RegionInfo region = Region(8192, kRemoteRead | kRemoteWrite);
+  const Bytes data = Pattern(2500, 3);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 1000, data).ok());
+  SendFrame(Build(Opcode::kRcReadRequest, kClientPsn,
+                  Reth(region.base_address + 1000, region.rkey, 2500), {}));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 3u);
+  const Opcode expected[] = {Opcode::kRcReadResponseFirst,
+                             Opcode::kRcReadResponseMiddle,
+                             Opcode::kRcReadResponseLast};
+  Bytes joined;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(out[i].roce);
+    EXPECT_EQ(out[i].packet.bth.opcode, static_cast<uint8_t>(expected[i]));
+    EXPECT_EQ(out[i].packet.bth.psn, kClientPsn + i);
+    EXPECT_EQ(out[i].packet.bth.dest_qp, kClientQpn);
+    const Bytes payload = out[i].payload();
+    joined.insert(joined.end(), payload.begin(), payload.end());
+  }
+  EXPECT_EQ(out[0].packet.ext.aeth.msn, 1u);
+  EXPECT_EQ(out[2].packet.ext.aeth.syndrome, roce::AethAck());
+  EXPECT_EQ(joined, data);
+  EXPECT_EQ(Counter("reads"), 1u);
+  EXPECT_EQ(Counter("read_bytes"), 2500u);
+  // The READ took three PSNs: the next request is kClientPsn + 3.
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + 3,
+                  Reth(region.base_address, region.rkey, 4), {1, 2, 3, 4},
+                  true));
+  Poll();
+  out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn + 3, roce::AethAck(), 2);
+}
+
+TEST_F(RoceDataplaneTest, BadRkeyNaksWritesNothingAndErrorsTheQp) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  RegionInfo read_only = Region(4096, kRemoteRead);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  events.clear();
+  // Out of bounds by one byte.
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(region.base_address + 4000, region.rkey, 97),
+                  Pattern(97, 4), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn,
+            roce::AethNak(roce::NakCode::kRemoteAccessError), 0);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(*stored, std::string(4096, '\0'));
+  // The QP is in the error state: everything after is dropped silently.
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + 1,
+                  Reth(read_only.base_address, read_only.rkey, 4), {1, 2, 3, 4},
+                  true));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  std::vector<QpInfo> qps = dataplane().ListQps();
+  ASSERT_EQ(qps.size(), 1u);
+  EXPECT_EQ(qps[0].state, roce::QpState::kError);
+  EXPECT_EQ(qps[0].naks, 1u);
+  EXPECT_EQ(Counter("qp_errors"), 1u);
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].code, roce::kEventRoceQpError);
+}
+
+TEST_F(RoceDataplaneTest, WriteWithoutRightIsRefused) {
+  RegionInfo read_only = Region(4096, kRemoteRead);
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(read_only.base_address, read_only.rkey, 4), {1, 2, 3, 4},
+                  true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn,
+            roce::AethNak(roce::NakCode::kRemoteAccessError), 0);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(read_only.id, 0, 4, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(*stored, std::string(4, '\0'));
+}
+
+TEST_F(RoceDataplaneTest, PsnGapGetsOneSequenceNak) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  for (uint32_t i = 1; i <= 3; ++i) {
+    SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + i,
+                    Reth(region.base_address, region.rkey, 4), {1, 2, 3, 4},
+                    true));
+  }
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  // The NAK names the PSN the responder expects (IBA 9.7.5.2.3).
+  ExpectAck(out[0], kClientPsn, roce::AethNak(roce::NakCode::kPsnSequenceError),
+            0);
+  // Then the expected PSN and the rest, in order: accepted.
+  for (uint32_t i = 0; i <= 3; ++i) {
+    SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + i,
+                    Reth(region.base_address, region.rkey, 4), {1, 2, 3, 4},
+                    i == 3));
+  }
+  Poll();
+  out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn + 3, roce::AethAck(), 4);
+}
+
+TEST_F(RoceDataplaneTest, DuplicateWriteIsReAckedNotReExecuted) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  const Bytes frame =
+      Build(Opcode::kRcWriteOnly, kClientPsn,
+            Reth(region.base_address, region.rkey, 4), {1, 2, 3, 4}, true);
+  SendFrame(frame);
+  Poll();
+  ASSERT_EQ(Collect().size(), 1u);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, Bytes{9, 9, 9, 9}).ok());
+  SendFrame(frame);
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn, roce::AethAck(), 1);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, 4, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(*stored, std::string(4, '\x09'));
+  EXPECT_EQ(Counter("duplicates"), 1u);
+}
+
+TEST_F(RoceDataplaneTest, AtomicsExecuteOnceAndReplay) {
+  RegionInfo region = Region(64, kRemoteRead | kRemoteWrite);
+  uint64_t initial = 40;
+  ASSERT_TRUE(
+      dataplane()
+          .WriteRegion(region.id, 8, {reinterpret_cast<uint8_t*>(&initial), 8})
+          .ok());
+  ExtHeaders ext;
+  ext.atomic_eth = {region.base_address + 8, region.rkey, 2, 0};
+  const Bytes fetch_add = Build(Opcode::kRcFetchAdd, kClientPsn, ext, {});
+  SendFrame(fetch_add);
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].roce);
+  EXPECT_EQ(out[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcAtomicAck));
+  EXPECT_EQ(out[0].packet.ext.atomic_ack_eth.original, 40u);
+  // A duplicate is answered from the record, not executed again.
+  SendFrame(fetch_add);
+  Poll();
+  out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.ext.atomic_ack_eth.original, 40u);
+  // Compare-and-swap that matches.
+  ext.atomic_eth = {region.base_address + 8, region.rkey, 7, 42};
+  SendFrame(Build(Opcode::kRcCompareSwap, kClientPsn + 1, ext, {}));
+  Poll();
+  out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.ext.atomic_ack_eth.original, 42u);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 8, 8, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  uint64_t now = 0;
+  std::memcpy(&now, stored->data(), 8);
+  EXPECT_EQ(now, 7u);
+  EXPECT_EQ(Counter("atomics"), 2u);
+}
+
+TEST_F(RoceDataplaneTest, WriteWithImmediateRaisesAnEvent) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  events.clear();
+  ExtHeaders ext = Reth(region.base_address, region.rkey, 8);
+  ext.imm_data = 0x00000083;
+  SendFrame(
+      Build(Opcode::kRcWriteOnlyImm, kClientPsn, ext, Pattern(8, 5), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn, roce::AethAck(), 1);
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].code, roce::kEventRoceWriteImm);
+  uint32_t data[3];
+  ASSERT_GE(events[0].length, sizeof data);
+  std::memcpy(data, events[0].data, sizeof data);
+  EXPECT_EQ(data[0], qpn_);
+  EXPECT_EQ(data[1], 0x83u);
+  EXPECT_EQ(data[2], 1u);
+}
+
+TEST_F(RoceDataplaneTest, BadFramesAreCountedDrops) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  Bytes frame =
+      Build(Opcode::kRcWriteOnly, kClientPsn,
+            Reth(region.base_address, region.rkey, 4), {1, 2, 3, 4}, true);
+  Bytes corrupt = frame;
+  corrupt[corrupt.size() - 6] ^= 0x01;  // a payload bit: the ICRC fails
+  SendFrame(corrupt);
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(region.base_address, region.rkey, 4), {1, 2, 3, 4}, true,
+                  /*dest_qp=*/0x999));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_EQ(Counter("drop_bad_icrc"), 1u);
+  EXPECT_EQ(Counter("drop_unknown_qp"), 1u);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, 4, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(*stored, std::string(4, '\0'));
+  // The intact frame still works.
+  SendFrame(frame);
+  Poll();
+  ASSERT_EQ(Collect().size(), 1u);
+}
+
+TEST_F(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
+  // RoCE to another address is not ours: forwarded unchanged.
+  Bytes frame = Build(Opcode::kRcWriteOnly, 1, Reth(0, 1, 4), {1, 2, 3, 4});
+  frame[33] = 99;  // IPv4 destination 192.0.2.99; the IPv4 checksum is not
+                   // the appliance's business on the passthrough path
+  SendFrame(frame);
+  Poll();
+  std::vector<Out> host = Collect(1);
+  ASSERT_EQ(host.size(), 1u);
+  EXPECT_EQ(host[0].frame, frame);
+}
+
+TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
+  roce::QpSpec spec;
+  spec.remote_qpn = 0;
+  EXPECT_EQ(dataplane().CreateQp(spec).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  spec.remote_qpn = 0x22;
+  spec.remote_ip = kClientIp;
+  spec.remote_mac = kClientMac;
+  spec.pmtu = 4096;  // above what a 1500-byte port carries
+  EXPECT_EQ(dataplane().CreateQp(spec).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  spec.pmtu = 1024;
+  absl::StatusOr<uint32_t> qpn = dataplane().CreateQp(spec);
+  ASSERT_TRUE(qpn.ok()) << qpn.status();
+  EXPECT_NE(*qpn, qpn_);
+  Poll();
+  EXPECT_EQ(dataplane().ListQps().size(), 2u);
+  ASSERT_TRUE(dataplane().DestroyQp(*qpn).ok());
+  EXPECT_EQ(dataplane().DestroyQp(*qpn).code(), absl::StatusCode::kNotFound);
+  Poll();
+  EXPECT_EQ(dataplane().ListQps().size(), 1u);
+  EXPECT_EQ(dataplane().roce_config().path_mtu, 1024u);
+}
+
+}  // namespace
+}  // namespace spinnic
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new spinnic::EalEnvironment());
+  return RUN_ALL_TESTS();
+}
