@@ -76,6 +76,9 @@ std::vector<Command> HandlerCommands();
 std::vector<Command> RegionCommands();
 std::vector<Command> StatsCommands();
 std::vector<Command> DiadCommands();
+std::vector<Command> RoceCommands();
+// Offline: decodes a capture, never connects (decode_command.cc).
+std::vector<Command> DecodeCommands();
 
 // Counters shared by the `handlers` and `stats` tables.
 std::vector<std::string> HandlerCounterHeaders();
