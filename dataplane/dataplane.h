@@ -77,6 +77,8 @@ struct QpInfo {
   uint32_t msn = 0;           // messages completed (24 bits)
   uint64_t packets = 0;       // request packets executed
   uint64_t naks = 0;          // NAKs and RNR NAKs sent
+  bool from_cm = false;       // connected through the CM (else gRPC)
+  uint16_t cm_port = 0;       // the rdma_cm port it connected to
 };
 
 // The largest InfiniBand path MTU whose RoCE packets fit frames of
@@ -278,7 +280,6 @@ class Dataplane {
   roce::RoceShared roce_shared_;
   rte_ring* roce_command_ring_ = nullptr;
   std::unique_ptr<roce::QpStatus[]> qp_status_;
-  std::vector<std::optional<roce::QpSpec>> qp_specs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<roce::RoceCommand>> roce_commands_
       ABSL_GUARDED_BY(mu_);
   bool started_ = false;

@@ -102,10 +102,6 @@ absl::Status Dataplane::CreateRoce(const DataplaneConfig& config,
     return status;
   }
   qp_status_ = std::make_unique<roce::QpStatus[]>(roce_config_.max_qps);
-  {
-    absl::MutexLock lock(&mu_);
-    qp_specs_.assign(roce_config_.max_qps, std::nullopt);
-  }
   roce_shared_.config = &roce_config_;
   roce_shared_.regions = &regions_;
   roce_shared_.pool = pool_;
@@ -187,19 +183,24 @@ absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
   }
   absl::MutexLock lock(&mu_);
   uint32_t slot = 0;
-  while (slot < qp_specs_.size() && qp_specs_[slot].has_value()) ++slot;
-  if (slot == qp_specs_.size()) {
+  while (slot < roce_config_.max_qps && !qp_status_[slot].Claim()) ++slot;
+  if (slot == roce_config_.max_qps) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("all ", qp_specs_.size(),
+        absl::StrCat("all ", roce_config_.max_qps,
                      " queue pairs are in use; destroy one or raise "
                      "roce.max_qps"));
   }
+  // Shown by ListQps at once; HPU 0 writes the same when it applies it.
+  qp_status_[slot].StoreSpec(spec);
+  qp_status_[slot].destroying.store(false, std::memory_order_relaxed);
   auto command = std::make_unique<roce::RoceCommand>();
   command->kind = roce::RoceCommand::Kind::kCreateQp;
   command->qpn = roce::kFirstQpn + slot;
   command->spec = spec;
-  if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) return s;
-  qp_specs_[slot] = spec;
+  if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) {
+    qp_status_[slot].claimed.store(0, std::memory_order_release);
+    return s;
+  }
   return roce::kFirstQpn + slot;
 }
 
@@ -207,7 +208,9 @@ absl::Status Dataplane::DestroyQp(uint32_t qpn) {
   absl::MutexLock lock(&mu_);
   const uint32_t slot = qpn - roce::kFirstQpn;
   if (!roce_config_.enabled || qpn < roce::kFirstQpn ||
-      slot >= qp_specs_.size() || !qp_specs_[slot].has_value()) {
+      slot >= roce_config_.max_qps ||
+      qp_status_[slot].claimed.load(std::memory_order_acquire) == 0 ||
+      qp_status_[slot].destroying.load(std::memory_order_relaxed)) {
     return absl::NotFoundError(
         absl::StrCat("no queue pair ", qpn, "; ListQps shows those in use"));
   }
@@ -215,19 +218,24 @@ absl::Status Dataplane::DestroyQp(uint32_t qpn) {
   command->kind = roce::RoceCommand::Kind::kDestroyQp;
   command->qpn = qpn;
   if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) return s;
-  qp_specs_[slot].reset();
+  qp_status_[slot].destroying.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
 std::vector<QpInfo> Dataplane::ListQps() const {
   std::vector<QpInfo> out;
-  absl::MutexLock lock(&mu_);
-  for (uint32_t slot = 0; slot < qp_specs_.size(); ++slot) {
-    if (!qp_specs_[slot].has_value()) continue;
+  for (uint32_t slot = 0; roce_config_.enabled && slot < roce_config_.max_qps;
+       ++slot) {
     const roce::QpStatus& s = qp_status_[slot];
+    if (s.claimed.load(std::memory_order_acquire) == 0 ||
+        s.destroying.load(std::memory_order_relaxed)) {
+      continue;
+    }
     QpInfo& info = out.emplace_back();
     info.qpn = roce::kFirstQpn + slot;
-    info.spec = *qp_specs_[slot];
+    info.spec = s.LoadSpec();
+    info.from_cm = s.from_cm.load(std::memory_order_relaxed);
+    info.cm_port = s.cm_port.load(std::memory_order_relaxed);
     info.state =
         static_cast<roce::QpState>(s.state.load(std::memory_order_relaxed));
     info.expected_psn = s.expected_psn.load(std::memory_order_relaxed);
@@ -258,6 +266,10 @@ void Dataplane::SnapshotRoce(RoceStats* stats) const {
       {"naks_sent", &C::naks_sent},
       {"duplicates", &C::duplicates},
       {"handoffs", &C::handoffs},
+      {"cm_received", &C::cm_received},
+      {"cm_sent", &C::cm_sent},
+      {"cm_connections", &C::cm_connections},
+      {"cm_rejects", &C::cm_rejects},
       {"neighbor_answers", &C::neighbor_answers},
       {"udp_checksum_zero", &C::udp_checksum_zero},
   };

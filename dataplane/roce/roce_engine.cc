@@ -1,6 +1,8 @@
 #include "dataplane/roce/roce_engine.h"
 
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
+#include <rte_random.h>
 #include <rte_ring.h>
 
 #include <algorithm>
@@ -47,7 +49,47 @@ uint32_t MemoryAccess(ResponderAction action) {
   }
 }
 
+uint64_t Load64(const uint8_t* bytes) {
+  uint64_t v = 0;
+  std::memcpy(&v, bytes, 8);
+  return v;
+}
+
 }  // namespace
+
+void QpStatus::StoreSpec(const QpSpec& spec) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  remote_qpn.store(spec.remote_qpn, kRelaxed);
+  remote_ip_high.store(Load64(spec.remote_ip.data()), kRelaxed);
+  remote_ip_low.store(Load64(spec.remote_ip.data() + 8), kRelaxed);
+  local_ip_high.store(Load64(spec.local_ip.data()), kRelaxed);
+  local_ip_low.store(Load64(spec.local_ip.data() + 8), kRelaxed);
+  uint64_t mac = 0;
+  std::memcpy(&mac, spec.remote_mac.data(), 6);
+  remote_mac.store(mac, kRelaxed);
+  pmtu.store(spec.pmtu, kRelaxed);
+  first_expected_psn.store(spec.expected_psn, kRelaxed);
+  send_psn.store(spec.send_psn, kRelaxed);
+  max_rd_atomic.store(spec.max_rd_atomic, kRelaxed);
+}
+
+QpSpec QpStatus::LoadSpec() const {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  QpSpec spec;
+  spec.remote_qpn = remote_qpn.load(kRelaxed);
+  const uint64_t words[4] = {
+      remote_ip_high.load(kRelaxed), remote_ip_low.load(kRelaxed),
+      local_ip_high.load(kRelaxed), local_ip_low.load(kRelaxed)};
+  std::memcpy(spec.remote_ip.data(), &words[0], 16);
+  std::memcpy(spec.local_ip.data(), &words[2], 16);
+  const uint64_t mac = remote_mac.load(kRelaxed);
+  std::memcpy(spec.remote_mac.data(), &mac, 6);
+  spec.pmtu = pmtu.load(kRelaxed);
+  spec.expected_psn = first_expected_psn.load(kRelaxed);
+  spec.send_psn = send_psn.load(kRelaxed);
+  spec.max_rd_atomic = max_rd_atomic.load(kRelaxed);
+  return spec;
+}
 
 const char* RoceDropName(RoceDrop drop) {
   switch (drop) {
@@ -63,6 +105,10 @@ const char* RoceDropName(RoceDrop drop) {
       return "not_request";
     case RoceDrop::kUnsupported:
       return "unsupported";
+    case RoceDrop::kBadGsi:
+      return "bad_gsi";
+    case RoceDrop::kBadMad:
+      return "bad_mad";
     case RoceDrop::kResponder:
       return "responder";
     case RoceDrop::kReplyQueueFull:
@@ -95,7 +141,26 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu)
     qps_.resize(config_.max_qps);
     touched_.reserve(config_.max_qps);
     busy_.reserve(config_.max_qps);
+    CmServiceConfig cm;
+    // EUI-64 from our MAC, as a NIC derives its node GUID.
+    const Mac& mac = config_.mac;
+    cm.local_ca_guid = (uint64_t{mac[0] ^ 0x02u} << 56) |
+                       (uint64_t{mac[1]} << 48) | (uint64_t{mac[2]} << 40) |
+                       (uint64_t{0xfffe} << 24) | (uint64_t{mac[3]} << 16) |
+                       (uint64_t{mac[4]} << 8) | mac[5];
+    cm.max_responder_resources = config_.max_rd_atomic;
+    cm.max_initiator_depth = config_.max_rd_atomic;
+    cm.max_path_mtu = PathMtuCode(config_.path_mtu);
+    cm.rnr_retry_count = config_.rnr_retry;
+    cm.id_seed = static_cast<uint32_t>(rte_rand());
+    cm_ = std::make_unique<CmService>(cm, this);
+    for (uint16_t port : config_.listen_ports) cm_->Listen(port);
+    gsi_psn_ = static_cast<uint32_t>(rte_rand()) & kPsnMask;
   }
+}
+
+uint64_t RoceEngine::NowMicros() {
+  return rte_get_timer_cycles() / (rte_get_timer_hz() / 1000000);
 }
 
 RoceEngine::~RoceEngine() { Shutdown(); }
@@ -214,6 +279,11 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
     return;
   }
   if (p.udp_checksum == 0) counters_.udp_checksum_zero.Add();
+  if (p.bth.dest_qp == kGsiQp) {
+    ReceiveGsi(p, data);
+    rte_pktmbuf_free(packet);
+    return;
+  }
   Qp* qp = FindQp(p.bth.dest_qp);
   if (qp == nullptr) {
     counters_.Drop(RoceDrop::kUnknownQp);
@@ -224,6 +294,11 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
     counters_.Drop(RoceDrop::kWrongPeer);
     rte_pktmbuf_free(packet);
     return;
+  }
+  if (qp->awaiting_rtu &&
+      cm_->NotifyRcPacket(qp->qpn, NowMicros(), &cm_actions_)) {
+    qp->awaiting_rtu = false;
+    RunCmActions();
   }
   switch (p.info->kind) {
     case OpKind::kSend:
@@ -437,6 +512,13 @@ void RoceEngine::Queue(Qp& qp, const ResponderReply& reply,
 void RoceEngine::Poll() {
   if (!Owner()) return;
   ApplyCommands();
+  if (cm_deadline_us_ != UINT64_MAX) {
+    const uint64_t now = NowMicros();
+    if (now >= cm_deadline_us_) {
+      while (cm_->OnTimer(now, &cm_actions_)) RunCmActions();
+      RunCmActions();
+    }
+  }
   // Coalesced ACKs: what arrived in this poll is acknowledged once, after
   // the burst (the responder also ACKs every ack_every packets itself).
   for (uint32_t slot : touched_) {
@@ -577,16 +659,29 @@ void RoceEngine::ApplyCommands() {
       if (command->kind == RoceCommand::Kind::kCreateQp) {
         CreateQp(command->qpn, command->spec);
       } else if (qps_[slot].in_use) {
-        DestroyQp(qps_[slot]);
+        // A connection the CM made is closed with a DREQ (the CM then
+        // destroys the QP); one made over gRPC goes at once.
+        if (!cm_->Disconnect(command->qpn, NowMicros(), &cm_actions_)) {
+          DestroyQp(qps_[slot]);
+        }
+        RunCmActions();
       }
     }
     command->done.store(true, std::memory_order_release);
   }
 }
 
-void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec) {
+void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
+                          uint16_t cm_port) {
   Qp& qp = qps_[qpn - kFirstQpn];
   if (qp.in_use) DestroyQp(qp);
+  QpStatus& status = shared_.qp_status[qpn - kFirstQpn];
+  status.StoreSpec(spec);
+  status.from_cm.store(from_cm, std::memory_order_relaxed);
+  status.cm_port.store(cm_port, std::memory_order_relaxed);
+  status.destroying.store(false, std::memory_order_relaxed);
+  status.in_use.store(true, std::memory_order_relaxed);
+  qp.awaiting_rtu = from_cm;
   qp.in_use = true;
   qp.qpn = qpn;
   qp.spec = spec;
@@ -597,7 +692,8 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec) {
   params.ip_version = IsMapped(spec.remote_ip) ? 4 : 6;
   params.src_ip = spec.local_ip;
   params.dst_ip = spec.remote_ip;
-  params.udp_src_port = UdpSourcePort(qpn, spec.remote_qpn);
+  params.udp_src_port =
+      UdpSourcePortWithFlowLabel(spec.flow_label, qpn, spec.remote_qpn);
   params.ipv6_udp_checksum = config_.ipv6_udp_checksum;
   ResponderConfig rc;
   rc.pmtu = spec.pmtu;
@@ -624,8 +720,12 @@ void RoceEngine::DestroyQp(Qp& qp) {
     --qp.reply_count;
   }
   qp.in_use = false;
+  qp.awaiting_rtu = false;
   qp.responder.SetState(QpState::kReset);
   Publish(qp);
+  QpStatus& status = shared_.qp_status[qp.qpn - kFirstQpn];
+  status.in_use.store(false, std::memory_order_relaxed);
+  status.claimed.store(0, std::memory_order_release);
 }
 
 void RoceEngine::Publish(const Qp& qp) {
@@ -636,6 +736,161 @@ void RoceEngine::Publish(const Qp& qp) {
   s.msn.store(qp.responder.msn(), std::memory_order_relaxed);
   const ResponderCounters& c = qp.responder.counters();
   s.packets.store(c.accepted, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------- CM
+
+void RoceEngine::ReceiveGsi(const Packet& p, const uint8_t* frame) {
+  // MADs travel as UD SEND ONLY to QP1 with the GSI Q_Key (IBA 13.4; rxe
+  // and every RoCE NIC): anything else on QP1 is not ours to interpret.
+  if (p.bth.opcode != static_cast<uint8_t>(Opcode::kUdSendOnly) ||
+      p.ext.deth.qkey != kGsiQkey || p.payload_length < kMadBytes) {
+    counters_.Drop(RoceDrop::kBadGsi);
+    return;
+  }
+  counters_.cm_received.Add();
+  Learn(p.src_ip, frame + 6);
+  CmPeer peer;
+  peer.gid = p.src_ip;
+  peer.qpn = p.ext.deth.src_qp;
+  const CmResult result = cm_->HandleMad(
+      peer, {frame + p.payload_offset, kMadBytes}, NowMicros(), &cm_actions_);
+  if (result == CmResult::kParseError) counters_.Drop(RoceDrop::kBadMad);
+  if (result == CmResult::kRejected) counters_.cm_rejects.Add();
+  RunCmActions();
+}
+
+void RoceEngine::RunCmActions() {
+  for (const CmAction& action : cm_actions_) {
+    switch (action.type) {
+      case CmActionType::kCreateQp: {
+        const CmQpParams& c = action.qp;
+        QpSpec spec;
+        spec.remote_qpn = c.remote_qpn;
+        spec.remote_ip = c.remote_gid;
+        spec.local_ip = c.local_gid;
+        if (const Mac* mac = Lookup(c.remote_gid)) spec.remote_mac = *mac;
+        spec.pmtu = PathMtuBytes(c.path_mtu);
+        spec.expected_psn = c.expected_psn;
+        spec.send_psn = c.send_psn;
+        spec.max_rd_atomic = c.max_dest_rd_atomic;
+        spec.flow_label = c.flow_label;
+        CreateQp(c.local_qpn, spec, /*from_cm=*/true, c.port);
+        counters_.cm_connections.Add();
+        break;
+      }
+      case CmActionType::kSendMad:
+        SendMad(action.peer, action.mad);
+        break;
+      case CmActionType::kEstablished:
+        if (Qp* qp = FindQp(action.local_qpn)) qp->awaiting_rtu = false;
+        break;
+      case CmActionType::kDestroyQp: {
+        const uint32_t slot = action.local_qpn - kFirstQpn;
+        if (action.local_qpn < kFirstQpn || slot >= qps_.size()) break;
+        if (qps_[slot].in_use) {
+          DestroyQp(qps_[slot]);
+        } else {
+          // Accepted but never created (the REP could not be sent).
+          shared_.qp_status[slot].claimed.store(0, std::memory_order_release);
+        }
+        break;
+      }
+    }
+  }
+  cm_actions_.clear();
+  cm_deadline_us_ = cm_->NextDeadline();
+}
+
+void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
+                                  CmAcceptDecision* decision) {
+  if (LocalFor(request.peer->gid) == nullptr) {
+    decision->accept = false;
+    decision->reject_reason = CmRejReason::kConsumerReject;
+    return;
+  }
+  for (uint32_t slot = 0; slot < qps_.size(); ++slot) {
+    if (shared_.qp_status[slot].Claim()) {
+      decision->accept = true;
+      decision->local_qpn = kFirstQpn + slot;
+      decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;
+      return;
+    }
+  }
+  decision->accept = false;
+  decision->reject_reason = CmRejReason::kNoQp;
+}
+
+void RoceEngine::SendMad(const CmPeer& peer,
+                         std::span<const uint8_t, kMadBytes> mad) {
+  const Mac* mac = Lookup(peer.gid);
+  const Gid* local = LocalFor(peer.gid);
+  if (mac == nullptr || local == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);  // no way to reach it
+    return;
+  }
+  FrameParams params;
+  params.dst_mac = *mac;
+  params.src_mac = config_.mac;
+  params.ip_version = IsMapped(peer.gid) ? 4 : 6;
+  params.src_ip = *local;
+  params.dst_ip = peer.gid;
+  params.udp_src_port = UdpSourcePort(kGsiQp, peer.qpn);
+  params.ipv6_udp_checksum = config_.ipv6_udp_checksum;
+  Bth bth;
+  bth.opcode = static_cast<uint8_t>(Opcode::kUdSendOnly);
+  bth.dest_qp = peer.qpn;
+  bth.psn = gsi_psn_;
+  gsi_psn_ = PsnAdd(gsi_psn_, 1);
+  ExtHeaders ext;
+  ext.deth.qkey = kGsiQkey;
+  ext.deth.src_qp = kGsiQp;
+  const uint32_t length = FrameBytes(params.ip_version, bth.opcode, kMadBytes);
+  rte_mbuf* m = rte_pktmbuf_alloc(shared_.pool);
+  uint8_t* frame =
+      m == nullptr ? nullptr
+                   : reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, length));
+  const uint32_t headers =
+      frame == nullptr
+          ? 0
+          : WriteHeaders(params, bth, ext, kMadBytes, frame, length);
+  if (headers == 0) {
+    if (m != nullptr) rte_pktmbuf_free(m);
+    counters_.Drop(RoceDrop::kNoBuffer);
+    return;
+  }
+  std::memcpy(frame + headers, mad.data(), kMadBytes);
+  FinishFrame(params, frame, length);
+  counters_.cm_sent.Add();
+  counters_.tx_packets.Add();
+  counters_.tx_bytes.Add(length);
+  hpu_->Transmit(config_.port, m);
+}
+
+void RoceEngine::Learn(const Gid& ip, const uint8_t* mac) {
+  for (Neighbor& n : neighbors_) {
+    if (n.ip == ip) {
+      std::memcpy(n.mac.data(), mac, 6);
+      return;
+    }
+  }
+  Neighbor& n = neighbors_[next_neighbor_++ % kNeighbors];
+  n.ip = ip;
+  std::memcpy(n.mac.data(), mac, 6);
+}
+
+const Mac* RoceEngine::Lookup(const Gid& ip) const {
+  for (const Neighbor& n : neighbors_) {
+    if (n.ip == ip) return &n.mac;
+  }
+  return nullptr;
+}
+
+const Gid* RoceEngine::LocalFor(const Gid& remote) const {
+  for (const Gid& ip : config_.addresses) {
+    if (IsMapped(ip) == IsMapped(remote)) return &ip;
+  }
+  return nullptr;
 }
 
 void RoceEngine::Shutdown() {

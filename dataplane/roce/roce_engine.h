@@ -21,6 +21,7 @@
 
 #include "dataplane/classifier.h"
 #include "dataplane/counter.h"
+#include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_config.h"
@@ -47,6 +48,8 @@ enum class RoceDrop : uint8_t {
   kWrongPeer,       // source address is not the QP's peer
   kNotRequest,      // a response or ACK on a QP with nothing outstanding
   kUnsupported,     // an opcode the appliance does not serve (UD to a QP)
+  kBadGsi,          // on QP1 but not a UD SEND of a MAD with the GSI Q_Key
+  kBadMad,          // a MAD the connection manager refused (cm.h reasons)
   kResponder,       // the responder dropped it (its reasons per QP)
   kReplyQueueFull,  // the QP's replies are backed up (requester retries)
   kNoBuffer,        // mbuf pool exhausted while answering
@@ -74,6 +77,10 @@ struct alignas(64) RoceCounters {
   Counter naks_sent;         // NAKs of every code, RNR NAKs included
   Counter duplicates;        // duplicate requests answered
   Counter handoffs;          // frames passed to HPU 0
+  Counter cm_received;       // CM MADs on QP1
+  Counter cm_sent;
+  Counter cm_connections;  // connections accepted (REP sent)
+  Counter cm_rejects;      // REJ sent
   Counter neighbor_answers;
   Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
   std::array<Counter, kParseErrorCount> parse_errors;
@@ -98,6 +105,9 @@ struct QpSpec {
   uint32_t expected_psn = 0;
   uint32_t send_psn = 0;
   uint8_t max_rd_atomic = 16;  // responder resources
+  // The CM REQ's flow label (rdma_cm connections): the UDP source port is
+  // derived from it as rxe does; 0: from the QP numbers.
+  uint32_t flow_label = 0;
   uint32_t access =
       kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 };
@@ -112,14 +122,43 @@ struct RoceCommand {
   std::atomic<bool> done{false};
 };
 
-// What the control side reads about a QP (written by HPU 0, relaxed).
+// One QP slot as both sides see it. `claimed` reserves the slot (the
+// control plane for CreateQp, the CM for an accepted REQ: compare-exchange
+// 0 -> 1; HPU 0 releases it when the QP is destroyed). The rest is written
+// by HPU 0 (relaxed) for ListQps: a reader may see a QP being recreated
+// half-updated, which only a display can observe.
 struct alignas(64) QpStatus {
+  std::atomic<uint8_t> claimed{0};
+  std::atomic<bool> in_use{false};
+  // Set by the control plane when it asks for the QP's destruction, cleared
+  // by HPU 0 when it creates a QP in the slot.
+  std::atomic<bool> destroying{false};
+  std::atomic<bool> from_cm{false};
+  std::atomic<uint16_t> cm_port{0};
   std::atomic<uint8_t> state{static_cast<uint8_t>(QpState::kReset)};
+  std::atomic<uint32_t> remote_qpn{0};
+  std::atomic<uint64_t> remote_ip_high{0};
+  std::atomic<uint64_t> remote_ip_low{0};
+  std::atomic<uint64_t> local_ip_high{0};
+  std::atomic<uint64_t> local_ip_low{0};
+  std::atomic<uint64_t> remote_mac{0};
+  std::atomic<uint32_t> pmtu{0};
+  std::atomic<uint32_t> first_expected_psn{0};
+  std::atomic<uint32_t> send_psn{0};
+  std::atomic<uint8_t> max_rd_atomic{0};
   std::atomic<uint32_t> expected_psn{0};
   std::atomic<uint32_t> msn{0};
   std::atomic<uint64_t> packets{0};
-  std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> naks{0};
+
+  void StoreSpec(const QpSpec& spec);
+  QpSpec LoadSpec() const;
+  // Claims the slot; false when someone else holds it.
+  bool Claim() {
+    uint8_t expected = 0;
+    return claimed.compare_exchange_strong(expected, 1,
+                                           std::memory_order_acq_rel);
+  }
 };
 
 // Events the transport raises (Event.data says more; docs/roce.md).
@@ -145,7 +184,7 @@ struct RoceShared {
   QpStatus* qp_status = nullptr;  // config->max_qps entries
 };
 
-class RoceEngine {
+class RoceEngine final : public CmAcceptor {
  public:
   RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu);
   ~RoceEngine();
@@ -165,6 +204,8 @@ class RoceEngine {
 
   const RoceCounters& counters() const { return counters_; }
   const Responder* responder(uint32_t qpn) const;
+  // The connection manager (HPU 0 only; nullptr elsewhere).
+  const CmService* cm() const { return cm_.get(); }
 
  private:
   struct ReplyJob {
@@ -184,8 +225,14 @@ class RoceEngine {
     std::array<ReplyJob, kReplyQueue> replies;
     uint32_t reply_head = 0;  // next to send
     uint32_t reply_count = 0;
-    bool touched = false;  // received in this poll: flush its ACK
+    bool touched = false;       // received in this poll: flush its ACK
+    bool awaiting_rtu = false;  // CM REP sent: the first packet establishes
   };
+  struct Neighbor {
+    Gid ip{};
+    Mac mac{};
+  };
+  static constexpr uint32_t kNeighbors = 64;
 
   bool Owner() const { return hpu_index_ == 0; }
   void HandOff(rte_mbuf* packet, uint16_t in_port);
@@ -211,8 +258,19 @@ class RoceEngine {
                      uint32_t payload_length, uint8_t** payload);
   void FinishAndSend(Qp& qp, rte_mbuf* m);
   void ApplyCommands();
-  void CreateQp(uint32_t qpn, const QpSpec& spec);
+  void CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm = false,
+                uint16_t cm_port = 0);
   void DestroyQp(Qp& qp);
+  // The connection manager: MADs on QP1, its actions, its timers.
+  void ReceiveGsi(const Packet& p, const uint8_t* frame);
+  void RunCmActions();
+  void SendMad(const CmPeer& peer, std::span<const uint8_t, kMadBytes> mad);
+  void OnConnectRequest(const CmConnectRequest& request,
+                        CmAcceptDecision* decision) override;
+  void Learn(const Gid& ip, const uint8_t* mac);
+  const Mac* Lookup(const Gid& ip) const;
+  const Gid* LocalFor(const Gid& remote) const;
+  static uint64_t NowMicros();
   void Publish(const Qp& qp);
   Qp* FindQp(uint32_t qpn);
 
@@ -226,6 +284,14 @@ class RoceEngine {
   std::vector<Qp> qps_;            // HPU 0 only; slot = qpn - kFirstQpn
   std::vector<uint32_t> touched_;  // slots received on in this poll
   std::vector<uint32_t> busy_;     // slots with queued replies
+  std::unique_ptr<CmService> cm_;  // HPU 0
+  CmActionList cm_actions_;
+  uint64_t cm_deadline_us_ = UINT64_MAX;
+  uint32_t gsi_psn_ = 0;
+  // Peers' MACs by address, learned from their CM MADs (replies and
+  // retransmissions go to them); overwritten round robin.
+  std::array<Neighbor, kNeighbors> neighbors_{};
+  uint32_t next_neighbor_ = 0;
   RoceCounters counters_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "dataplane/classifier.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/wire.h"
@@ -35,6 +36,7 @@ const roce::Gid kClientIp = roce::Ipv4Mapped(0xc000020c);  // 192.0.2.12
 constexpr uint32_t kClientQpn = 0x11;
 constexpr uint32_t kClientPsn = 0x123456;
 constexpr uint32_t kPmtu = 1024;
+constexpr uint16_t kListenPort = 7174;
 
 class EalEnvironment : public ::testing::Environment {
  public:
@@ -75,6 +77,7 @@ class RoceDataplaneTest : public ::testing::Test {
     options.roce.mac = kDutMac;
     options.roce.addresses = {kDutIp};
     options.roce.ack_every = 16;
+    options.roce.listen_ports = {kListenPort};
     absl::StatusOr<std::unique_ptr<RingDataplane>> rings =
         RingDataplane::Create("rd" + std::to_string(instance++), options);
     ASSERT_TRUE(rings.ok()) << rings.status();
@@ -148,6 +151,47 @@ class RoceDataplaneTest : public ::testing::Test {
     std::copy(payload.begin(), payload.end(), frame.begin() + headers);
     EXPECT_EQ(roce::FinishFrame(params, frame.data(), size), size);
     return frame;
+  }
+
+  // A CM MAD from the client's QP1 to ours (UD SEND ONLY, GSI Q_Key).
+  Bytes BuildMad(const roce::CmMad& mad) {
+    std::array<uint8_t, roce::kMadBytes> bytes{};
+    roce::BuildCmMad(mad, bytes);
+    roce::FrameParams params;
+    params.src_mac = kClientMac;
+    params.dst_mac = kDutMac;
+    params.ip_version = 4;
+    params.src_ip = kClientIp;
+    params.dst_ip = kDutIp;
+    Bth bth;
+    bth.opcode = static_cast<uint8_t>(Opcode::kUdSendOnly);
+    bth.dest_qp = roce::kGsiQp;
+    ExtHeaders ext;
+    ext.deth.qkey = roce::kGsiQkey;
+    ext.deth.src_qp = roce::kGsiQp;
+    Bytes frame(roce::FrameBytes(4, bth.opcode, roce::kMadBytes));
+    EXPECT_NE(roce::BuildFrame(params, bth, ext, roce::kMadBytes, frame.data(),
+                               static_cast<uint32_t>(frame.size())),
+              0u);
+    const uint32_t headers = roce::HeaderBytes(4, bth.opcode);
+    std::copy(bytes.begin(), bytes.end(), frame.begin() + headers);
+    EXPECT_NE(roce::FinishFrame(params, frame.data(),
+                                static_cast<uint32_t>(frame.size())),
+              0u);
+    return frame;
+  }
+
+  // The MAD in a frame the appliance sent to the client's QP1.
+  roce::CmMad MadOf(const Out& o) {
+    roce::CmMad mad;
+    EXPECT_TRUE(o.roce);
+    EXPECT_EQ(o.packet.bth.opcode, static_cast<uint8_t>(Opcode::kUdSendOnly));
+    EXPECT_EQ(o.packet.bth.dest_qp, roce::kGsiQp);
+    EXPECT_EQ(o.packet.ext.deth.qkey, roce::kGsiQkey);
+    EXPECT_EQ(o.packet.ext.deth.src_qp, roce::kGsiQp);
+    const Bytes payload = o.payload();
+    EXPECT_EQ(roce::ParseCmMad(payload, &mad), roce::CmParseError::kNone);
+    return mad;
   }
 
   ExtHeaders Reth(uint64_t va, uint32_t rkey, uint32_t length) {
@@ -519,6 +563,123 @@ TEST_F(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
   std::vector<Out> host = Collect(1);
   ASSERT_EQ(host.size(), 1u);
   EXPECT_EQ(host[0].frame, frame);
+}
+
+// librdmacm's connection, as rping makes it: REQ -> REP (a new QP) -> RTU,
+// a WRITE on the new QP, then DREQ -> DREP and the QP is gone.
+TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  roce::RdmaCmConnectParams params;
+  params.transaction_id = 0x1234;
+  params.local_comm_id = 0xabcd0001;
+  params.local_qpn = 0x33;
+  params.starting_psn = 0x934201;
+  params.port = kListenPort;
+  params.rdma_cm.ip_version = 4;
+  params.rdma_cm.src_port = 0xb8f6;
+  std::copy(kClientIp.begin() + 12, kClientIp.end(),
+            params.rdma_cm.src_addr.begin() + 12);
+  std::copy(kDutIp.begin() + 12, kDutIp.end(),
+            params.rdma_cm.dst_addr.begin() + 12);
+  params.local_gid = kClientIp;
+  params.remote_gid = kDutIp;
+  params.flow_label = 0x681d0;
+  SendFrame(BuildMad(roce::BuildRdmaCmReq(params)));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad rep_mad = MadOf(out[0]);
+  const auto* rep = std::get_if<roce::CmRep>(&rep_mad.message);
+  ASSERT_NE(rep, nullptr);
+  EXPECT_EQ(rep_mad.header.transaction_id, 0x1234u);
+  EXPECT_EQ(rep->remote_comm_id, 0xabcd0001u);
+  const uint32_t qpn = rep->local_qpn;
+  EXPECT_GE(qpn, roce::kFirstQpn);
+  EXPECT_NE(qpn, qpn_);
+  // The new QP is listed as the CM's, on the listened port.
+  bool listed = false;
+  for (const QpInfo& info : dataplane().ListQps()) {
+    if (info.qpn != qpn) continue;
+    listed = true;
+    EXPECT_TRUE(info.from_cm);
+    EXPECT_EQ(info.cm_port, kListenPort);
+    EXPECT_EQ(info.spec.remote_qpn, 0x33u);
+    EXPECT_EQ(info.spec.pmtu, 1024u);
+  }
+  EXPECT_TRUE(listed);
+  SendFrame(BuildMad(roce::BuildRtuFor(rep_mad.header, *rep)));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  // Data on the new QP, from the REQ's starting PSN.
+  roce::FrameParams fp;
+  fp.src_mac = kClientMac;
+  fp.dst_mac = kDutMac;
+  fp.src_ip = kClientIp;
+  fp.dst_ip = kDutIp;
+  Bth bth;
+  bth.opcode = static_cast<uint8_t>(Opcode::kRcWriteOnly);
+  bth.dest_qp = qpn;
+  bth.psn = 0x934201;
+  bth.ack_req = true;
+  Bytes write(roce::FrameBytes(4, bth.opcode, 4));
+  ASSERT_NE(
+      roce::WriteHeaders(fp, bth, Reth(region.base_address, region.rkey, 4), 4,
+                         write.data(), static_cast<uint32_t>(write.size())),
+      0u);
+  std::copy_n(Bytes{5, 6, 7, 8}.begin(), 4,
+              write.begin() + roce::HeaderBytes(4, bth.opcode));
+  ASSERT_NE(
+      roce::FinishFrame(fp, write.data(), static_cast<uint32_t>(write.size())),
+      0u);
+  SendFrame(write);
+  Poll();
+  out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].roce);
+  EXPECT_EQ(out[0].packet.bth.dest_qp, 0x33u);
+  EXPECT_EQ(out[0].packet.bth.psn, 0x934201u);
+  // rdma_cm connections take the UDP source port from the REQ's flow label.
+  EXPECT_EQ(out[0].packet.src_port, roce::UdpSourcePortFromFlowLabel(0x681d0));
+  // Disconnect.
+  roce::CmMad dreq;
+  dreq.header = rep_mad.header;
+  dreq.header.transaction_id = 0x5678;
+  roce::CmDreq d;
+  d.local_comm_id = 0xabcd0001;
+  d.remote_comm_id = rep->local_comm_id;
+  d.remote_qpn = qpn;
+  dreq.message = d;
+  SendFrame(BuildMad(dreq));
+  Poll();
+  out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad drep = MadOf(out[0]);
+  ASSERT_NE(std::get_if<roce::CmDrep>(&drep.message), nullptr);
+  for (const QpInfo& info : dataplane().ListQps()) EXPECT_NE(info.qpn, qpn);
+  EXPECT_EQ(Counter("cm_connections"), 1u);
+  EXPECT_GE(Counter("cm_received"), 3u);
+}
+
+TEST_F(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
+  roce::RdmaCmConnectParams params;
+  params.transaction_id = 1;
+  params.local_comm_id = 7;
+  params.local_qpn = 0x44;
+  params.port = kListenPort + 1;
+  params.rdma_cm.ip_version = 4;
+  params.local_gid = kClientIp;
+  params.remote_gid = kDutIp;
+  SendFrame(BuildMad(roce::BuildRdmaCmReq(params)));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad mad = MadOf(out[0]);
+  const auto* rej = std::get_if<roce::CmRej>(&mad.message);
+  ASSERT_NE(rej, nullptr);
+  EXPECT_EQ(rej->reason,
+            static_cast<uint16_t>(roce::CmRejReason::kInvalidServiceId));
+  EXPECT_EQ(dataplane().ListQps().size(), 1u);
+  EXPECT_EQ(Counter("cm_rejects"), 1u);
 }
 
 TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {

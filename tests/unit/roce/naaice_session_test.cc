@@ -514,6 +514,72 @@ TEST_F(SessionTest, NoOutputRegionStillCompletesTheRpc) {
   EXPECT_TRUE(result.writes[0].solicited);
 }
 
+// Random payloads (mutated valid requests, every prefix) and random event
+// orders: every reply is an advertisement or a 4-byte error, and the
+// allocator gets back exactly what it gave (ASan/UBSan builds catch reads
+// outside the payload).
+TEST_F(SessionTest, RandomInputsKeepRepliesWellFormedAndMemoryBalanced) {
+  const std::vector<uint8_t> valid = Request(ClientExampleRegions());
+  uint64_t seed = 0x9e3779b97f4a7c15;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005 + 1442695040888963407;
+    return static_cast<uint32_t>(seed >> 33);
+  };
+  for (int round = 0; round < 3000; ++round) {
+    FakeAllocator allocator;
+    allocator.fail_at = next() % 8;  // 0: never
+    allocator.fail_with = static_cast<AllocStatus>(1 + next() % 3);
+    {
+      Session session(&allocator, &functions_);
+      std::vector<uint8_t> payload = valid;
+      if (round < static_cast<int>(valid.size())) {
+        payload.resize(round);  // every prefix
+      } else {
+        for (uint32_t k = next() % 4; k > 0; --k) {
+          payload[next() % payload.size()] = static_cast<uint8_t>(next());
+        }
+      }
+      const std::span<const uint8_t> reply = session.OnSend(payload);
+      if (session.state() == SessionState::kReady) {
+        ASSERT_GE(reply.size(), 4u);
+        EXPECT_EQ(reply[0], 0x02);
+        EXPECT_EQ(reply.size(), 4 + 16u * reply[1]);
+      } else if (!reply.empty()) {
+        ASSERT_EQ(reply.size(), 4u);
+        EXPECT_EQ(reply[0], 0x00);
+        EXPECT_GE(reply[1], 1);
+        EXPECT_LE(reply[1], 3);
+      }
+      for (int e = 0; e < 8; ++e) {
+        switch (next() % 4) {
+          case 0: {
+            const RpcStep step = session.OnWriteImm(next() % 0x100, e);
+            if (step.kind == RpcStep::Kind::kRun) {
+              session.OnFunctionDone(step.run.function(
+                  step.run.inputs, step.run.outputs, step.run.params));
+            } else if (step.kind == RpcStep::Kind::kWriteBack) {
+              EXPECT_FALSE(step.write_back.writes.empty());
+              EXPECT_TRUE(step.write_back.writes.back().with_immediate);
+            }
+            break;
+          }
+          case 1:
+            session.OnFunctionDone(static_cast<uint8_t>(next()));
+            break;
+          case 2:
+            session.OnWriteBackComplete();
+            break;
+          default:
+            session.OnSend(payload);
+            break;
+        }
+      }
+    }
+    EXPECT_EQ(allocator.live, 0) << round;
+    EXPECT_EQ(allocator.freed.size(), allocator.next_id - 1) << round;
+  }
+}
+
 // ----- Functions -----
 
 std::vector<uint8_t> F64s(std::initializer_list<double> values) {
