@@ -32,13 +32,16 @@ namespace fn = ::spinnic::naaice;
 
 // Gives region `id` (1, 2, ...) the NAA address 0x200000000 + id * 0x10000
 // and rkey 0xabc000 + id (0 for internal), zeroed memory; can refuse the
-// n-th request.
+// n-th request; regions above 1 MiB do not fit.
 class FakeAllocator : public RegionAllocator {
  public:
+  static constexpr uint32_t kMaxRegionBytes = 1 << 20;
+
   AllocStatus Allocate(const mrsp::RegionRequest& request,
                        Allocation* out) override {
     requests.push_back(request);
     if (requests.size() == fail_at) return fail_with;
+    if (request.size > kMaxRegionBytes) return AllocStatus::kNotEnoughMemory;
     const uint32_t id = next_id++;
     memory.push_back(
         std::make_unique<std::vector<uint8_t>>(request.size + size_error, 0));
