@@ -81,6 +81,25 @@ struct QpInfo {
   uint16_t cm_port = 0;       // the rdma_cm port it connected to
 };
 
+// One RDMA operation of ours on a RoCE QP (Dataplane::RoceExecute): the
+// local bytes are [offset, offset + length) of registered region
+// `region_id` (atomics: 8 bytes that receive the original value).
+struct RoceOp {
+  uint32_t qpn = 0;
+  roce::WorkRequest::Kind kind = roce::WorkRequest::Kind::kWrite;
+  uint64_t region_id = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint64_t remote_va = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;
+  uint64_t compare = 0;
+  uint64_t swap_add = 0;
+};
+struct RoceOpResult {
+  uint64_t atomic_original = 0;  // atomics
+};
+
 // The largest InfiniBand path MTU whose RoCE packets fit frames of
 // `max_frame` bytes (Ethernet header included, no VLAN), or 0.
 uint32_t RoceMaxPathMtu(uint32_t max_frame);
@@ -172,6 +191,13 @@ class Dataplane {
   absl::StatusOr<uint32_t> CreateQp(roce::QpSpec spec);
   absl::Status DestroyQp(uint32_t qpn);
   std::vector<QpInfo> ListQps() const;
+  // Runs `op` on its QP (our requester: segmentation, retransmission) and
+  // waits up to `timeout` for its completion. The peer's NAKs map to
+  // PERMISSION_DENIED (remote access), INVALID_ARGUMENT (invalid request),
+  // ABORTED (remote operational error, flushed), UNAVAILABLE (retries
+  // exhausted), DEADLINE_EXCEEDED (still running at the timeout).
+  absl::StatusOr<RoceOpResult> RoceExecute(const RoceOp& op,
+                                           absl::Duration timeout);
   // The configuration in effect (path_mtu resolved against the port).
   const roce::RoceConfig& roce_config() const { return roce_config_; }
 
@@ -231,7 +257,7 @@ class Dataplane {
   // that owns their state, if the software scheduler did not make them.
   absl::Status EnsureInboundRings(const DataplaneConfig& config,
                                   HpuShared* shared);
-  absl::Status SubmitRoceCommand(std::unique_ptr<roce::RoceCommand> command)
+  absl::Status SubmitRoceCommand(std::shared_ptr<roce::RoceCommand> command)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SnapshotRoce(RoceStats* stats) const;
   void SnapshotDiad(DiadStats* stats) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -280,7 +306,9 @@ class Dataplane {
   roce::RoceShared roce_shared_;
   rte_ring* roce_command_ring_ = nullptr;
   std::unique_ptr<roce::QpStatus[]> qp_status_;
-  std::vector<std::unique_ptr<roce::RoceCommand>> roce_commands_
+  // Submitted commands, kept until HPU 0 is done with them (a waiter may
+  // hold one too).
+  std::vector<std::shared_ptr<roce::RoceCommand>> roce_commands_
       ABSL_GUARDED_BY(mu_);
   bool started_ = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

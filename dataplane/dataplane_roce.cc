@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "dataplane/dataplane.h"
 
 namespace spinnic {
@@ -115,7 +116,7 @@ absl::Status Dataplane::CreateRoce(const DataplaneConfig& config,
 }
 
 absl::Status Dataplane::SubmitRoceCommand(
-    std::unique_ptr<roce::RoceCommand> command) {
+    std::shared_ptr<roce::RoceCommand> command) {
   // Commands the HPU has applied are done with.
   std::erase_if(roce_commands_, [](const auto& c) {
     return c->done.load(std::memory_order_acquire);
@@ -193,7 +194,7 @@ absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
   // Shown by ListQps at once; HPU 0 writes the same when it applies it.
   qp_status_[slot].StoreSpec(spec);
   qp_status_[slot].destroying.store(false, std::memory_order_relaxed);
-  auto command = std::make_unique<roce::RoceCommand>();
+  auto command = std::make_shared<roce::RoceCommand>();
   command->kind = roce::RoceCommand::Kind::kCreateQp;
   command->qpn = roce::kFirstQpn + slot;
   command->spec = spec;
@@ -214,7 +215,7 @@ absl::Status Dataplane::DestroyQp(uint32_t qpn) {
     return absl::NotFoundError(
         absl::StrCat("no queue pair ", qpn, "; ListQps shows those in use"));
   }
-  auto command = std::make_unique<roce::RoceCommand>();
+  auto command = std::make_shared<roce::RoceCommand>();
   command->kind = roce::RoceCommand::Kind::kDestroyQp;
   command->qpn = qpn;
   if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) return s;
@@ -246,6 +247,111 @@ std::vector<QpInfo> Dataplane::ListQps() const {
   return out;
 }
 
+absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
+                                                    absl::Duration timeout) {
+  using Kind = roce::WorkRequest::Kind;
+  if (!roce_config_.enabled) {
+    return absl::FailedPreconditionError(
+        "RoCE is off: add a roce { } section to the config");
+  }
+  const bool atomic =
+      op.kind == Kind::kCompareSwap || op.kind == Kind::kFetchAdd;
+  if (atomic && op.length != 8) {
+    return absl::InvalidArgumentError(
+        "atomics work on 8 bytes: set length 8 (the local bytes receive the "
+        "original value)");
+  }
+  std::shared_ptr<roce::RoceCommand> command;
+  {
+    absl::MutexLock lock(&mu_);
+    const uint32_t slot = op.qpn - roce::kFirstQpn;
+    if (op.qpn < roce::kFirstQpn || slot >= roce_config_.max_qps ||
+        !qp_status_[slot].in_use.load(std::memory_order_relaxed)) {
+      return absl::NotFoundError(absl::StrCat(
+          "no queue pair ", op.qpn, " is connected; ListQps shows them"));
+    }
+    absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
+        FindRegion(op.region_id);
+    if (!region.ok()) return region.status();
+    const uint64_t size = (*region)->length();
+    if (op.offset > size || op.length > size - op.offset) {
+      return absl::OutOfRangeError(
+          absl::StrCat("[", op.offset, ", +", op.length, ") is outside region ",
+                       op.region_id, " (", size, " bytes)"));
+    }
+    if (!(*region)->Pin()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("region ", op.region_id, " is being deregistered"));
+    }
+    command = std::make_shared<roce::RoceCommand>();
+    command->kind = roce::RoceCommand::Kind::kPost;
+    command->qpn = op.qpn;
+    command->region = region->get();
+    roce::WorkRequest& wr = command->wr;
+    wr.kind = op.kind;
+    wr.local_offset =
+        reinterpret_cast<uint64_t>((*region)->bytes().data() + op.offset);
+    wr.length = op.length;
+    wr.remote_va = op.remote_va;
+    wr.rkey = op.rkey;
+    wr.imm = op.imm;
+    wr.compare = op.compare;
+    wr.swap_add = op.swap_add;
+    if (absl::Status s = SubmitRoceCommand(command); !s.ok()) {
+      (*region)->Unpin();
+      return s;
+    }
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!command->done.load(std::memory_order_acquire)) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the operation on QP ", op.qpn, " did not complete within ",
+          absl::FormatDuration(timeout),
+          "; it goes on (the peer may be slow or gone)"));
+    }
+    absl::SleepFor(absl::Microseconds(50));
+  }
+  if (!command->posted) {
+    switch (command->post_result) {
+      case roce::PostResult::kQueueFull:
+        return absl::UnavailableError(
+            "the QP's send queue is full; retry when operations complete");
+      case roce::PostResult::kQpError:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "QP ", op.qpn, " is in the error state; destroy and reconnect"));
+      default:
+        return absl::InvalidArgumentError(
+            "the operation is not valid (length above 2^31?)");
+    }
+  }
+  using S = roce::CompletionStatus;
+  switch (command->status) {
+    case S::kSuccess:
+      return RoceOpResult{command->atomic_original};
+    case S::kRemoteAccessError:
+      return absl::PermissionDeniedError(
+          "the peer refused the access (remote access error: rkey, bounds "
+          "or rights)");
+    case S::kRemoteInvalidRequest:
+      return absl::InvalidArgumentError(
+          "the peer NAKed the request as invalid");
+    case S::kRemoteOperationalError:
+      return absl::AbortedError("the peer reported an operational error");
+    case S::kRetryExceeded:
+    case S::kRnrRetryExceeded:
+      return absl::UnavailableError(
+          "the peer stopped answering (retries exhausted); the QP is in the "
+          "error state");
+    case S::kFlushed:
+      return absl::AbortedError(
+          "flushed: the QP went to the error state or was destroyed first");
+    case S::kLocalLengthError:
+      return absl::InvalidArgumentError("local length error");
+  }
+  return absl::InternalError("unknown completion status");
+}
+
 void Dataplane::SnapshotRoce(RoceStats* stats) const {
   stats->enabled = roce_config_.enabled;
   if (!stats->enabled) return;
@@ -260,6 +366,10 @@ void Dataplane::SnapshotRoce(RoceStats* stats) const {
       {"reads", &C::reads},
       {"read_bytes", &C::read_bytes},
       {"atomics", &C::atomics},
+      {"ops_posted", &C::ops_posted},
+      {"ops_completed", &C::ops_completed},
+      {"ops_failed", &C::ops_failed},
+      {"retransmits", &C::retransmits},
       {"write_immediates", &C::write_immediates},
       {"qp_errors", &C::qp_errors},
       {"acks_sent", &C::acks_sent},

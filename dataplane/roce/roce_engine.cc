@@ -159,6 +159,13 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu)
   }
 }
 
+uint64_t RoceEngine::NowNanos() {
+  // Cycles to nanoseconds without overflowing for centuries of uptime.
+  const uint64_t hz = rte_get_timer_hz();
+  const uint64_t cycles = rte_get_timer_cycles();
+  return cycles / hz * 1000000000 + cycles % hz * 1000000000 / hz;
+}
+
 uint64_t RoceEngine::NowMicros() {
   return rte_get_timer_cycles() / (rte_get_timer_hz() / 1000000);
 }
@@ -313,9 +320,7 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
     case OpKind::kReadResponse:
     case OpKind::kAck:
     case OpKind::kAtomicAck:
-      // Our requester side (results written back to clients) is not
-      // running requests on this QP yet.
-      counters_.Drop(RoceDrop::kNotRequest);
+      Response(*qp, p, data);
       break;
     default:
       counters_.Drop(RoceDrop::kUnsupported);
@@ -530,6 +535,19 @@ void RoceEngine::Poll() {
     }
   }
   touched_.clear();
+  if (!requesting_.empty()) {
+    const uint64_t now = NowNanos();
+    size_t kept = 0;
+    for (size_t i = 0; i < requesting_.size(); ++i) {
+      Qp& qp = qps_[requesting_[i]];
+      if (qp.in_use && qp.requester != nullptr) DriveRequester(qp, now);
+      const bool active = qp.in_use && qp.requester != nullptr &&
+                          qp.requester->outstanding() != 0;
+      qp.requesting = active;
+      if (active) requesting_[kept++] = requesting_[i];
+    }
+    requesting_.resize(kept);
+  }
   size_t keep = 0;
   for (size_t i = 0; i < busy_.size(); ++i) {
     Qp& qp = qps_[busy_[i]];
@@ -658,6 +676,15 @@ void RoceEngine::ApplyCommands() {
     if (command->qpn >= kFirstQpn && slot < qps_.size()) {
       if (command->kind == RoceCommand::Kind::kCreateQp) {
         CreateQp(command->qpn, command->spec);
+      } else if (command->kind == RoceCommand::Kind::kPost) {
+        Qp* qp = FindQp(command->qpn);
+        if (qp != nullptr &&
+            PostWork(*qp, command->wr, command->region, command)) {
+          continue;  // done when it completes
+        }
+        if (command->region != nullptr) command->region->Unpin();
+        command->posted = false;
+        if (qp == nullptr) command->post_result = PostResult::kQpError;
       } else if (qps_[slot].in_use) {
         // A connection the CM made is closed with a DREQ (the CM then
         // destroys the QP); one made over gRPC goes at once.
@@ -705,6 +732,20 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   rc.qp_access = spec.access;
   qp.responder.Reset(rc);
   qp.responder.SetState(QpState::kRts);
+  RequesterConfig req;
+  req.pmtu = spec.pmtu;
+  req.sq_depth = kSqDepth;
+  req.initial_psn = spec.send_psn;
+  req.max_rd_atomic = std::clamp<uint8_t>(spec.initiator_depth, 1, 16);
+  req.retry_count = std::min<uint8_t>(spec.retry_count, 7);
+  req.rnr_retry = std::min<uint8_t>(spec.rnr_retry, 7);
+  req.ack_timeout_ns = LocalAckTimeoutNs(config_.local_ack_timeout);
+  // Created with the QP, on the control path (a QP is created far less
+  // often than a packet arrives); its tables are fixed from here on.
+  qp.requester = std::make_unique<Requester>(req);
+  qp.wrs = {};
+  qp.next_wr_id = 0;
+  qp.requester_error_raised = false;
   qp.reply_head = 0;
   qp.reply_count = 0;
   qp.touched = false;
@@ -712,6 +753,7 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
 }
 
 void RoceEngine::DestroyQp(Qp& qp) {
+  FailWork(qp);
   while (qp.reply_count != 0) {
     ReplyJob& job = qp.replies[qp.reply_head];
     if (job.region != nullptr) job.region->Unpin();
@@ -736,6 +778,127 @@ void RoceEngine::Publish(const Qp& qp) {
   s.msn.store(qp.responder.msn(), std::memory_order_relaxed);
   const ResponderCounters& c = qp.responder.counters();
   s.packets.store(c.accepted, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------- requests
+
+bool RoceEngine::PostWork(Qp& qp, WorkRequest wr, const MemoryRegion* region,
+                          RoceCommand* command) {
+  wr.wr_id = qp.next_wr_id;
+  wr.signaled = true;  // every operation of ours reports back
+  const PostResult result = qp.requester->Post(wr);
+  if (command != nullptr) command->post_result = result;
+  if (result != PostResult::kOk) {
+    counters_.ops_failed.Add();
+    return false;
+  }
+  ++qp.next_wr_id;
+  qp.wrs[wr.wr_id % kSqDepth] = {region, command};
+  counters_.ops_posted.Add();
+  if (!qp.requesting) {
+    qp.requesting = true;
+    requesting_.push_back(qp.qpn - kFirstQpn);
+  }
+  return true;
+}
+
+void RoceEngine::DriveRequester(Qp& qp, uint64_t now_ns) {
+  Requester& r = *qp.requester;
+  if (now_ns >= r.NextDeadline()) r.OnTimer(now_ns);
+  PacketPlan plan;
+  for (uint32_t budget = kReplyBudget;
+       budget != 0 && r.NextPacket(now_ns, &plan); --budget) {
+    if (plan.retransmission) counters_.retransmits.Add();
+    if (!SendRequestPacket(qp, plan)) break;  // no mbuf: the timer resends
+  }
+  DrainCompletions(qp);
+}
+
+bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
+  Bth bth;
+  bth.opcode = static_cast<uint8_t>(plan.opcode);
+  bth.dest_qp = qp.spec.remote_qpn;
+  bth.psn = plan.psn;
+  bth.ack_req = plan.ack_req;
+  const OpcodeInfo& info = GetOpcodeInfo(bth.opcode);
+  // The NAAICE client waits on the solicited event of our result write.
+  bth.solicited = info.has(kHasImmDt) && info.ends_message();
+  ExtHeaders ext;
+  ext.reth = {plan.reth_va, plan.reth_rkey, plan.reth_length};
+  ext.atomic_eth = {plan.atomic_va, plan.atomic_rkey, plan.atomic_swap_add,
+                    plan.atomic_compare};
+  ext.imm_data = plan.imm;
+  uint8_t* payload = nullptr;
+  rte_mbuf* m = NewFrame(qp, bth, ext, plan.payload_length, &payload);
+  if (m == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    return false;
+  }
+  if (plan.payload_length != 0) {
+    std::memcpy(payload, reinterpret_cast<const uint8_t*>(plan.payload_offset),
+                plan.payload_length);
+  }
+  FinishAndSend(qp, m);
+  return true;
+}
+
+void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
+  if (qp.requester == nullptr || qp.requester->outstanding() == 0) {
+    counters_.Drop(RoceDrop::kNotRequest);
+    return;
+  }
+  ResponsePacket response;
+  response.opcode = p.bth.opcode;
+  response.psn = p.bth.psn;
+  response.syndrome = p.ext.aeth.syndrome;
+  response.msn = p.ext.aeth.msn;
+  response.payload_length = p.payload_length;
+  response.atomic_original = p.ext.atomic_ack_eth.original;
+  Placement placement;
+  const ResponseVerdict verdict =
+      qp.requester->OnResponse(response, NowNanos(), &placement);
+  if (verdict == ResponseVerdict::kReadData && placement.length != 0) {
+    // The local bytes of a READ: inside the pinned region it was posted
+    // with (the requester checked the length against the WR).
+    std::memcpy(reinterpret_cast<uint8_t*>(placement.local_offset),
+                frame + p.payload_offset, placement.length);
+  }
+  DrainCompletions(qp);
+  if (qp.requester->outstanding() != 0 && !qp.requesting) {
+    qp.requesting = true;
+    requesting_.push_back(qp.qpn - kFirstQpn);
+  }
+}
+
+void RoceEngine::DrainCompletions(Qp& qp) {
+  Completion c;
+  while (qp.requester->PollCompletion(&c)) {
+    Qp::LocalWr& wr = qp.wrs[c.wr_id % kSqDepth];
+    if (wr.region != nullptr) wr.region->Unpin();
+    if (c.status == CompletionStatus::kSuccess) {
+      counters_.ops_completed.Add();
+    } else {
+      counters_.ops_failed.Add();
+    }
+    if (RoceCommand* command = wr.command) {
+      command->posted = true;
+      command->status = c.status;
+      command->atomic_original = c.atomic_original;
+      command->done.store(true, std::memory_order_release);
+    }
+    wr = {};
+  }
+  if (qp.requester->state() == QpState::kError && !qp.requester_error_raised) {
+    qp.requester_error_raised = true;
+    RaiseQpError(qp);
+  }
+}
+
+void RoceEngine::FailWork(Qp& qp) {
+  if (qp.requester == nullptr) return;
+  qp.requester->SetError();  // flushes every WR not completed
+  DrainCompletions(qp);
+  qp.requester.reset();
 }
 
 // ---------------------------------------------------------------- CM
@@ -774,6 +937,9 @@ void RoceEngine::RunCmActions() {
         spec.expected_psn = c.expected_psn;
         spec.send_psn = c.send_psn;
         spec.max_rd_atomic = c.max_dest_rd_atomic;
+        spec.initiator_depth = c.max_rd_atomic;
+        spec.retry_count = c.retry_count;
+        spec.rnr_retry = c.rnr_retry_count;
         spec.flow_label = c.flow_label;
         CreateQp(c.local_qpn, spec, /*from_cm=*/true, c.port);
         counters_.cm_connections.Add();

@@ -23,6 +23,7 @@
 #include "dataplane/counter.h"
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/requester.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_config.h"
 #include "dataplane/roce/wire.h"
@@ -71,6 +72,10 @@ struct alignas(64) RoceCounters {
   Counter reads;             // READ requests served (responses queued)
   Counter read_bytes;        // READ response payload bytes sent
   Counter atomics;           // atomics executed
+  Counter ops_posted;        // our own requests (work requests) posted
+  Counter ops_completed;     // ... completed successfully
+  Counter ops_failed;        // ... completed in error (or refused)
+  Counter retransmits;       // our request packets sent again
   Counter write_immediates;  // WRITE with immediate messages completed
   Counter qp_errors;         // QPs moved to the error state
   Counter acks_sent;         // ACKs (coalesced) and re-ACKs
@@ -108,6 +113,12 @@ struct QpSpec {
   // The CM REQ's flow label (rdma_cm connections): the UDP source port is
   // derived from it as rxe does; 0: from the QP numbers.
   uint32_t flow_label = 0;
+  // Our requests on the QP (results written back, gRPC operations): READs
+  // and atomics outstanding at once (the peer's responder resources), and
+  // the retry counts the peer asked for (CM REQ) or the config's.
+  uint8_t initiator_depth = 16;
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry = 7;
   uint32_t access =
       kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 };
@@ -115,10 +126,20 @@ struct QpSpec {
 // A control-plane request to the RoCE HPU. The submitter owns it and keeps
 // it alive until `done`; the HPU sets `done` (release) after applying it.
 struct RoceCommand {
-  enum class Kind : uint8_t { kCreateQp, kDestroyQp };
+  enum class Kind : uint8_t { kCreateQp, kDestroyQp, kPost };
   Kind kind = Kind::kCreateQp;
   uint32_t qpn = 0;
   QpSpec spec;
+  // kPost: an operation of ours on the QP. wr.local_offset is the address
+  // of its local bytes in `region`, which the submitter pinned; HPU 0
+  // unpins it when the operation completes.
+  WorkRequest wr;
+  const MemoryRegion* region = nullptr;
+  // kPost results, valid once done.
+  bool posted = false;  // false: refused (post_result says why)
+  PostResult post_result = PostResult::kOk;
+  CompletionStatus status = CompletionStatus::kSuccess;
+  uint64_t atomic_original = 0;
   std::atomic<bool> done{false};
 };
 
@@ -227,7 +248,19 @@ class RoceEngine final : public CmAcceptor {
     uint32_t reply_count = 0;
     bool touched = false;       // received in this poll: flush its ACK
     bool awaiting_rtu = false;  // CM REP sent: the first packet establishes
+    // Our side: the requester (created with the QP) and, per work request
+    // slot (wr_id % kSqDepth), what to release or tell when it completes.
+    std::unique_ptr<Requester> requester;
+    struct LocalWr {
+      const MemoryRegion* region = nullptr;  // pinned
+      RoceCommand* command = nullptr;        // a gRPC operation, or null
+    };
+    std::array<LocalWr, 256> wrs{};
+    uint64_t next_wr_id = 0;
+    bool requesting = false;  // in requesting_
+    bool requester_error_raised = false;
   };
+  static constexpr uint32_t kSqDepth = 256;
   struct Neighbor {
     Gid ip{};
     Mac mac{};
@@ -258,6 +291,16 @@ class RoceEngine final : public CmAcceptor {
                      uint32_t payload_length, uint8_t** payload);
   void FinishAndSend(Qp& qp, rte_mbuf* m);
   void ApplyCommands();
+  // Our requests: post, send what the requester allows, its timers, the
+  // responses, completions.
+  bool PostWork(Qp& qp, WorkRequest wr, const MemoryRegion* region,
+                RoceCommand* command);
+  void DriveRequester(Qp& qp, uint64_t now_ns);
+  bool SendRequestPacket(Qp& qp, const PacketPlan& plan);
+  void Response(Qp& qp, const Packet& p, const uint8_t* frame);
+  void DrainCompletions(Qp& qp);
+  void FailWork(Qp& qp);
+  static uint64_t NowNanos();
   void CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm = false,
                 uint16_t cm_port = 0);
   void DestroyQp(Qp& qp);
@@ -280,11 +323,12 @@ class RoceEngine final : public CmAcceptor {
   Hpu* const hpu_;
   std::vector<Gid> ipv6_;  // our IPv6 addresses
   std::vector<std::array<uint8_t, 4>> ipv4_;
-  std::vector<Gid> solicited_;     // their solicited-node groups
-  std::vector<Qp> qps_;            // HPU 0 only; slot = qpn - kFirstQpn
-  std::vector<uint32_t> touched_;  // slots received on in this poll
-  std::vector<uint32_t> busy_;     // slots with queued replies
-  std::unique_ptr<CmService> cm_;  // HPU 0
+  std::vector<Gid> solicited_;        // their solicited-node groups
+  std::vector<Qp> qps_;               // HPU 0 only; slot = qpn - kFirstQpn
+  std::vector<uint32_t> touched_;     // slots received on in this poll
+  std::vector<uint32_t> busy_;        // slots with queued replies
+  std::vector<uint32_t> requesting_;  // slots whose requester has work
+  std::unique_ptr<CmService> cm_;     // HPU 0
   CmActionList cm_actions_;
   uint64_t cm_deadline_us_ = UINT64_MAX;
   uint32_t gsi_psn_ = 0;

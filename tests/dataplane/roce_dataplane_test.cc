@@ -8,9 +8,11 @@
 #include <rte_ring.h>
 
 #include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "dataplane/classifier.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/cm.h"
@@ -680,6 +682,159 @@ TEST_F(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
             static_cast<uint16_t>(roce::CmRejReason::kInvalidServiceId));
   EXPECT_EQ(dataplane().ListQps().size(), 1u);
   EXPECT_EQ(Counter("cm_rejects"), 1u);
+}
+
+// Our requester: RoceExecute runs on a thread while this one drives HPU 0
+// and plays the client's responder.
+class RoceRequesterTest : public RoceDataplaneTest {
+ protected:
+  std::future<absl::StatusOr<RoceOpResult>> Start(const RoceOp& op) {
+    return std::async(std::launch::async, [this, op] {
+      return dataplane().RoceExecute(op, absl::Seconds(20));
+    });
+  }
+  // Polls until the appliance sent `count` frames (bounded).
+  std::vector<Out> Await(size_t count) {
+    std::vector<Out> all;
+    for (int i = 0; i < 20000 && all.size() < count; ++i) {
+      Poll(1);
+      std::vector<Out> out = Collect();
+      all.insert(all.end(), out.begin(), out.end());
+      if (all.size() < count) absl::SleepFor(absl::Microseconds(100));
+    }
+    return all;
+  }
+  absl::StatusOr<RoceOpResult> Finish(
+      std::future<absl::StatusOr<RoceOpResult>>& result) {
+    for (int i = 0; i < 20000; ++i) {
+      if (result.wait_for(std::chrono::milliseconds(0)) ==
+          std::future_status::ready) {
+        break;
+      }
+      Poll(1);
+      absl::SleepFor(absl::Microseconds(100));
+    }
+    return result.get();
+  }
+  // The client's ACK (or NAK) for our PSN.
+  Bytes Ack(Opcode opcode, uint32_t psn, uint8_t syndrome, const Bytes& data,
+            uint64_t original = 0) {
+    ExtHeaders ext;
+    ext.aeth = {syndrome, 1};
+    ext.atomic_ack_eth.original = original;
+    return Build(opcode, psn, ext, data, false, qpn_);
+  }
+};
+
+TEST_F(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
+  RegionInfo region = Region(8192, kRemoteWrite);
+  const Bytes data = Pattern(2 * kPmtu + 10, 6);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 16, data).ok());
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWriteImm;
+  op.region_id = region.id;
+  op.offset = 16;
+  op.length = static_cast<uint32_t>(data.size());
+  op.remote_va = 0x7f0000001000;
+  op.rkey = 0x4242;
+  op.imm = 0x00000100;
+  auto result = Start(op);
+  std::vector<Out> out = Await(3);
+  ASSERT_EQ(out.size(), 3u);
+  const Opcode expected[] = {Opcode::kRcWriteFirst, Opcode::kRcWriteMiddle,
+                             Opcode::kRcWriteLastImm};
+  Bytes joined;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(out[i].roce);
+    EXPECT_EQ(out[i].packet.bth.opcode, static_cast<uint8_t>(expected[i]));
+    EXPECT_EQ(out[i].packet.bth.dest_qp, kClientQpn);
+    EXPECT_EQ(out[i].packet.bth.psn, 0x777u + i);
+    const Bytes payload = out[i].payload();
+    joined.insert(joined.end(), payload.begin(), payload.end());
+  }
+  EXPECT_EQ(out[0].packet.ext.reth.va, 0x7f0000001000u);
+  EXPECT_EQ(out[0].packet.ext.reth.rkey, 0x4242u);
+  EXPECT_EQ(out[0].packet.ext.reth.dma_length, data.size());
+  EXPECT_EQ(out[2].packet.ext.imm_data, 0x100u);
+  EXPECT_TRUE(out[2].packet.bth.ack_req);
+  EXPECT_TRUE(out[2].packet.bth.solicited);
+  EXPECT_EQ(joined, data);
+  SendFrame(Ack(Opcode::kRcAck, 0x779, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(Counter("ops_completed"), 1u);
+}
+
+TEST_F(RoceRequesterTest, ReadsFromTheClient) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kRead;
+  op.region_id = region.id;
+  op.offset = 100;
+  op.length = 600;
+  op.remote_va = 0x1000;
+  op.rkey = 7;
+  auto result = Start(op);
+  std::vector<Out> out = Await(1);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].roce);
+  EXPECT_EQ(out[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcReadRequest));
+  EXPECT_EQ(out[0].packet.ext.reth.dma_length, 600u);
+  const Bytes data = Pattern(600, 7);
+  SendFrame(Ack(Opcode::kRcReadResponseOnly, 0x777, roce::AethAck(), data));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 100, 600, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+}
+
+TEST_F(RoceRequesterTest, FetchAddReturnsTheOriginal) {
+  RegionInfo region = Region(64, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kFetchAdd;
+  op.region_id = region.id;
+  op.length = 8;
+  op.remote_va = 0x2000;
+  op.rkey = 9;
+  op.swap_add = 5;
+  auto result = Start(op);
+  std::vector<Out> out = Await(1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcFetchAdd));
+  EXPECT_EQ(out[0].packet.ext.atomic_eth.swap_add, 5u);
+  SendFrame(Ack(Opcode::kRcAtomicAck, 0x777, roce::AethAck(), {}, 1234));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->atomic_original, 1234u);
+}
+
+TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
+  RegionInfo region = Region(64, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 16;
+  op.remote_va = 0x2000;
+  op.rkey = 9;
+  auto result = Start(op);
+  ASSERT_EQ(Await(1).size(), 1u);
+  SendFrame(Ack(Opcode::kRcAck, 0x777,
+                roce::AethNak(roce::NakCode::kRemoteAccessError), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_EQ(done.status().code(), absl::StatusCode::kPermissionDenied)
+      << done.status();
+  // A bad request never reaches the wire.
+  op.region_id = 999;
+  EXPECT_EQ(dataplane().RoceExecute(op, absl::Seconds(1)).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
