@@ -1,6 +1,9 @@
 #include "control/stats_format.h"
 
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -43,6 +46,31 @@ uint64_t TotalDrops(const PortStats& port) {
 
 double Rate(uint64_t now, uint64_t before, double interval_s) {
   return interval_s > 0 ? static_cast<double>(now - before) / interval_s : 0;
+}
+
+// Three name/value pairs a line; zero drop counters are left out.
+void AppendCounters(
+    absl::string_view title,
+    const std::vector<std::pair<std::string, uint64_t>>& counters,
+    std::string* out) {
+  absl::StrAppend(out, title, ":");
+  int column = 0;
+  for (const auto& [name, value] : counters) {
+    if (value == 0 && absl::StartsWith(name, "drop_")) continue;
+    if (column++ % 3 == 0) *out += "\n ";
+    absl::StrAppendFormat(out, " %-20s %12u", name, value);
+  }
+  *out += "\n";
+}
+
+std::string JsonCounters(
+    const std::vector<std::pair<std::string, uint64_t>>& counters) {
+  std::string out = "{";
+  for (size_t i = 0; i < counters.size(); ++i) {
+    const auto& [name, value] = counters[i];
+    absl::StrAppend(&out, i ? "," : "", JsonString(name), ":", value);
+  }
+  return out + "}";
 }
 
 }  // namespace
@@ -91,17 +119,8 @@ std::string FormatStatsText(const StatsSnapshot& now,
                             e.failed, per_call, flags);
     }
   }
-  if (now.diad.enabled) {
-    // Three name/value pairs a line; zero drop counters are left out.
-    out += "diad:";
-    int column = 0;
-    for (const auto& [name, value] : now.diad.counters) {
-      if (value == 0 && absl::StartsWith(name, "drop_")) continue;
-      if (column++ % 3 == 0) out += "\n ";
-      absl::StrAppendFormat(&out, " %-20s %12u", name, value);
-    }
-    out += "\n";
-  }
+  if (now.diad.enabled) AppendCounters("diad", now.diad.counters, &out);
+  if (now.roce.enabled) AppendCounters("roce", now.roce.counters, &out);
   return out;
 }
 
@@ -153,12 +172,10 @@ std::string FormatStatsJson(const StatsSnapshot& snapshot) {
   }
   out += "]";
   if (snapshot.diad.enabled) {
-    out += ",\"diad\":{";
-    for (size_t i = 0; i < snapshot.diad.counters.size(); ++i) {
-      const auto& [name, value] = snapshot.diad.counters[i];
-      absl::StrAppend(&out, i ? "," : "", JsonString(name), ":", value);
-    }
-    out += "}";
+    absl::StrAppend(&out, ",\"diad\":", JsonCounters(snapshot.diad.counters));
+  }
+  if (snapshot.roce.enabled) {
+    absl::StrAppend(&out, ",\"roce\":", JsonCounters(snapshot.roce.counters));
   }
   out += "}\n";
   return out;

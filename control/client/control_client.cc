@@ -422,6 +422,30 @@ absl::StatusOr<v1::ListPeersResponse> ControlClient::ListPeers() {
   return response;
 }
 
+absl::StatusOr<uint32_t> ControlClient::CreateQp(
+    const v1::CreateQpRequest& request) {
+  v1::CreateQpResponse response;
+  grpc::Status status =
+      stub_->CreateQp(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.qpn();
+}
+
+absl::Status ControlClient::DestroyQp(uint32_t qpn) {
+  v1::DestroyQpRequest request;
+  request.set_qpn(qpn);
+  v1::DestroyQpResponse response;
+  return FromGrpc(stub_->DestroyQp(UnaryContext().get(), request, &response));
+}
+
+absl::StatusOr<v1::ListQpsResponse> ControlClient::ListQps() {
+  v1::ListQpsResponse response;
+  grpc::Status status =
+      stub_->ListQps(UnaryContext().get(), v1::ListQpsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
 absl::StatusOr<v1::RemoteWriteResponse> ControlClient::RemoteWrite(
     const v1::RemoteWriteRequest& request) {
   v1::RemoteWriteResponse response;

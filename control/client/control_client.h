@@ -95,6 +95,11 @@ class ControlClient {
   absl::StatusOr<v1::StreamSendResponse> StreamSend(
       const v1::StreamSendRequest& request);
 
+  // RoCE queue pairs created by hand. CreateQp returns the new QPN.
+  absl::StatusOr<uint32_t> CreateQp(const v1::CreateQpRequest& request);
+  absl::Status DestroyQp(uint32_t qpn);
+  absl::StatusOr<v1::ListQpsResponse> ListQps();
+
   // Streams. `on_*` runs on the calling thread for every message; returning
   // false ends the stream and the call returns OK. Otherwise the call returns
   // when the server ends the stream, with the server's status.

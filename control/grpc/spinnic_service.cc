@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -12,10 +13,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "control/config_loader.h"
 #include "dataplane/diad/diad_engine.h"
+#include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/wire.h"
 #include "dataplane/spin_engine.h"
 #include "handlers/api/handler.h"
 
@@ -112,6 +116,11 @@ void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
     counter->set_name(name);
     counter->set_value(value);
   }
+  for (const auto& [name, value] : snapshot.roce.counters) {
+    v1::Counter* counter = out->add_roce();
+    counter->set_name(name);
+    counter->set_value(value);
+  }
 }
 
 std::string NodeText(const diad::NodeAddress& node) {
@@ -139,6 +148,10 @@ const char* EngineEventName(uint32_t code) {
       return "diad_peer_reset";
     case diad::kEventDiadOpFailed:
       return "diad_op_failed";
+    case roce::kEventRoceWriteImm:
+      return "roce_write_imm";
+    case roce::kEventRoceQpError:
+      return "roce_qp_error";
   }
   return "";
 }
@@ -167,6 +180,106 @@ void DecodeDiadEvent(const Event& event,
   out->set_channel(channel);
   out->set_txn(txn);
   out->set_status(diad::StatusName(static_cast<diad::Status>(event.data[10])));
+}
+
+bool IsRoceEvent(uint32_t code) {
+  return code == roce::kEventRoceWriteImm || code == roce::kEventRoceQpError;
+}
+
+// Event.data of the roce_* events (roce_engine.cc): u32 qpn, and for
+// roce_write_imm u32 immediate and u32 MSN, in host order. Short data
+// (never raised so) decodes what it holds.
+void DecodeRoceEvent(const Event& event, v1::RoceEvent* out) {
+  uint32_t words[3] = {};
+  std::memcpy(words, event.data, std::min<size_t>(event.length, sizeof words));
+  out->set_qpn(words[0]);
+  if (event.code == roce::kEventRoceWriteImm) {
+    out->set_immediate(words[1]);
+    out->set_msn(words[2]);
+  }
+}
+
+// "192.0.2.12" for an IPv4-mapped address, else IPv6 text.
+std::string GidText(const roce::Gid& ip) {
+  char text[INET6_ADDRSTRLEN];
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0,    0,
+                                          0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(ip.data(), kMapped, sizeof kMapped) == 0) {
+    return inet_ntop(AF_INET, ip.data() + 12, text, sizeof text) ? text : "?";
+  }
+  return inet_ntop(AF_INET6, ip.data(), text, sizeof text) ? text : "?";
+}
+
+// `field`'s text as an address: IPv4 becomes IPv4-mapped.
+absl::Status ParseGid(absl::string_view field, const std::string& text,
+                      roce::Gid* out) {
+  in_addr v4;
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    *out = {};
+    (*out)[10] = (*out)[11] = 0xff;
+    std::memcpy(out->data() + 12, &v4, 4);
+    return absl::OkStatus();
+  }
+  if (inet_pton(AF_INET6, text.c_str(), out->data()) == 1) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": \"", text,
+      "\" is not an IP address; write IPv4 or IPv6 text without a prefix "
+      "length, e.g. \"192.0.2.12\" or \"fd00::12\""));
+}
+
+// Six hex bytes separated by ':' ("02:00:00:00:00:0c").
+absl::Status ParseMac(absl::string_view field, const std::string& text,
+                      roce::Mac* out) {
+  unsigned b[6];
+  char end;
+  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1],
+                  &b[2], &b[3], &b[4], &b[5], &end) != 6 ||
+      text.size() != 17) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": \"", text,
+        "\" is not a MAC address; write six hex bytes separated by ':', "
+        "e.g. \"02:00:00:00:00:0c\""));
+  }
+  for (int i = 0; i < 6; ++i) (*out)[i] = static_cast<uint8_t>(b[i]);
+  return absl::OkStatus();
+}
+
+const char* QpStateName(roce::QpState state) {
+  switch (state) {
+    case roce::QpState::kReset:
+      return "reset";
+    case roce::QpState::kInit:
+      return "init";
+    case roce::QpState::kRtr:
+      return "rtr";
+    case roce::QpState::kRts:
+      return "rts";
+    case roce::QpState::kError:
+      return "error";
+  }
+  return "unknown";
+}
+
+void FillQpStatus(const QpInfo& info, v1::QpStatus* out) {
+  out->set_qpn(info.qpn);
+  v1::CreateQpRequest* spec = out->mutable_spec();
+  spec->set_remote_qpn(info.spec.remote_qpn);
+  spec->set_remote_ip(GidText(info.spec.remote_ip));
+  spec->set_remote_mac(MacText(info.spec.remote_mac));
+  spec->set_local_ip(GidText(info.spec.local_ip));
+  spec->set_path_mtu(info.spec.pmtu);
+  spec->set_expected_psn(info.spec.expected_psn);
+  spec->set_send_psn(info.spec.send_psn);
+  spec->set_max_rd_atomic(info.spec.max_rd_atomic);
+  out->set_state(QpStateName(info.state));
+  out->set_expected_psn(info.expected_psn);
+  out->set_msn(info.msn);
+  out->set_packets(info.packets);
+  out->set_naks(info.naks);
+  out->set_origin(info.from_cm ? "cm" : "grpc");
+  out->set_cm_port(info.cm_port);
 }
 
 void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {
@@ -352,6 +465,21 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
   response->set_max_handlers(Ectx::kMaxEctxs);
   response->set_max_state_size(Ectx::kMaxStateSize);
   response->set_max_region_bytes(dataplane_->region_bytes_limit());
+  const roce::RoceConfig& r = dataplane_->roce_config();
+  v1::RoceInfo* roce = response->mutable_roce();
+  roce->set_enabled(r.enabled);
+  if (r.enabled) {
+    for (const roce::Gid& ip : r.addresses) roce->add_addresses(GidText(ip));
+    roce->set_mac(MacText(r.mac));
+    if (r.port < config_.ports_size()) {
+      roce->set_port(config_.ports(r.port).name());
+    }
+    roce->set_path_mtu(r.path_mtu);
+    roce->set_max_qps(r.max_qps);
+    for (uint16_t port : r.listen_ports) roce->add_listen_ports(port);
+    roce->set_max_rd_atomic(r.max_rd_atomic);
+    roce->set_udp_port(roce::kRoceUdpPort);
+  }
   const diad::DiadConfig& d = dataplane_->diad_config();
   v1::DiadInfo* diad = response->mutable_diad();
   diad->set_enabled(d.enabled);
@@ -591,6 +719,8 @@ void SpinnicService::PublishEvents(const std::vector<Event>& events) {
     if (IsDiadEvent(event.code)) {
       // Raised by the transport, not by an ECTX.
       DecodeDiadEvent(event, peers, out.mutable_diad());
+    } else if (IsRoceEvent(event.code)) {
+      DecodeRoceEvent(event, out.mutable_roce());
     } else if (auto it = names.find(event.ectx_id); it != names.end()) {
       out.set_handler(it->second);
     }
@@ -849,6 +979,93 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
   response->set_latency_max_ns(latencies.back());
   response->set_elapsed_ns(elapsed);
   response->set_bytes(bytes);
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
+                                      const v1::CreateQpRequest* request,
+                                      v1::CreateQpResponse* response) {
+  const roce::RoceConfig& config = dataplane_->roce_config();
+  if (!config.enabled) {
+    // The dataplane's own words for it.
+    return ToGrpc(dataplane_->CreateQp(roce::QpSpec()).status());
+  }
+  roce::QpSpec spec;
+  spec.remote_qpn = request->remote_qpn();
+  if (request->remote_ip().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "remote_ip: missing; give the client's address, e.g. "
+                        "\"192.0.2.12\" or \"fd00::12\"");
+  }
+  if (absl::Status s =
+          ParseGid("remote_ip", request->remote_ip(), &spec.remote_ip);
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  if (request->remote_mac().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "remote_mac: missing; give the MAC frames to the "
+                        "client go to (its own, or the next hop's)");
+  }
+  if (absl::Status s =
+          ParseMac("remote_mac", request->remote_mac(), &spec.remote_mac);
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  if (!request->local_ip().empty()) {
+    if (absl::Status s =
+            ParseGid("local_ip", request->local_ip(), &spec.local_ip);
+        !s.ok()) {
+      return ToGrpc(s);
+    }
+    if (std::find(config.addresses.begin(), config.addresses.end(),
+                  spec.local_ip) == config.addresses.end()) {
+      std::vector<std::string> ours;
+      for (const roce::Gid& ip : config.addresses) ours.push_back(GidText(ip));
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("local_ip: ", request->local_ip(),
+                       " is not one of the appliance's RoCE addresses (",
+                       absl::StrJoin(ours, ", "),
+                       "); use one of them or leave local_ip empty"));
+    }
+  }
+  spec.pmtu = request->path_mtu() != 0 ? request->path_mtu() : config.path_mtu;
+  spec.expected_psn = request->expected_psn();
+  spec.send_psn = request->send_psn();
+  if (request->max_rd_atomic() > 16) {
+    // Not narrowed to the spec's byte: the value as sent is refused.
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("max_rd_atomic ", request->max_rd_atomic(),
+                     " is not allowed; use 1..16, or 0 for ",
+                     config.max_rd_atomic, " (roce.max_rd_atomic)"));
+  }
+  spec.max_rd_atomic = request->max_rd_atomic() != 0
+                           ? static_cast<uint8_t>(request->max_rd_atomic())
+                           : config.max_rd_atomic;
+  absl::StatusOr<uint32_t> qpn = dataplane_->CreateQp(spec);
+  if (!qpn.ok()) return ToGrpc(qpn.status());
+  response->set_qpn(*qpn);
+  return grpc::Status::OK;
+}
+
+grpc::Status SpinnicService::DestroyQp(grpc::ServerContext*,
+                                       const v1::DestroyQpRequest* request,
+                                       v1::DestroyQpResponse*) {
+  if (!dataplane_->roce_config().enabled) {
+    return ToGrpc(dataplane_->CreateQp(roce::QpSpec()).status());
+  }
+  return ToGrpc(dataplane_->DestroyQp(request->qpn()));
+}
+
+grpc::Status SpinnicService::ListQps(grpc::ServerContext*,
+                                     const v1::ListQpsRequest*,
+                                     v1::ListQpsResponse* response) {
+  // Like ListPeers without DiAD: nothing to list is not an error.
+  for (const QpInfo& qp : dataplane_->ListQps()) {
+    FillQpStatus(qp, response->add_qps());
+  }
   return grpc::Status::OK;
 }
 

@@ -77,6 +77,14 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status StreamSend(grpc::ServerContext*,
                           const v1::StreamSendRequest* request,
                           v1::StreamSendResponse* response) override;
+  grpc::Status CreateQp(grpc::ServerContext*,
+                        const v1::CreateQpRequest* request,
+                        v1::CreateQpResponse* response) override;
+  grpc::Status DestroyQp(grpc::ServerContext*,
+                         const v1::DestroyQpRequest* request,
+                         v1::DestroyQpResponse*) override;
+  grpc::Status ListQps(grpc::ServerContext*, const v1::ListQpsRequest*,
+                       v1::ListQpsResponse* response) override;
 
   // Hands events drained from the dataplane to the WatchEvents subscribers.
   // Called by the daemon's main loop.

@@ -99,6 +99,24 @@ int RunInfo(Env& env, const ParsedArgs&) {
   }
   hpus.Print(stdout, "  ");
 
+  const v1::RoceInfo& r = info->roce();
+  std::printf("\nroce:%s\n", r.enabled() ? "" : " off");
+  if (r.enabled()) {
+    KeyValues roce;
+    roce.Add("addresses", absl::StrJoin(r.addresses(), ", "));
+    roce.Add("mac", r.mac());
+    roce.Add("port", r.port());
+    roce.Add("udp_port", absl::StrCat(r.udp_port()));
+    roce.Add("path_mtu", absl::StrCat(r.path_mtu()));
+    roce.Add("max_qps", absl::StrCat(r.max_qps()));
+    roce.Add("max_rd_atomic", absl::StrCat(r.max_rd_atomic()));
+    roce.Add("listen_ports",
+             r.listen_ports().empty()
+                 ? std::string("- (queue pairs only through qp-create)")
+                 : absl::StrJoin(r.listen_ports(), ", "));
+    roce.Print(stdout, "  ");
+  }
+
   const v1::DiadInfo& d = info->diad();
   std::printf("\ndiad:%s\n", d.enabled() ? "" : " off");
   if (!d.enabled()) return kExitOk;

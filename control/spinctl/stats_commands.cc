@@ -41,6 +41,14 @@ std::string EventData(const v1::Event& event) {
     return absl::StrCat("peer=", peer, " channel=", d.channel(),
                         " txn=", d.txn(), " status=", d.status());
   }
+  if (event.has_roce()) {
+    const v1::RoceEvent& r = event.roce();
+    if (event.name() == "roce_write_imm") {
+      return absl::StrFormat("qpn=%u immediate=0x%08x msn=%u", r.qpn(),
+                             r.immediate(), r.msn());
+    }
+    return absl::StrCat("qpn=", r.qpn());
+  }
   return event.data().empty() ? "-" : Hex(event.data());
 }
 
@@ -98,6 +106,16 @@ void PrintStats(const v1::Stats& stats, const v1::Stats* previous) {
       diad.Add(c.name(), absl::StrCat(c.value()));
     }
     diad.Print(stdout, "  ");
+  }
+
+  if (!stats.roce().empty()) {
+    std::printf("roce:\n");
+    KeyValues roce;
+    for (const v1::Counter& c : stats.roce()) {
+      if (c.value() == 0 && absl::StartsWith(c.name(), "drop_")) continue;
+      roce.Add(c.name(), absl::StrCat(c.value()));
+    }
+    roce.Print(stdout, "  ");
   }
 
   if (stats.handlers().empty()) return;

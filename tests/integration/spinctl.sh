@@ -329,4 +329,62 @@ if [[ -s $TMP/stats.json ]]; then
   check "--stats_json has the DiAD counters" "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if "tx_data" in d["diad"] else 1)' "$TMP/stats.json"
 fi
 
+# --- RoCE queue pairs, against a spinnicd with a roce section -----------------
+sc qp-create --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c
+check "qp-create without --remote_qpn: exit 2, names the flag" eval 'rc_is 2 && err_has "--remote_qpn is missing"'
+sc qp-create --remote_qpn 0x1000000 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c
+check "qp-create with a 25-bit QPN: exit 2" eval 'rc_is 2 && err_has "--remote_qpn: 0x1000000 is above the maximum of 16777215"'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c --expected_psn x
+check "qp-create --expected_psn x: exit 2, names the flag" eval 'rc_is 2 && err_has "--expected_psn: .x. is not a number"'
+sc qp-destroy
+check "qp-destroy without QPN: exit 2" eval 'rc_is 2 && err_has "expects QPN"'
+sc qp-destroy zz
+check "qp-destroy zz: exit 2, names QPN" eval 'rc_is 2 && err_has "QPN: .zz. is not a number"'
+it_write_null_config "$CFG"
+cat >>"$CFG" <<'EOF2'
+addresses { mac: "02:00:00:00:00:0b" ipv4: "192.0.2.11" ipv6: "fd00::11" }
+roce { path_mtu: 1024 max_qps: 4 listen_ports: [7471] }
+EOF2
+it_start_spinnicd "$CFG" --control_socket "$SOCK"
+it_wait_spinctl
+sc info
+check "info with RoCE: addresses, MAC, port, path MTU, listen ports" eval \
+  'rc_is 0 && out_has "^roce:$" && out_has "^  addresses: +192.0.2.11, fd00::11$" && out_has "^  mac: +02:00:00:00:00:0b$" && out_has "^  port: +p0$" && out_has "^  path_mtu: +1024$" && out_has "^  listen_ports: +7471$" && out_has "^diad: off$"'
+sc --json info
+check "info --json: roce facts" py 'd["roce"]["enabled"] and d["roce"]["addresses"] == ["192.0.2.11", "fd00::11"] and d["roce"]["max_qps"] == 4 and d["roce"]["udp_port"] == 4791'
+sc qps
+check "qps: none yet" eval 'rc_is 0 && out_has "^no queue pairs$"'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c --path_mtu 1024 --expected_psn 0x123456 --send_psn 0x777
+check "qp-create: exit 0, prints the QPN" eval 'rc_is 0 && out_has "^qpn: 256 \(0x000100\)$"'
+sc qps
+check "qps: a row for 256 to 192.0.2.12" eval 'rc_is 0 && out_has "^QPN +REMOTE_QPN" && out_has "^256 +0x000011 +192.0.2.12 +02:00:00:00:00:0c +192.0.2.11 +1024 +16 +[a-z]+ +0x123456 +0x000777 .* grpc$"'
+sc qps --json
+check "qps --json: the spec read back, defaults filled in" py '[(q["qpn"], q["spec"]["remote_qpn"], q["spec"]["local_ip"], q["spec"]["max_rd_atomic"], q["origin"]) for q in d["qps"]] == [(256, 17, "192.0.2.11", 16, "grpc")]'
+sc --json qp-create --remote_qpn 0x12 --remote_ip fd00::12 --remote_mac 02:00:00:00:00:0d
+check "qp-create IPv6 --json: QPN 257" py 'd["qpn"] == 257'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c --path_mtu 4096
+check "qp-create --path_mtu 4096: exit 1, INVALID_ARGUMENT with the limit" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: path MTU 4096 is not allowed; .* at most 1024 \(roce.path_mtu\)"'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.300 --remote_mac 02:00:00:00:00:0c
+check "qp-create with a bad address: exit 1, names remote_ip" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: remote_ip: \"192.0.2.300\" is not an IP address"'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02-00-00-00-00-0c
+check "qp-create with a bad MAC: exit 1, names remote_mac" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: remote_mac: "'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c --local_ip 192.0.2.99
+check "qp-create with a foreign local_ip: exit 1, lists ours" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: local_ip: 192.0.2.99 is not one of the appliance.s RoCE addresses \(192.0.2.11, fd00::11\)"'
+sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c --max_rd_atomic 17
+check "qp-create --max_rd_atomic 17: exit 1" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: max_rd_atomic 17 is not allowed; use 1..16"'
+sc qps --json
+check "qps --json: the refused requests changed nothing" py 'sorted(q["qpn"] for q in d["qps"]) == [256, 257]'
+sc stats --json
+check "stats --json: RoCE counters" py 'any(c["name"] == "write_immediates" for c in d["roce"]) and any(c["name"] == "drop_bad_icrc" for c in d["roce"]) and d["diad"] == []'
+sc stats
+check "stats: a roce section" eval 'rc_is 0 && out_has "^roce:$" && out_has "^  rx_packets: "'
+sc qp-destroy 256
+check "qp-destroy 256: exit 0" eval 'rc_is 0 && out_has "^destroyed queue pair 256$"'
+sc qp-destroy 0x100
+check "qp-destroy 0x100 again: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: no queue pair 256"'
+sc qps --json
+check "qps --json: 257 left" py '[q["qpn"] for q in d["qps"]] == [257]'
+it_stop_spinnicd TERM
+check "spinnicd with RoCE exits 0 on SIGTERM" test "$SPN_RC" = 0
+
 it_finish
