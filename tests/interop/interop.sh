@@ -244,8 +244,8 @@ case_perftest() {
     fi
   done
   if [[ ${#missing[@]} -gt 0 && $FAILED -eq 0 ]]; then
-    log "CM: $(frames 'cm=REQ') REQ, $(frames 'cm=REP') REP, $(frames 'cm=RTU') RTU; SENDs from the client: $(frames 'Send (Only|First)' ) ; RNR NAKs: $(frames 'aeth=RNR')"
-    skip "${missing[*]} -R connect (CM ok; $(frames 'nak=psn_sequence_error') PSN sequence NAKs: CM PSN mapping) but wait for the appliance's SEND answers (version, sys data, MTU, pingpong_dest exchange over the control QP): needs the SEND consumer and the appliance's own requester (docs/interop.md#perftest--r)"
+    log "CM: $(frames 'cm=REQ') REQ, $(frames 'cm=REP') REP, $(frames 'cm=RTU') RTU; client RC SENDs: $(frames 'RC Send'); RNR NAKs: $(frames 'aeth=RNR')"
+    skip "${missing[*]} -R connect (CM ok; $(frames 'nak=psn_sequence_error') PSN sequence NAKs: CM PSN mapping) but wait for the appliance's SEND answers (version, sys data, MTU, pingpong_dest exchange over the control QP): needs the SEND consumer and the appliance's own requester (docs/interop.md)"
   fi
 }
 
@@ -267,7 +267,7 @@ case_rping() {
   fi
   if [[ ${#missing[@]} -gt 0 && $FAILED -eq 0 ]]; then
     log "CM: $(frames 'cm=REQ') REQ, $(frames 'cm=REP') REP; client SENDs: $(frames 'RC Send'); RNR NAKs: $(frames 'aeth=RNR')"
-    skip "${missing[*]} connect (CM ok; $(frames 'nak=psn_sequence_error') PSN sequence NAKs: CM PSN mapping) but their first SEND gets RNR NAKs: rping needs the SEND consumer + RDMA READ/WRITE/SEND of our own; rxe_ops needs the REP private data (addr, rkey) and a SEND consumer (docs/interop.md#rping)"
+    skip "${missing[*]} connect (CM ok; $(frames 'nak=psn_sequence_error') PSN sequence NAKs: CM PSN mapping) but their SENDs are not consumed: rping needs a SEND consumer and our own RDMA READ, RDMA WRITE and SEND; rxe_ops needs REP private data (addr, rkey) and a SEND consumer (docs/interop.md)"
   fi
 }
 
