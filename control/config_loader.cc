@@ -705,6 +705,18 @@ absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
         range("receive_depth", roce.receive_depth(), 1, 4096, "64")}) {
     if (!s.ok()) return s;
   }
+  if (roce.naaice_port() > 65535) {
+    return r.Error(d.F("naaice_port"),
+                   absl::StrCat(roce.naaice_port(),
+                                " is not a port; use 1..65535 (the NAAICE "
+                                "library's is 12345), or 0 for off"));
+  }
+  if (roce.naaice_max_bytes() > (uint64_t{1} << 34)) {
+    return r.Error(d.F("naaice_max_bytes"),
+                   absl::StrCat(roce.naaice_max_bytes(),
+                                " is more than 16 GiB per connection; lower "
+                                "it (0: 64 MiB)"));
+  }
   if (roce.has_retry_count() && roce.retry_count() > 7) {
     return r.Error(d.F("retry_count"),
                    absl::StrCat(roce.retry_count(),
@@ -1709,6 +1721,13 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
         static_cast<uint8_t>(or_default(c.max_rd_atomic(), rc.max_rd_atomic));
     rc.ipv6_udp_checksum = c.ipv6_udp_checksum();
     rc.receive_depth = or_default(c.receive_depth(), rc.receive_depth);
+    rc.naaice_port = static_cast<uint16_t>(c.naaice_port());
+    if (c.naaice_max_bytes() != 0) rc.naaice_max_bytes = c.naaice_max_bytes();
+    if (rc.naaice_port != 0 &&
+        std::find(rc.listen_ports.begin(), rc.listen_ports.end(),
+                  rc.naaice_port) == rc.listen_ports.end()) {
+      rc.listen_ports.push_back(rc.naaice_port);
+    }
   }
   out.mbufs = config.runtime().mbufs();
   if (config.runtime().max_regions() != 0) {

@@ -32,6 +32,10 @@ struct RoceConfig {
   uint8_t max_rd_atomic = 16;
   bool ipv6_udp_checksum = false;
   uint32_t receive_depth = 64;
+  // NAAICE offload on this rdma_cm port (0: off), and its regions' bytes
+  // per connection.
+  uint16_t naaice_port = 0;
+  uint64_t naaice_max_bytes = uint64_t{64} << 20;
 };
 
 }  // namespace spinnic::roce

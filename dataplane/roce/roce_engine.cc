@@ -388,21 +388,36 @@ void RoceEngine::Request(Qp& qp, const Packet& p, uint8_t* frame,
   Publish(qp);
 }
 
+uint8_t* RoceEngine::Resolve(const Qp& qp, const RegionTable& regions,
+                             uint32_t rkey, uint64_t va, uint32_t length,
+                             uint32_t access, const MemoryRegion** region) {
+  // A NAAICE connection's own regions first (their rkeys are only valid on
+  // that QP), then the registered ones. A null pointer on any failure
+  // (unknown rkey, out of bounds, missing right): nothing is touched.
+  if (qp.naa != nullptr) {
+    if (uint8_t* bytes = qp.naa->Resolve(rkey, va, length)) return bytes;
+  }
+  const MemoryRegion* found = regions.FindByRkey(rkey);
+  if (found == nullptr) return nullptr;
+  *region = found;
+  return found->Translate(va, length, access).data();
+}
+
 bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
                          const uint8_t* payload, const RegionTable& regions) {
   const uint32_t access = MemoryAccess(plan.action);
   const MemoryRegion* region = nullptr;
+  uint8_t* target = nullptr;
   if (access != 0 && (plan.validate_range || plan.length != 0)) {
-    // Translate returns an empty span with a null pointer on any failure
-    // (unknown rkey, out of bounds, missing right): nothing is touched.
-    region = regions.FindByRkey(plan.rkey);
-    bool ok = region != nullptr;
-    if (ok && plan.validate_range) {
-      ok = region->Translate(plan.range_va, plan.range_length, access).data() !=
-           nullptr;
+    bool ok = true;
+    if (plan.validate_range) {
+      ok = Resolve(qp, regions, plan.rkey, plan.range_va, plan.range_length,
+                   access, &region) != nullptr;
     }
     if (ok && plan.length != 0) {
-      ok = region->Translate(plan.va, plan.length, access).data() != nullptr;
+      target = Resolve(qp, regions, plan.rkey, plan.va, plan.length, access,
+                       &region);
+      ok = target != nullptr;
     }
     if (!ok) {
       Queue(qp, qp.responder.Fail(plan, NakCode::kRemoteAccessError));
@@ -411,45 +426,55 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
     }
   }
   switch (plan.action) {
-    case ResponderAction::kSend:
-      // No consumer of SEND messages yet: the requester waits and retries
-      // (RNR), as with a QP whose receive queue is empty.
-      Queue(qp, qp.responder.Rnr(plan));
-      return false;
-    case ResponderAction::kWrite: {
-      if (plan.length != 0) {
-        std::span<uint8_t> target =
-            region->Translate(plan.va, plan.length, kRemoteWrite);
-        std::memcpy(target.data(), payload, plan.length);
+    case ResponderAction::kSend: {
+      if (qp.naa == nullptr) {
+        // No consumer of SEND messages on this QP: the requester waits and
+        // retries (RNR), as with a QP whose receive queue is empty.
+        Queue(qp, qp.responder.Rnr(plan));
+        return false;
       }
+      if (!qp.naa->Receive(plan.send_offset, {payload, plan.length})) {
+        // Larger than any MRSP message: the receive buffer is too small.
+        Queue(qp, qp.responder.Fail(plan, NakCode::kInvalidRequest));
+        RaiseQpError(qp);
+        return false;
+      }
+      Queue(qp, qp.responder.Accept(plan));
+      if (plan.ends_message) NaaiceSend(qp);
+      return true;
+    }
+    case ResponderAction::kWrite: {
+      if (plan.length != 0) std::memcpy(target, payload, plan.length);
       counters_.writes.Add();
       counters_.write_bytes.Add(plan.length);
       const ResponderReply reply = qp.responder.Accept(plan);
       if (plan.ends_message && plan.has_immediate) {
         // The immediate is the consumer's: the control plane sees it as an
-        // event (the NAAICE offload takes it as a function code).
+        // event, and a NAAICE connection takes it as a function call.
         counters_.write_immediates.Add();
         uint32_t data[3] = {qp.qpn, plan.immediate, qp.responder.msn()};
         hpu_->RaiseTransportEvent(
             kEventRoceWriteImm,
             {reinterpret_cast<const uint8_t*>(data), sizeof data});
       }
+      // The ACK goes out before any result write of ours (Poll sends
+      // replies first): the NAAICE host counts its writes complete first.
       Queue(qp, reply);
+      if (plan.ends_message && plan.has_immediate && qp.naa != nullptr) {
+        NaaiceCall(qp, plan.immediate);
+      }
       return true;
     }
     case ResponderAction::kRead:
     case ResponderAction::kReplayRead: {
       const ResponderReply reply = qp.responder.Accept(plan);
-      const uint8_t* data = nullptr;
-      if (region != nullptr && plan.length != 0) {
-        if (!region->Pin()) {
-          // Being deregistered right now: as if it were gone.
-          Queue(qp, ResponderReply{});
-          return false;
-        }
-        data = region->Translate(plan.va, plan.length, kRemoteRead).data();
-      } else {
+      const uint8_t* data = plan.length != 0 ? target : nullptr;
+      if (data == nullptr) {
         region = nullptr;
+      } else if (region != nullptr && !region->Pin()) {
+        // Being deregistered right now: as if it were gone.
+        Queue(qp, ResponderReply{});
+        return false;
       }
       counters_.reads.Add();
       Queue(qp, reply, region, data);
@@ -457,11 +482,9 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
     }
     case ResponderAction::kCompareSwap:
     case ResponderAction::kFetchAdd: {
-      std::span<uint8_t> target =
-          region->Translate(plan.va, 8, kRemoteRead | kRemoteWrite);
       // The responder owns its memory's byte order: the 64-bit value is in
       // host order, as on every RoCE NIC (IBA 9.4.5 leaves it to the CA).
-      uint64_t* word = reinterpret_cast<uint64_t*>(target.data());
+      uint64_t* word = reinterpret_cast<uint64_t*>(target);
       uint64_t original = __atomic_load_n(word, __ATOMIC_RELAXED);
       if (plan.action == ResponderAction::kFetchAdd) {
         __atomic_store_n(word, original + plan.swap_add, __ATOMIC_RELAXED);
@@ -535,6 +558,15 @@ void RoceEngine::Poll() {
     }
   }
   touched_.clear();
+  size_t keep = 0;
+  for (size_t i = 0; i < busy_.size(); ++i) {
+    Qp& qp = qps_[busy_[i]];
+    if (qp.in_use) SendReplies(qp, kReplyBudget);
+    if (qp.in_use && qp.reply_count != 0) busy_[keep++] = busy_[i];
+  }
+  busy_.resize(keep);
+  // Our requests after the replies: an ACK queued in this poll leaves
+  // before a result write that follows it.
   if (!requesting_.empty()) {
     const uint64_t now = NowNanos();
     size_t kept = 0;
@@ -548,13 +580,6 @@ void RoceEngine::Poll() {
     }
     requesting_.resize(kept);
   }
-  size_t keep = 0;
-  for (size_t i = 0; i < busy_.size(); ++i) {
-    Qp& qp = qps_[busy_[i]];
-    if (qp.in_use) SendReplies(qp, kReplyBudget);
-    if (qp.in_use && qp.reply_count != 0) busy_[keep++] = busy_[i];
-  }
-  busy_.resize(keep);
 }
 
 void RoceEngine::SendReplies(Qp& qp, uint32_t budget) {
@@ -746,6 +771,11 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   qp.wrs = {};
   qp.next_wr_id = 0;
   qp.requester_error_raised = false;
+  qp.naa.reset();
+  if (from_cm && config_.naaice_port != 0 && cm_port == config_.naaice_port) {
+    qp.naa = std::make_unique<NaaiceConnection>(qpn, config_.naaice_max_bytes,
+                                                &functions_);
+  }
   qp.reply_head = 0;
   qp.reply_count = 0;
   qp.touched = false;
@@ -754,6 +784,8 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
 
 void RoceEngine::DestroyQp(Qp& qp) {
   FailWork(qp);
+  // Replies (READ responses from its regions) are flushed below, before
+  // the connection's regions are freed.
   while (qp.reply_count != 0) {
     ReplyJob& job = qp.replies[qp.reply_head];
     if (job.region != nullptr) job.region->Unpin();
@@ -761,6 +793,7 @@ void RoceEngine::DestroyQp(Qp& qp) {
     qp.reply_head = (qp.reply_head + 1) % kReplyQueue;
     --qp.reply_count;
   }
+  qp.naa.reset();
   qp.in_use = false;
   qp.awaiting_rtu = false;
   qp.responder.SetState(QpState::kReset);
@@ -821,8 +854,10 @@ bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
   bth.psn = plan.psn;
   bth.ack_req = plan.ack_req;
   const OpcodeInfo& info = GetOpcodeInfo(bth.opcode);
-  // The NAAICE client waits on the solicited event of our result write.
-  bth.solicited = info.has(kHasImmDt) && info.ends_message();
+  // The NAAICE host waits on the solicited event of our MRSP answer and of
+  // our result write.
+  bth.solicited = info.ends_message() &&
+                  (info.has(kHasImmDt) || info.kind == OpKind::kSend);
   ExtHeaders ext;
   ext.reth = {plan.reth_va, plan.reth_rkey, plan.reth_length};
   ext.atomic_eth = {plan.atomic_va, plan.atomic_rkey, plan.atomic_swap_add,
@@ -880,6 +915,9 @@ void RoceEngine::DrainCompletions(Qp& qp) {
     } else {
       counters_.ops_failed.Add();
     }
+    if (wr.naaice_result_end && qp.naa != nullptr) {
+      qp.naa->session().OnWriteBackComplete();
+    }
     if (RoceCommand* command = wr.command) {
       command->posted = true;
       command->status = c.status;
@@ -891,6 +929,65 @@ void RoceEngine::DrainCompletions(Qp& qp) {
   if (qp.requester->state() == QpState::kError && !qp.requester_error_raised) {
     qp.requester_error_raised = true;
     RaiseQpError(qp);
+  }
+}
+
+void RoceEngine::NaaiceSend(Qp& qp) {
+  NaaiceConnection& naa = *qp.naa;
+  const std::span<const uint8_t> reply = naa.session().OnSend(naa.received());
+  naa.ClearReceived();
+  if (naa.session().state() == naaice::SessionState::kReady) {
+    counters_.naaice_sessions.Add();
+  }
+  if (reply.empty()) return;
+  const std::span<const uint8_t> kept = naa.KeepReply(reply);
+  WorkRequest wr;
+  wr.kind = WorkRequest::Kind::kSend;
+  wr.local_offset = reinterpret_cast<uint64_t>(kept.data());
+  wr.length = static_cast<uint32_t>(kept.size());
+  PostWork(qp, wr, nullptr, nullptr);
+}
+
+void RoceEngine::NaaiceCall(Qp& qp, uint32_t immediate) {
+  naaice::Session& session = qp.naa->session();
+  const naaice::RpcStep step =
+      session.OnWriteImm(immediate, qp.responder.msn());
+  if (step.kind == naaice::RpcStep::Kind::kWriteBack) {
+    NaaiceWriteBack(qp, step.write_back);
+    return;
+  }
+  if (step.kind != naaice::RpcStep::Kind::kRun) return;
+  // Functions run here, on HPU 0, to completion: they are bounded by their
+  // regions' sizes. (A long kernel delays this HPU's other traffic; running
+  // them on a worker of their own is the next step, docs/naaice.md.)
+  const naaice::RunRequest& run = step.run;
+  const uint64_t start = NowNanos();
+  const uint8_t code = run.function(run.inputs, run.outputs, run.params);
+  counters_.naaice_function_ns.Add(NowNanos() - start);
+  counters_.naaice_calls.Add();
+  if (code != 0) counters_.naaice_errors.Add();
+  NaaiceWriteBack(qp, session.OnFunctionDone(code));
+}
+
+void RoceEngine::NaaiceWriteBack(Qp& qp, const naaice::WriteBack& write_back) {
+  for (const naaice::ResultWrite& w : write_back.writes) {
+    WorkRequest wr;
+    wr.kind = w.with_immediate ? WorkRequest::Kind::kWriteImm
+                               : WorkRequest::Kind::kWrite;
+    wr.local_offset = reinterpret_cast<uint64_t>(w.local_data);
+    wr.length = w.length;
+    wr.remote_va = w.remote_address;
+    wr.rkey = w.rkey;
+    wr.imm = w.immediate;
+    const uint64_t wr_id = qp.next_wr_id;
+    if (!PostWork(qp, wr, nullptr, nullptr)) {
+      // The send queue cannot take the result: the connection cannot go
+      // on consistently (the host would wait forever).
+      qp.requester->SetError();
+      DrainCompletions(qp);
+      return;
+    }
+    qp.wrs[wr_id % kSqDepth].naaice_result_end = w.with_immediate;
   }
 }
 

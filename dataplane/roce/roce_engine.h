@@ -23,6 +23,7 @@
 #include "dataplane/counter.h"
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/naaice_connection.h"
 #include "dataplane/roce/requester.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_config.h"
@@ -69,20 +70,24 @@ struct alignas(64) RoceCounters {
   Counter tx_bytes;
   Counter writes;  // RDMA WRITE packets whose payload was stored
   Counter write_bytes;
-  Counter reads;             // READ requests served (responses queued)
-  Counter read_bytes;        // READ response payload bytes sent
-  Counter atomics;           // atomics executed
-  Counter ops_posted;        // our own requests (work requests) posted
-  Counter ops_completed;     // ... completed successfully
-  Counter ops_failed;        // ... completed in error (or refused)
-  Counter retransmits;       // our request packets sent again
-  Counter write_immediates;  // WRITE with immediate messages completed
-  Counter qp_errors;         // QPs moved to the error state
-  Counter acks_sent;         // ACKs (coalesced) and re-ACKs
-  Counter naks_sent;         // NAKs of every code, RNR NAKs included
-  Counter duplicates;        // duplicate requests answered
-  Counter handoffs;          // frames passed to HPU 0
-  Counter cm_received;       // CM MADs on QP1
+  Counter reads;               // READ requests served (responses queued)
+  Counter read_bytes;          // READ response payload bytes sent
+  Counter atomics;             // atomics executed
+  Counter ops_posted;          // our own requests (work requests) posted
+  Counter ops_completed;       // ... completed successfully
+  Counter ops_failed;          // ... completed in error (or refused)
+  Counter retransmits;         // our request packets sent again
+  Counter write_immediates;    // WRITE with immediate messages completed
+  Counter naaice_sessions;     // NAAICE connections (MRSP exchanges) started
+  Counter naaice_calls;        // functions run
+  Counter naaice_errors;       // calls answered with a nonzero return code
+  Counter naaice_function_ns;  // time spent in functions
+  Counter qp_errors;           // QPs moved to the error state
+  Counter acks_sent;           // ACKs (coalesced) and re-ACKs
+  Counter naks_sent;           // NAKs of every code, RNR NAKs included
+  Counter duplicates;          // duplicate requests answered
+  Counter handoffs;            // frames passed to HPU 0
+  Counter cm_received;         // CM MADs on QP1
   Counter cm_sent;
   Counter cm_connections;  // connections accepted (REP sent)
   Counter cm_rejects;      // REJ sent
@@ -254,7 +259,10 @@ class RoceEngine final : public CmAcceptor {
     struct LocalWr {
       const MemoryRegion* region = nullptr;  // pinned
       RoceCommand* command = nullptr;        // a gRPC operation, or null
+      bool naaice_result_end = false;  // the last write of a NAAICE result
     };
+    // A NAAICE connection (CM connection on roce.naaice_port), or null.
+    std::unique_ptr<NaaiceConnection> naa;
     std::array<LocalWr, 256> wrs{};
     uint64_t next_wr_id = 0;
     bool requesting = false;  // in requesting_
@@ -300,6 +308,14 @@ class RoceEngine final : public CmAcceptor {
   void Response(Qp& qp, const Packet& p, const uint8_t* frame);
   void DrainCompletions(Qp& qp);
   void FailWork(Qp& qp);
+  // NAAICE: a complete SEND (the memory-region setup protocol), a function
+  // call (the host's last WRITE with immediate), the result write-back.
+  void NaaiceSend(Qp& qp);
+  void NaaiceCall(Qp& qp, uint32_t immediate);
+  void NaaiceWriteBack(Qp& qp, const naaice::WriteBack& write_back);
+  static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
+                          uint32_t rkey, uint64_t va, uint32_t length,
+                          uint32_t access, const MemoryRegion** region);
   static uint64_t NowNanos();
   void CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm = false,
                 uint16_t cm_port = 0);
@@ -329,6 +345,8 @@ class RoceEngine final : public CmAcceptor {
   std::vector<uint32_t> busy_;        // slots with queued replies
   std::vector<uint32_t> requesting_;  // slots whose requester has work
   std::unique_ptr<CmService> cm_;     // HPU 0
+  const ::spinnic::naaice::FunctionTable functions_ =
+      ::spinnic::naaice::BuiltinFunctions();
   CmActionList cm_actions_;
   uint64_t cm_deadline_us_ = UINT64_MAX;
   uint32_t gsi_psn_ = 0;

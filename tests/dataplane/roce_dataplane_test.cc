@@ -17,6 +17,7 @@
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/mrsp.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/wire.h"
 #include "tests/common/ring_dataplane.h"
@@ -39,6 +40,7 @@ constexpr uint32_t kClientQpn = 0x11;
 constexpr uint32_t kClientPsn = 0x123456;
 constexpr uint32_t kPmtu = 1024;
 constexpr uint16_t kListenPort = 7174;
+constexpr uint16_t kNaaicePort = 12345;
 
 class EalEnvironment : public ::testing::Environment {
  public:
@@ -79,7 +81,8 @@ class RoceDataplaneTest : public ::testing::Test {
     options.roce.mac = kDutMac;
     options.roce.addresses = {kDutIp};
     options.roce.ack_every = 16;
-    options.roce.listen_ports = {kListenPort};
+    options.roce.listen_ports = {kListenPort, kNaaicePort};
+    options.roce.naaice_port = kNaaicePort;
     absl::StatusOr<std::unique_ptr<RingDataplane>> rings =
         RingDataplane::Create("rd" + std::to_string(instance++), options);
     ASSERT_TRUE(rings.ok()) << rings.status();
@@ -240,16 +243,18 @@ class RoceDataplaneTest : public ::testing::Test {
   }
 
   // The reply is an RC ACKNOWLEDGE to the client's QP with this AETH.
-  void ExpectAck(const Out& o, uint32_t psn, uint8_t syndrome, uint32_t msn) {
+  void ExpectAck(const Out& o, uint32_t psn, uint8_t syndrome, uint32_t msn,
+                 uint32_t remote_qpn = kClientQpn, uint32_t local_qpn = 0) {
+    if (local_qpn == 0) local_qpn = qpn_;
     ASSERT_TRUE(o.roce);
     EXPECT_EQ(o.packet.bth.opcode, static_cast<uint8_t>(Opcode::kRcAck));
-    EXPECT_EQ(o.packet.bth.dest_qp, kClientQpn);
+    EXPECT_EQ(o.packet.bth.dest_qp, remote_qpn);
     EXPECT_EQ(o.packet.bth.psn, psn);
     EXPECT_EQ(o.packet.ext.aeth.syndrome, syndrome);
     EXPECT_EQ(o.packet.ext.aeth.msn, msn);
     EXPECT_EQ(o.packet.src_ip, kDutIp);
     EXPECT_EQ(o.packet.dst_ip, kClientIp);
-    EXPECT_EQ(o.packet.src_port, roce::UdpSourcePort(qpn_, kClientQpn));
+    EXPECT_EQ(o.packet.src_port, roce::UdpSourcePort(local_qpn, remote_qpn));
     EXPECT_TRUE(
         std::equal(kClientMac.begin(), kClientMac.end(), o.frame.begin()));
   }
@@ -835,6 +840,145 @@ TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
   op.region_id = 999;
   EXPECT_EQ(dataplane().RoceExecute(op, absl::Seconds(1)).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// A NAAICE host against the appliance, as the NAAICE library's AP1 client
+// talks to its NAA: connect on the NAAICE port, the memory-region setup
+// protocol over SEND, inputs by RDMA WRITE, the function code in the last
+// WRITE's immediate, the result back by WRITE with immediate.
+TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
+  constexpr uint32_t kHostQpn = 0x55;
+  constexpr uint32_t kHostPsn = 0x100;
+  roce::RdmaCmConnectParams params;
+  params.transaction_id = 77;
+  params.local_comm_id = 0x1001;
+  params.local_qpn = kHostQpn;
+  params.starting_psn = kHostPsn;
+  params.port = kNaaicePort;
+  params.rdma_cm.ip_version = 4;
+  params.local_gid = kClientIp;
+  params.remote_gid = kDutIp;
+  SendFrame(BuildMad(roce::BuildRdmaCmReq(params)));
+  std::vector<Out> out = Await(1);
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad rep_mad = MadOf(out[0]);
+  const auto* rep = std::get_if<roce::CmRep>(&rep_mad.message);
+  ASSERT_NE(rep, nullptr);
+  const uint32_t naa_qpn = rep->local_qpn;
+  const uint32_t naa_psn = rep->starting_psn;
+  SendFrame(BuildMad(roce::BuildRtuFor(rep_mad.header, *rep)));
+
+  auto send_from_host = [&](Opcode opcode, uint32_t psn, const ExtHeaders& ext,
+                            const Bytes& payload) {
+    roce::FrameParams fp;
+    fp.src_mac = kClientMac;
+    fp.dst_mac = kDutMac;
+    fp.src_ip = kClientIp;
+    fp.dst_ip = kDutIp;
+    Bth bth;
+    bth.opcode = static_cast<uint8_t>(opcode);
+    bth.dest_qp = naa_qpn;
+    bth.psn = psn;
+    bth.ack_req = true;
+    const uint32_t size =
+        roce::FrameBytes(4, bth.opcode, static_cast<uint32_t>(payload.size()));
+    Bytes frame(size);
+    const uint32_t headers =
+        roce::WriteHeaders(fp, bth, ext, static_cast<uint32_t>(payload.size()),
+                           frame.data(), size);
+    ASSERT_NE(headers, 0u);
+    std::copy(payload.begin(), payload.end(), frame.begin() + headers);
+    ASSERT_EQ(roce::FinishFrame(fp, frame.data(), size), size);
+    SendFrame(frame);
+  };
+  auto host_ack = [&](uint32_t psn) {
+    roce::FrameParams fp;
+    fp.src_mac = kClientMac;
+    fp.dst_mac = kDutMac;
+    fp.src_ip = kClientIp;
+    fp.dst_ip = kDutIp;
+    Bth bth;
+    bth.opcode = static_cast<uint8_t>(Opcode::kRcAck);
+    bth.dest_qp = naa_qpn;
+    bth.psn = psn;
+    ExtHeaders ext;
+    ext.aeth = {roce::AethAck(), 1};
+    Bytes frame(roce::FrameBytes(4, bth.opcode, 0));
+    ASSERT_NE(roce::BuildFrame(fp, bth, ext, 0, frame.data(),
+                               static_cast<uint32_t>(frame.size())),
+              0u);
+    SendFrame(frame);
+  };
+
+  // MRSP: two inputs and one output of 4 doubles each.
+  std::vector<roce::mrsp::RegionRequest> regions(3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    regions[i].flags = i < 2 ? roce::mrsp::kFlagInput : roce::mrsp::kFlagOutput;
+    regions[i].host_address = 0x7000 + 0x1000 * i;
+    regions[i].rkey = 0x20 + i;
+    regions[i].size = 32;
+  }
+  Bytes request(roce::mrsp::kMaxMessageBytes);
+  request.resize(roce::mrsp::BuildAdvertiseRequest(regions, request.data(),
+                                                   request.size()));
+  ASSERT_FALSE(request.empty());
+  send_from_host(Opcode::kRcSendOnly, kHostPsn, {}, request);
+  out = Await(2);
+  ASSERT_EQ(out.size(), 2u);
+  ExpectAck(out[0], kHostPsn, roce::AethAck(), 1, kHostQpn, naa_qpn);
+  ASSERT_EQ(out[1].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcSendOnly));
+  EXPECT_EQ(out[1].packet.bth.psn, naa_psn);
+  EXPECT_TRUE(out[1].packet.bth.solicited);
+  roce::mrsp::Advertise advert;
+  ASSERT_EQ(roce::mrsp::ParseAdvertise(out[1].payload(), &advert),
+            roce::mrsp::ParseError::kNone);
+  ASSERT_EQ(advert.count, 3);
+  host_ack(naa_psn);
+
+  // Inputs: a = 1,2,3,4 and b = 10,20,30,40; the function code (16:
+  // vector sum) rides on the last input's WRITE with immediate.
+  auto doubles = [](std::initializer_list<double> values) {
+    Bytes bytes;
+    for (double v : values) {
+      uint8_t b[8];
+      std::memcpy(b, &v, 8);
+      bytes.insert(bytes.end(), b, b + 8);
+    }
+    return bytes;
+  };
+  send_from_host(Opcode::kRcWriteOnly, kHostPsn + 1,
+                 Reth(advert.regions[0].address, advert.regions[0].rkey, 32),
+                 doubles({1, 2, 3, 4}));
+  ExtHeaders last = Reth(advert.regions[1].address, advert.regions[1].rkey, 32);
+  last.imm_data = roce::mrsp::MakeRequestImmediate(16, 0);
+  send_from_host(Opcode::kRcWriteOnlyImm, kHostPsn + 2, last,
+                 doubles({10, 20, 30, 40}));
+  out = Await(3);
+  ASSERT_GE(out.size(), 2u);
+  // The ACK of the host's writes first (one, coalesced), then the result.
+  ExpectAck(out[0], kHostPsn + 2, roce::AethAck(), 3, kHostQpn, naa_qpn);
+  const Out* result = nullptr;
+  for (const Out& o : out) {
+    if (o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcWriteOnlyImm)) {
+      result = &o;
+    }
+  }
+  ASSERT_NE(result, nullptr);
+  EXPECT_EQ(result->packet.bth.dest_qp, kHostQpn);
+  EXPECT_EQ(result->packet.bth.psn, roce::PsnAdd(naa_psn, 1));
+  EXPECT_EQ(result->packet.ext.reth.va, 0x9000u);
+  EXPECT_EQ(result->packet.ext.reth.rkey, 0x22u);
+  EXPECT_EQ(result->packet.ext.reth.dma_length, 32u);
+  EXPECT_EQ(result->packet.ext.imm_data, 0u);  // success
+  EXPECT_TRUE(result->packet.bth.solicited);
+  EXPECT_EQ(result->payload(), doubles({11, 22, 33, 44}));
+  host_ack(roce::PsnAdd(naa_psn, 1));
+  Poll();
+  EXPECT_EQ(Counter("naaice_sessions"), 1u);
+  EXPECT_EQ(Counter("naaice_calls"), 1u);
+  EXPECT_EQ(Counter("naaice_errors"), 0u);
+  EXPECT_EQ(Counter("ops_completed"), 2u);  // our SEND and our result write
 }
 
 TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
