@@ -41,6 +41,7 @@ APPLIANCE_MAC=02:00:00:00:00:11
 PASSED=0
 FAILED=0
 SPN_PID=
+GUEST_PID=
 BG_PIDS=()
 
 log() { echo "[interop-$CASE $(date +%T)] $*"; }
@@ -51,6 +52,7 @@ skip() { log "SKIP: $*"; exit 77; }
 cleanup() {
   local rc=$? p
   trap - EXIT INT TERM
+  [[ -n $GUEST_PID ]] && kill "$GUEST_PID" 2>/dev/null
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
   if [[ -n $SPN_PID ]] && kill -0 "$SPN_PID" 2>/dev/null; then
     kill -TERM "$SPN_PID" 2>/dev/null
@@ -142,8 +144,17 @@ fi
 
 # ---- the guest ---------------------------------------------------------------
 log "booting the client guest (TCG: 15-40 s)"
-timeout $((RXE_TIMEOUT + 30)) "$RUN_PEER" boot cli 192.0.2.12/24 fd00:1::12/64 \
+# In the background (RXE_BG): qemu's pid (its `timeout` wrapper) lands in
+# cli.pid, so that a signal to this script ends the guest at once instead of
+# waiting for a foreground child.
+RXE_BG=1 "$RUN_PEER" boot cli 192.0.2.12/24 fd00:1::12/64 \
   "$HERE/guest_$CASE.sh" "$RUN" >"$RUN/boot.log" 2>&1
+GUEST_PID=$(cat "$RUN/cli.pid" 2>/dev/null)
+[[ -n $GUEST_PID ]] || { cat "$RUN/boot.log"; fail "the guest did not start"; exit 1; }
+for ((i = 0; i < (RXE_TIMEOUT + 30) * 10; i++)); do
+  kill -0 "$GUEST_PID" 2>/dev/null || break
+  sleep 0.1
+done
 OUT=$RUN/cli/out.log
 [[ -s $OUT ]] || { tail -n 30 "$RUN/cli.console" 2>/dev/null; fail "no guest output"; exit 1; }
 grep -q '^=== cmd rc=' "$OUT" || fail "the guest's command file did not finish"
