@@ -52,7 +52,12 @@ skip() { log "SKIP: $*"; exit 77; }
 cleanup() {
   local rc=$? p
   trap - EXIT INT TERM
-  [[ -n $GUEST_PID ]] && kill "$GUEST_PID" 2>/dev/null
+  if [[ -n $GUEST_PID ]]; then
+    # cli.pid is run_peer's subshell; its child is `timeout qemu`, which
+    # passes the signal on to qemu.
+    pkill -TERM -P "$GUEST_PID" 2>/dev/null
+    kill "$GUEST_PID" 2>/dev/null
+  fi
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
   if [[ -n $SPN_PID ]] && kill -0 "$SPN_PID" 2>/dev/null; then
     kill -TERM "$SPN_PID" 2>/dev/null
