@@ -1045,8 +1045,12 @@ CmResult CmService::HandleReq(const CmPeer& from, const CmMad& mad,
     qp.port = port;
     qp.local_qpn = c->local_qpn;
     qp.remote_qpn = req.local_qpn;
-    qp.send_psn = decision.starting_psn & kPsnMask;
-    qp.expected_psn = req.starting_psn;
+    // The kernel's CM (and so every rdma_cm peer) crosses them over: the
+    // active side sends from the REP's starting PSN and expects the REQ's
+    // (ib_send_cm_rep / cm_rep_handler); the rping capture shows it (REQ
+    // 0x934201, REP 0x04229b, the client's first SEND is PSN 0x04229b).
+    qp.expected_psn = decision.starting_psn & kPsnMask;
+    qp.send_psn = req.starting_psn;
     qp.path_mtu = req.path_mtu;
     qp.retry_count = req.retry_count;
     qp.rnr_retry_count = req.rnr_retry_count;

@@ -528,8 +528,11 @@ struct CmQpParams {
   uint16_t port = 0;  // the listening port the REQ asked for
   uint32_t local_qpn = 0;
   uint32_t remote_qpn = 0;
-  uint32_t send_psn = 0;           // our starting PSN (the REP's)
-  uint32_t expected_psn = 0;       // the peer's starting PSN (the REQ's)
+  // As Linux's CM uses them (not as the names in the REQ/REP suggest):
+  // the peer sends from the REP's starting PSN (ours) and we send from the
+  // REQ's.
+  uint32_t send_psn = 0;           // the REQ's starting PSN
+  uint32_t expected_psn = 0;       // the REP's starting PSN (the acceptor's)
   uint8_t path_mtu = 0;            // PathMtuBytes() code
   uint8_t retry_count = 0;         // the REQ's: our QP's transport retries
   uint8_t rnr_retry_count = 0;     // the REQ's: our QP's RNR retries

@@ -617,7 +617,9 @@ TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
   SendFrame(BuildMad(roce::BuildRtuFor(rep_mad.header, *rep)));
   Poll();
   EXPECT_TRUE(Collect().empty());
-  // Data on the new QP, from the REQ's starting PSN.
+  // Data on the new QP, from the REP's starting PSN (Linux's CM crosses
+  // them over, cm.h).
+  const uint32_t psn = rep->starting_psn;
   roce::FrameParams fp;
   fp.src_mac = kClientMac;
   fp.dst_mac = kDutMac;
@@ -626,7 +628,7 @@ TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
   Bth bth;
   bth.opcode = static_cast<uint8_t>(Opcode::kRcWriteOnly);
   bth.dest_qp = qpn;
-  bth.psn = 0x934201;
+  bth.psn = psn;
   bth.ack_req = true;
   Bytes write(roce::FrameBytes(4, bth.opcode, 4));
   ASSERT_NE(
@@ -644,7 +646,7 @@ TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
   ASSERT_EQ(out.size(), 1u);
   ASSERT_TRUE(out[0].roce);
   EXPECT_EQ(out[0].packet.bth.dest_qp, 0x33u);
-  EXPECT_EQ(out[0].packet.bth.psn, 0x934201u);
+  EXPECT_EQ(out[0].packet.bth.psn, psn);
   // rdma_cm connections take the UDP source port from the REQ's flow label.
   EXPECT_EQ(out[0].packet.src_port, roce::UdpSourcePortFromFlowLabel(0x681d0));
   // Disconnect.
@@ -865,7 +867,9 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   const auto* rep = std::get_if<roce::CmRep>(&rep_mad.message);
   ASSERT_NE(rep, nullptr);
   const uint32_t naa_qpn = rep->local_qpn;
-  const uint32_t naa_psn = rep->starting_psn;
+  // The host sends from the REP's PSN, we from the REQ's (cm.h).
+  const uint32_t host_psn = rep->starting_psn;
+  const uint32_t naa_psn = kHostPsn;
   SendFrame(BuildMad(roce::BuildRtuFor(rep_mad.header, *rep)));
 
   auto send_from_host = [&](Opcode opcode, uint32_t psn, const ExtHeaders& ext,
@@ -922,10 +926,10 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   request.resize(roce::mrsp::BuildAdvertiseRequest(regions, request.data(),
                                                    request.size()));
   ASSERT_FALSE(request.empty());
-  send_from_host(Opcode::kRcSendOnly, kHostPsn, {}, request);
+  send_from_host(Opcode::kRcSendOnly, host_psn, {}, request);
   out = Await(2);
   ASSERT_EQ(out.size(), 2u);
-  ExpectAck(out[0], kHostPsn, roce::AethAck(), 1, kHostQpn, naa_qpn);
+  ExpectAck(out[0], host_psn, roce::AethAck(), 1, kHostQpn, naa_qpn);
   ASSERT_EQ(out[1].packet.bth.opcode,
             static_cast<uint8_t>(Opcode::kRcSendOnly));
   EXPECT_EQ(out[1].packet.bth.psn, naa_psn);
@@ -947,17 +951,18 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
     }
     return bytes;
   };
-  send_from_host(Opcode::kRcWriteOnly, kHostPsn + 1,
+  send_from_host(Opcode::kRcWriteOnly, roce::PsnAdd(host_psn, 1),
                  Reth(advert.regions[0].address, advert.regions[0].rkey, 32),
                  doubles({1, 2, 3, 4}));
   ExtHeaders last = Reth(advert.regions[1].address, advert.regions[1].rkey, 32);
   last.imm_data = roce::mrsp::MakeRequestImmediate(16, 0);
-  send_from_host(Opcode::kRcWriteOnlyImm, kHostPsn + 2, last,
+  send_from_host(Opcode::kRcWriteOnlyImm, roce::PsnAdd(host_psn, 2), last,
                  doubles({10, 20, 30, 40}));
   out = Await(3);
   ASSERT_GE(out.size(), 2u);
   // The ACK of the host's writes first (one, coalesced), then the result.
-  ExpectAck(out[0], kHostPsn + 2, roce::AethAck(), 3, kHostQpn, naa_qpn);
+  ExpectAck(out[0], roce::PsnAdd(host_psn, 2), roce::AethAck(), 3, kHostQpn,
+            naa_qpn);
   const Out* result = nullptr;
   for (const Out& o : out) {
     if (o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcWriteOnlyImm)) {
