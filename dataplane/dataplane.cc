@@ -420,10 +420,19 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
     regions.push_back(*std::move(region));
   }
   if (config.diad.kind != DiadBinding::Kind::kNone) {
-    if (!diad_config_.enabled) {
+    // Writes into a region come from DiAD peers or RoCE clients (RDMA
+    // WRITE); streams only from DiAD.
+    const bool transport_on =
+        diad_config_.enabled ||
+        (config.diad.kind == DiadBinding::Kind::kWrite && roce_config_.enabled);
+    if (!transport_on) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "handler '", config.name,
-          "': takes DiAD messages but DiAD is off (no addresses.diad_node)"));
+          "handler '", config.name, "': takes ",
+          config.diad.kind == DiadBinding::Kind::kWrite
+              ? "writes into a region, but neither DiAD (addresses.diad_node) "
+                "nor RoCE (a roce section) is on"
+              : "DiAD stream messages but DiAD is off (no "
+                "addresses.diad_node)"));
     }
     if (config.diad.kind == DiadBinding::Kind::kWrite) {
       absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -247,13 +248,8 @@ std::vector<QpInfo> Dataplane::ListQps() const {
   return out;
 }
 
-absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
-                                                    absl::Duration timeout) {
+absl::Status Dataplane::CheckRoceOp(const RoceOp& op) const {
   using Kind = roce::WorkRequest::Kind;
-  if (!roce_config_.enabled) {
-    return absl::FailedPreconditionError(
-        "RoCE is off: add a roce { } section to the config");
-  }
   const bool atomic =
       op.kind == Kind::kCompareSwap || op.kind == Kind::kFetchAdd;
   if (atomic && op.length != 8) {
@@ -261,74 +257,78 @@ absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
         "atomics work on 8 bytes: set length 8 (the local bytes receive the "
         "original value)");
   }
-  std::shared_ptr<roce::RoceCommand> command;
-  {
-    absl::MutexLock lock(&mu_);
-    const uint32_t slot = op.qpn - roce::kFirstQpn;
-    if (op.qpn < roce::kFirstQpn || slot >= roce_config_.max_qps ||
-        !qp_status_[slot].in_use.load(std::memory_order_relaxed)) {
-      return absl::NotFoundError(absl::StrCat(
-          "no queue pair ", op.qpn, " is connected; ListQps shows them"));
-    }
-    absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
-        FindRegion(op.region_id);
-    if (!region.ok()) return region.status();
-    const uint64_t size = (*region)->length();
-    if (op.offset > size || op.length > size - op.offset) {
-      return absl::OutOfRangeError(
-          absl::StrCat("[", op.offset, ", +", op.length, ") is outside region ",
-                       op.region_id, " (", size, " bytes)"));
-    }
-    if (!(*region)->Pin()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("region ", op.region_id, " is being deregistered"));
-    }
-    command = std::make_shared<roce::RoceCommand>();
-    command->kind = roce::RoceCommand::Kind::kPost;
-    command->qpn = op.qpn;
-    command->region = region->get();
-    roce::WorkRequest& wr = command->wr;
-    wr.kind = op.kind;
-    wr.local_offset =
-        reinterpret_cast<uint64_t>((*region)->bytes().data() + op.offset);
-    wr.length = op.length;
-    wr.remote_va = op.remote_va;
-    wr.rkey = op.rkey;
-    wr.imm = op.imm;
-    wr.compare = op.compare;
-    wr.swap_add = op.swap_add;
-    if (absl::Status s = SubmitRoceCommand(command); !s.ok()) {
-      (*region)->Unpin();
-      return s;
-    }
+  const uint32_t slot = op.qpn - roce::kFirstQpn;
+  if (op.qpn < roce::kFirstQpn || slot >= roce_config_.max_qps ||
+      !qp_status_[slot].in_use.load(std::memory_order_relaxed)) {
+    return absl::NotFoundError(absl::StrCat(
+        "no queue pair ", op.qpn, " is connected; ListQps shows them"));
   }
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!command->done.load(std::memory_order_acquire)) {
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "the operation on QP ", op.qpn, " did not complete within ",
-          absl::FormatDuration(timeout),
-          "; it goes on (the peer may be slow or gone)"));
-    }
-    absl::SleepFor(absl::Microseconds(50));
+  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
+      FindRegion(op.region_id);
+  if (!region.ok()) return region.status();
+  const uint64_t size = (*region)->length();
+  if (op.offset > size || op.length > size - op.offset) {
+    return absl::OutOfRangeError(
+        absl::StrCat("[", op.offset, ", +", op.length, ") is outside region ",
+                     op.region_id, " (", size, " bytes)"));
   }
-  if (!command->posted) {
-    switch (command->post_result) {
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<roce::RoceCommand>> Dataplane::PostRoceOp(
+    const RoceOp& op) {
+  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
+      FindRegion(op.region_id);
+  if (!region.ok()) return region.status();
+  if (!(*region)->Pin()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("region ", op.region_id, " is being deregistered"));
+  }
+  auto command = std::make_shared<roce::RoceCommand>();
+  command->kind = roce::RoceCommand::Kind::kPost;
+  command->qpn = op.qpn;
+  command->region = region->get();
+  roce::WorkRequest& wr = command->wr;
+  wr.kind = op.kind;
+  wr.local_offset =
+      reinterpret_cast<uint64_t>((*region)->bytes().data() + op.offset);
+  wr.length = op.length;
+  wr.remote_va = op.remote_va;
+  wr.rkey = op.rkey;
+  wr.imm = op.imm;
+  wr.compare = op.compare;
+  wr.swap_add = op.swap_add;
+  if (absl::Status s = SubmitRoceCommand(command); !s.ok()) {
+    (*region)->Unpin();
+    return s;
+  }
+  return command;
+}
+
+namespace {
+
+// The outcome of a finished kPost command.
+absl::StatusOr<RoceOpResult> RoceCommandResult(
+    const roce::RoceCommand& command) {
+  if (!command.posted) {
+    switch (command.post_result) {
       case roce::PostResult::kQueueFull:
         return absl::UnavailableError(
             "the QP's send queue is full; retry when operations complete");
       case roce::PostResult::kQpError:
-        return absl::FailedPreconditionError(absl::StrCat(
-            "QP ", op.qpn, " is in the error state; destroy and reconnect"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("QP ", command.qpn,
+                         " is in the error state; destroy and "
+                         "reconnect"));
       default:
         return absl::InvalidArgumentError(
             "the operation is not valid (length above 2^31?)");
     }
   }
   using S = roce::CompletionStatus;
-  switch (command->status) {
+  switch (command.status) {
     case S::kSuccess:
-      return RoceOpResult{command->atomic_original};
+      return RoceOpResult{command.atomic_original};
     case S::kRemoteAccessError:
       return absl::PermissionDeniedError(
           "the peer refused the access (remote access error: rkey, bounds "
@@ -352,6 +352,89 @@ absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
   return absl::InternalError("unknown completion status");
 }
 
+}  // namespace
+
+absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
+                                                    absl::Duration timeout) {
+  absl::StatusOr<RoceBatchResult> batch = RoceExecuteMany({op}, timeout);
+  if (!batch.ok()) return batch.status();
+  return std::move(batch->results.front());
+}
+
+absl::StatusOr<RoceBatchResult> Dataplane::RoceExecuteMany(
+    std::vector<RoceOp> ops, absl::Duration timeout) {
+  if (!roce_config_.enabled) {
+    return absl::FailedPreconditionError(
+        "RoCE is off: add a roce { } section to the config");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (const RoceOp& op : ops) {
+      if (absl::Status s = CheckRoceOp(op); !s.ok()) return s;
+    }
+  }
+  RoceBatchResult batch;
+  batch.results.assign(ops.size(), absl::UnknownError("not run"));
+  struct InFlight {
+    size_t index;
+    absl::Time submitted;
+    std::shared_ptr<roce::RoceCommand> command;
+  };
+  std::vector<InFlight> in_flight;
+  in_flight.reserve(kRoceWindow);
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + timeout;
+  size_t next = 0;
+  absl::Time last_progress = start;
+  while (next < ops.size() || !in_flight.empty()) {
+    const absl::Time now = absl::Now();
+    // Completed ops leave the window (HPU 0 completes a QP's ops in order,
+    // but ops may span QPs).
+    std::erase_if(in_flight, [&](InFlight& f) {
+      if (!f.command->done.load(std::memory_order_acquire)) return false;
+      absl::StatusOr<RoceOpResult> result = RoceCommandResult(*f.command);
+      if (result.ok()) result->latency = now - f.submitted;
+      batch.results[f.index] = std::move(result);
+      last_progress = now;
+      return true;
+    });
+    if (now >= deadline) break;
+    if (next < ops.size() && in_flight.size() < kRoceWindow) {
+      absl::MutexLock lock(&mu_);
+      while (next < ops.size() && in_flight.size() < kRoceWindow) {
+        // Re-checked: the QP or region may have gone since.
+        absl::Status check = CheckRoceOp(ops[next]);
+        absl::StatusOr<std::shared_ptr<roce::RoceCommand>> command =
+            check.ok() ? PostRoceOp(ops[next]) : check;
+        if (!command.ok()) {
+          batch.results[next++] = command.status();
+          continue;
+        }
+        in_flight.push_back({next++, absl::Now(), *std::move(command)});
+      }
+      continue;
+    }
+    // Spin briefly after progress (latency), then sleep (a long op).
+    if (absl::Now() - last_progress < absl::Microseconds(200)) {
+      std::this_thread::yield();
+    } else {
+      absl::SleepFor(absl::Microseconds(20));
+    }
+  }
+  batch.elapsed = absl::Now() - start;
+  for (const InFlight& f : in_flight) {
+    batch.results[f.index] = absl::DeadlineExceededError(
+        absl::StrCat("the operation on QP ", ops[f.index].qpn,
+                     " did not complete within ", absl::FormatDuration(timeout),
+                     "; it goes on (the peer may be slow or gone)"));
+  }
+  for (size_t i = next; i < ops.size(); ++i) {
+    batch.results[i] = absl::DeadlineExceededError(
+        absl::StrCat("not started within ", absl::FormatDuration(timeout)));
+  }
+  return batch;
+}
+
 void Dataplane::SnapshotRoce(RoceStats* stats) const {
   stats->enabled = roce_config_.enabled;
   if (!stats->enabled) return;
@@ -371,6 +454,8 @@ void Dataplane::SnapshotRoce(RoceStats* stats) const {
       {"ops_failed", &C::ops_failed},
       {"retransmits", &C::retransmits},
       {"write_immediates", &C::write_immediates},
+      {"handler_messages", &C::handler_messages},
+      {"handler_drops", &C::handler_drops},
       {"naaice_sessions", &C::naaice_sessions},
       {"naaice_calls", &C::naaice_calls},
       {"naaice_errors", &C::naaice_errors},

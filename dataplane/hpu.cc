@@ -34,7 +34,8 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
         index_, *shared_.diad, this, &engine_, shared_.diad_epoch_seed);
   }
   if (shared_.roce != nullptr) {
-    roce_ = std::make_unique<roce::RoceEngine>(index_, *shared_.roce, this);
+    roce_ = std::make_unique<roce::RoceEngine>(index_, *shared_.roce, this,
+                                               &engine_);
   }
 }
 
@@ -108,7 +109,7 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
       continue;
     }
     if (roce_ != nullptr && roce_->ForUs(frame)) {
-      roce_->Receive(packet, frame, in);
+      roce_->Receive(packet, frame, in, table);
       continue;
     }
     if (scheduled) [[unlikely]] {
@@ -164,7 +165,7 @@ uint32_t Hpu::PollInbound(const EctxTable& table) {
       continue;
     }
     if (roce_ != nullptr && roce_->ForUs(frame)) {
-      roce_->Receive(packet, frame, packet->port);
+      roce_->Receive(packet, frame, packet->port, table);
       continue;
     }
     ProcessPacket(packet->port, packet, frame, table);

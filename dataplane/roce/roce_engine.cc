@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
 #include "dataplane/neighbor.h"
@@ -123,11 +124,13 @@ const char* RoceDropName(RoceDrop drop) {
   return "unknown";
 }
 
-RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu)
+RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
+                       SpinEngine* spin)
     : hpu_index_(hpu_index),
       shared_(shared),
       config_(*shared.config),
-      hpu_(hpu) {
+      hpu_(hpu),
+      spin_(spin) {
   for (const Gid& ip : config_.addresses) {
     if (IsMapped(ip)) {
       std::array<uint8_t, 4>& v4 = ipv4_.emplace_back();
@@ -189,7 +192,7 @@ bool RoceEngine::ForUs(const ParsedFrame& frame) const {
 }
 
 void RoceEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
-                         uint16_t in_port) {
+                         uint16_t in_port, const EctxTable& table) {
   const PacketLayers& l = frame.layers;
   if (l.ethertype == kEthertypeArp ||
       (l.is_ipv6 && l.ip_proto == kIpProtoIcmpv6)) {
@@ -206,7 +209,7 @@ void RoceEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     HandOff(packet, in_port);
     return;
   }
-  ReceiveRoce(packet, frame);
+  ReceiveRoce(packet, frame, in_port, table);
 }
 
 void RoceEngine::HandOff(rte_mbuf* packet, uint16_t in_port) {
@@ -267,7 +270,8 @@ const Responder* RoceEngine::responder(uint32_t qpn) const {
   return qp.in_use ? &qp.responder : nullptr;
 }
 
-void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
+void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
+                             uint16_t in_port, const EctxTable& table) {
   counters_.rx_packets.Add();
   counters_.rx_bytes.Add(packet->pkt_len);
   if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
@@ -314,7 +318,8 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
     case OpKind::kAtomic: {
       const RegionTable* regions =
           shared_.regions->load(std::memory_order_acquire);
-      Request(*qp, p, data, *regions);
+      const Arrival arrival{packet, &frame, &p, in_port, &table};
+      Request(*qp, arrival, *regions);
       break;
     }
     case OpKind::kReadResponse:
@@ -329,8 +334,9 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame) {
   rte_pktmbuf_free(packet);
 }
 
-void RoceEngine::Request(Qp& qp, const Packet& p, uint8_t* frame,
+void RoceEngine::Request(Qp& qp, const Arrival& arrival,
                          const RegionTable& regions) {
+  const Packet& p = *arrival.packet;
   RcRequest request;
   request.opcode = p.bth.opcode;
   request.psn = p.bth.psn;
@@ -384,7 +390,7 @@ void RoceEngine::Request(Qp& qp, const Packet& p, uint8_t* frame,
     return;
   }
   if (plan.verdict == ResponderVerdict::kDuplicate) counters_.duplicates.Add();
-  Execute(qp, plan, frame + p.payload_offset, regions);
+  Execute(qp, plan, arrival, regions);
   Publish(qp);
 }
 
@@ -404,7 +410,9 @@ uint8_t* RoceEngine::Resolve(const Qp& qp, const RegionTable& regions,
 }
 
 bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
-                         const uint8_t* payload, const RegionTable& regions) {
+                         const Arrival& arrival, const RegionTable& regions) {
+  const uint8_t* payload = rte_pktmbuf_mtod(arrival.mbuf, const uint8_t*) +
+                           arrival.packet->payload_offset;
   const uint32_t access = MemoryAccess(plan.action);
   const MemoryRegion* region = nullptr;
   uint8_t* target = nullptr;
@@ -444,7 +452,12 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       return true;
     }
     case ResponderAction::kWrite: {
-      if (plan.length != 0) std::memcpy(target, payload, plan.length);
+      // sPIN: the transport accepted the packet and its access is checked;
+      // the bound ECTX's handlers see it (in place) before it is stored.
+      const bool deposit = RunHandlers(qp, plan, arrival, region);
+      if (deposit && plan.length != 0) {
+        std::memcpy(target, payload, plan.length);
+      }
       counters_.writes.Add();
       counters_.write_bytes.Add(plan.length);
       const ResponderReply reply = qp.responder.Accept(plan);
@@ -508,6 +521,46 @@ void RoceEngine::RaiseQpError(const Qp& qp) {
   const uint32_t qpn = qp.qpn;
   hpu_->RaiseTransportEvent(kEventRoceQpError,
                             {reinterpret_cast<const uint8_t*>(&qpn), 4});
+}
+
+bool RoceEngine::RunHandlers(Qp& qp, const ResponderPlan& plan,
+                             const Arrival& arrival,
+                             const MemoryRegion* region) {
+  if (plan.starts_message) {
+    // The region the message writes into picks the ECTX (a handler
+    // installed with diad { write_region: ID } takes RDMA WRITEs into that
+    // region too); NAAICE regions and zero-length writes have none.
+    qp.write_ectx = kNoEctx;
+    qp.spin = MessageState();
+    if (region != nullptr) {
+      if (const Ectx* ectx = arrival.table->FindDiadWrite(region->id())) {
+        qp.write_ectx = ectx->id();
+        counters_.handler_messages.Add();
+      }
+    }
+  }
+  if (qp.write_ectx == kNoEctx) return true;
+  const Ectx* ectx =
+      region != nullptr ? arrival.table->FindDiadWrite(region->id()) : nullptr;
+  if (ectx == nullptr || ectx->id() != qp.write_ectx) {
+    // Removed (or replaced) mid-message: the rest is stored untouched.
+    qp.write_ectx = kNoEctx;
+    return true;
+  }
+  const Packet& p = *arrival.packet;
+  PacketLayers layers = arrival.frame->layers;
+  layers.payload_offset = static_cast<uint16_t>(p.payload_offset);
+  // Handlers see the RDMA payload: not the pad and ICRC after it.
+  layers.l3_end = static_cast<uint16_t>(p.payload_offset + p.payload_length);
+  PacketView view(rte_pktmbuf_mtod(arrival.mbuf, uint8_t*),
+                  arrival.mbuf->data_len, layers, arrival.in_port);
+  hpu_->SetActionOrigin(arrival.in_port, ectx->id());
+  spin_->Deliver(*ectx, qp.spin, view, plan.starts_message, plan.ends_message);
+  hpu_->SetActionOrigin(kNoPort, 0);
+  if (plan.ends_message) qp.write_ectx = kNoEctx;
+  const bool deposit = view.GetDisposition() == Disposition::kForward;
+  if (!deposit) counters_.handler_drops.Add();
+  return deposit;
 }
 
 void RoceEngine::Queue(Qp& qp, const ResponderReply& reply,

@@ -28,12 +28,14 @@
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_config.h"
 #include "dataplane/roce/wire.h"
+#include "dataplane/spin_engine.h"
 
 struct rte_mbuf;
 struct rte_mempool;
 struct rte_ring;
 
 namespace spinnic {
+class EctxTable;
 class Hpu;
 class MemoryRegion;
 class RegionTable;
@@ -78,6 +80,8 @@ struct alignas(64) RoceCounters {
   Counter ops_failed;          // ... completed in error (or refused)
   Counter retransmits;         // our request packets sent again
   Counter write_immediates;    // WRITE with immediate messages completed
+  Counter handler_messages;    // WRITE messages delivered to a handler
+  Counter handler_drops;       // WRITE packets a handler kept from memory
   Counter naaice_sessions;     // NAAICE connections (MRSP exchanges) started
   Counter naaice_calls;        // functions run
   Counter naaice_errors;       // calls answered with a nonzero return code
@@ -212,7 +216,8 @@ struct RoceShared {
 
 class RoceEngine final : public CmAcceptor {
  public:
-  RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu);
+  RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
+             SpinEngine* spin);
   ~RoceEngine();
   RoceEngine(const RoceEngine&) = delete;
   RoceEngine& operator=(const RoceEngine&) = delete;
@@ -221,7 +226,10 @@ class RoceEngine final : public CmAcceptor {
   // addresses, an ARP frame, or ICMPv6 to the solicited-node group of one.
   bool ForUs(const ParsedFrame& frame) const;
   // Takes a frame ForUs() accepted; always consumes the mbuf.
-  void Receive(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port);
+  // `table` is the ECTX table version of this poll: RDMA WRITEs into a
+  // region an ECTX is bound to run its handlers (sPIN).
+  void Receive(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port,
+               const EctxTable& table);
   // Commands, queued replies (READ responses), coalesced ACKs. Once per
   // HPU loop iteration.
   void Poll();
@@ -263,12 +271,17 @@ class RoceEngine final : public CmAcceptor {
     };
     // A NAAICE connection (CM connection on roce.naaice_port), or null.
     std::unique_ptr<NaaiceConnection> naa;
+    // The WRITE message in progress runs this ECTX's handlers (sPIN), or
+    // kNoEctx.
+    uint32_t write_ectx = kNoEctx;
+    MessageState spin;
     std::array<LocalWr, 256> wrs{};
     uint64_t next_wr_id = 0;
     bool requesting = false;  // in requesting_
     bool requester_error_raised = false;
   };
   static constexpr uint32_t kSqDepth = 256;
+  static constexpr uint32_t kNoEctx = UINT32_MAX;
   struct Neighbor {
     Gid ip{};
     Mac mac{};
@@ -279,13 +292,25 @@ class RoceEngine final : public CmAcceptor {
   void HandOff(rte_mbuf* packet, uint16_t in_port);
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);
-  void ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame);
-  void Request(Qp& qp, const Packet& p, uint8_t* frame,
-               const RegionTable& regions);
+  // What Execute needs of the packet to run handlers on it in place.
+  struct Arrival {
+    rte_mbuf* mbuf = nullptr;
+    const ParsedFrame* frame = nullptr;
+    const Packet* packet = nullptr;
+    uint16_t in_port = 0;
+    const EctxTable* table = nullptr;
+  };
+  void ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port,
+                   const EctxTable& table);
+  void Request(Qp& qp, const Arrival& arrival, const RegionTable& regions);
   // Runs a committed plan's memory access; returns false (and the NAK is
   // queued) when the access check failed.
-  bool Execute(Qp& qp, const ResponderPlan& plan, const uint8_t* payload,
+  bool Execute(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
                const RegionTable& regions);
+  // Runs the bound ECTX's handlers on a WRITE packet (header on the first,
+  // completion after the last); false when they drop its payload.
+  bool RunHandlers(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
+                   const MemoryRegion* region);
   void RaiseQpError(const Qp& qp);
   void Queue(Qp& qp, const ResponderReply& reply,
              const MemoryRegion* region = nullptr,
@@ -337,6 +362,7 @@ class RoceEngine final : public CmAcceptor {
   const RoceShared shared_;
   const RoceConfig& config_;
   Hpu* const hpu_;
+  SpinEngine* const spin_;
   std::vector<Gid> ipv6_;  // our IPv6 addresses
   std::vector<std::array<uint8_t, 4>> ipv4_;
   std::vector<Gid> solicited_;        // their solicited-node groups

@@ -338,6 +338,51 @@ TEST_F(RoceDataplaneTest, MultiPacketWriteCoalescesOneAck) {
   EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
 }
 
+// sPIN on RDMA: a handler bound to writes into a region runs on each packet
+// of a WRITE message in place (header on the first, completion after the
+// last) before the bytes are stored; here xor_payload changes them.
+TEST_F(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
+  RegionInfo region = Region(8192, kRemoteWrite);
+  HandlerConfig handler;
+  handler.name = "xor-rdma";
+  handler.kind = "xor_payload";
+  handler.params["key"] = "5a";
+  handler.params["fix_checksum"] = "false";
+  handler.diad.kind = DiadBinding::Kind::kWrite;
+  handler.diad.region_id = region.id;
+  absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(handler);
+  ASSERT_TRUE(installed.ok()) << installed.status();
+  const Bytes data = Pattern(2 * kPmtu + 300, 8);
+  const uint64_t va = region.base_address;
+  SendFrame(Build(Opcode::kRcWriteFirst, kClientPsn,
+                  Reth(va, region.rkey, static_cast<uint32_t>(data.size())),
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteMiddle, kClientPsn + 1, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteLast, kClientPsn + 2, {},
+                  Bytes(data.begin() + 2 * kPmtu, data.end()), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn + 2, roce::AethAck(), 1);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, data.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  Bytes expected = data;
+  for (uint8_t& b : expected) b ^= 0x5a;
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), expected);
+  StatsSnapshot stats = dataplane().Snapshot(Dataplane::StateCopy::kOmit);
+  bool found = false;
+  for (const EctxStats& e : stats.ectxs) {
+    if (e.name != "xor-rdma") continue;
+    found = true;
+    EXPECT_EQ(e.messages, 1u);
+    EXPECT_EQ(e.packets, 3u);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(Counter("handler_messages"), 1u);
+}
+
 TEST_F(RoceDataplaneTest, ReadIsAnsweredInPmtuSegments) {
   RegionInfo region = Region(8192, kRemoteRead | kRemoteWrite);
   const Bytes data = Pattern(2500, 3);
