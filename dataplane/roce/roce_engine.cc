@@ -1046,6 +1046,8 @@ void RoceEngine::NaaiceWriteBack(Qp& qp, const naaice::WriteBack& write_back) {
 
 void RoceEngine::FailWork(Qp& qp) {
   if (qp.requester == nullptr) return;
+  // A QP being destroyed is not a QP that failed: no error event.
+  qp.requester_error_raised = true;
   qp.requester->SetError();  // flushes every WR not completed
   DrainCompletions(qp);
   qp.requester.reset();
@@ -1125,8 +1127,12 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
     decision->reject_reason = CmRejReason::kConsumerReject;
     return;
   }
-  for (uint32_t slot = 0; slot < qps_.size(); ++slot) {
+  // Next fit: a QP number is not reused at once, so that a late packet of
+  // a closed connection finds no QP rather than a new one.
+  for (uint32_t i = 0; i < qps_.size(); ++i) {
+    const uint32_t slot = (next_cm_slot_ + i) % qps_.size();
     if (shared_.qp_status[slot].Claim()) {
+      next_cm_slot_ = (slot + 1) % qps_.size();
       decision->accept = true;
       decision->local_qpn = kFirstQpn + slot;
       decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;

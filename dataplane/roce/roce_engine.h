@@ -376,6 +376,7 @@ class RoceEngine final : public CmAcceptor {
   CmActionList cm_actions_;
   uint64_t cm_deadline_us_ = UINT64_MAX;
   uint32_t gsi_psn_ = 0;
+  uint32_t next_cm_slot_ = 0;
   // Peers' MACs by address, learned from their CM MADs (replies and
   // retransmissions go to them); overwritten round robin.
   std::array<Neighbor, kNeighbors> neighbors_{};
