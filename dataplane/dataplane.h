@@ -98,6 +98,14 @@ struct RoceOp {
 };
 struct RoceOpResult {
   uint64_t atomic_original = 0;  // atomics
+  // RoceExecuteMany: from submitting the op to seeing its completion.
+  absl::Duration latency = absl::ZeroDuration();
+};
+// RoceExecuteMany's answer: one result per op, in the order given, and the
+// wall time from submitting the first op to seeing the last completion.
+struct RoceBatchResult {
+  std::vector<absl::StatusOr<RoceOpResult>> results;
+  absl::Duration elapsed = absl::ZeroDuration();
 };
 
 // The largest InfiniBand path MTU whose RoCE packets fit frames of
@@ -198,6 +206,15 @@ class Dataplane {
   // exhausted), DEADLINE_EXCEEDED (still running at the timeout).
   absl::StatusOr<RoceOpResult> RoceExecute(const RoceOp& op,
                                            absl::Duration timeout);
+  // Runs `ops` pipelined (up to kRoceWindow of them in flight at once, in
+  // order per QP) and waits up to `timeout` for all. Each result's status
+  // maps as RoceExecute's; ops not complete at the timeout are
+  // DEADLINE_EXCEEDED (they go on). The call fails as a whole only for a
+  // bad op (NOT_FOUND QP or region, OUT_OF_RANGE, INVALID_ARGUMENT,
+  // FAILED_PRECONDITION without RoCE): nothing is started then.
+  static constexpr size_t kRoceWindow = 128;
+  absl::StatusOr<RoceBatchResult> RoceExecuteMany(std::vector<RoceOp> ops,
+                                                  absl::Duration timeout);
   // The configuration in effect (path_mtu resolved against the port).
   const roce::RoceConfig& roce_config() const { return roce_config_; }
 
@@ -259,6 +276,12 @@ class Dataplane {
                                   HpuShared* shared);
   absl::Status SubmitRoceCommand(std::shared_ptr<roce::RoceCommand> command)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks `op` against the QPs and regions (not the peer's side).
+  absl::Status CheckRoceOp(const RoceOp& op) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pins the op's region and submits it as a kPost command.
+  absl::StatusOr<std::shared_ptr<roce::RoceCommand>> PostRoceOp(
+      const RoceOp& op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SnapshotRoce(RoceStats* stats) const;
   void SnapshotDiad(DiadStats* stats) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishPeers(std::vector<diad::Peer> peers)

@@ -446,6 +446,15 @@ absl::StatusOr<v1::ListQpsResponse> ControlClient::ListQps() {
   return response;
 }
 
+absl::StatusOr<v1::QpExecuteResponse> ControlClient::QpExecute(
+    const v1::QpExecuteRequest& request) {
+  v1::QpExecuteResponse response;
+  grpc::Status status = stub_->QpExecute(
+      RemoteContext(request.timeout_ms()).get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
 absl::StatusOr<v1::RemoteWriteResponse> ControlClient::RemoteWrite(
     const v1::RemoteWriteRequest& request) {
   v1::RemoteWriteResponse response;

@@ -99,6 +99,9 @@ class ControlClient {
   absl::StatusOr<uint32_t> CreateQp(const v1::CreateQpRequest& request);
   absl::Status DestroyQp(uint32_t qpn);
   absl::StatusOr<v1::ListQpsResponse> ListQps();
+  // RDMA operations on a QP (its deadline allows for timeout_ms).
+  absl::StatusOr<v1::QpExecuteResponse> QpExecute(
+      const v1::QpExecuteRequest& request);
 
   // Streams. `on_*` runs on the calling thread for every message; returning
   // false ends the stream and the call returns OK. Otherwise the call returns

@@ -1069,4 +1069,145 @@ grpc::Status SpinnicService::ListQps(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// QpExecute's kinds by name.
+absl::StatusOr<roce::WorkRequest::Kind> RoceKind(absl::string_view name) {
+  using Kind = roce::WorkRequest::Kind;
+  static constexpr std::pair<absl::string_view, Kind> kKinds[] = {
+      {"write", Kind::kWrite},        {"write_imm", Kind::kWriteImm},
+      {"read", Kind::kRead},          {"send", Kind::kSend},
+      {"fetch_add", Kind::kFetchAdd}, {"cmp_swap", Kind::kCompareSwap},
+  };
+  for (const auto& [text, kind] : kKinds) {
+    if (name == text) return kind;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("kind '", name,
+                   "': use write, write_imm, read, send, fetch_add or "
+                   "cmp_swap"));
+}
+
+}  // namespace
+
+grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
+                                       const v1::QpExecuteRequest* request,
+                                       v1::QpExecuteResponse* response) {
+  using Kind = roce::WorkRequest::Kind;
+  absl::StatusOr<Kind> kind = RoceKind(request->kind());
+  if (!kind.ok()) return ToGrpc(kind.status());
+  const bool atomic = *kind == Kind::kFetchAdd || *kind == Kind::kCompareSwap;
+  const uint32_t count = request->generate_count();
+  const uint32_t size = request->generate_size();
+  if (count == 0 && size != 0) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        "generate_size: set without generate_count; set both to generate");
+  }
+  if (count > kMaxGenerateCount) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("generate_count ", count, ": at most ",
+                                     kMaxGenerateCount));
+  }
+  if (count > 0 && request->length() != 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "length: excludes generate_count; give generate_size "
+                        "instead");
+  }
+  const uint32_t length = count > 0 ? size : request->length();
+  if (atomic ? (length != 8 && length != 0)
+             : (length == 0 || length > (uint32_t{1} << 31))) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        atomic ? absl::StrCat(count > 0 ? "generate_size " : "length ", length,
+                              ": atomics work on 8 bytes")
+               : absl::StrCat(count > 0 ? "generate_size " : "length ", length,
+                              ": must be 1..2^31 bytes"));
+  }
+  if (count > 0 && request->generate_region() != 0 &&
+      request->generate_region() < length) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("generate_region ", request->generate_region(),
+                     ": smaller than generate_size ", length,
+                     "; 0 puts every op at the same address"));
+  }
+  RoceOp base;
+  base.qpn = request->qpn();
+  base.kind = *kind;
+  base.region_id = request->region_id();
+  base.offset = request->offset();
+  base.length = atomic ? 8 : length;
+  base.remote_va = request->remote_address();
+  base.rkey = request->rkey();
+  base.imm = request->imm();
+  base.compare = request->compare();
+  base.swap_add = request->swap_add();
+  std::vector<RoceOp> ops;
+  if (count == 0) {
+    ops.push_back(base);
+  } else {
+    const uint64_t remote_slots =
+        std::max<uint64_t>(request->generate_region() / base.length, 1);
+    // The local span also stays inside the region (from `offset`).
+    uint64_t local_slots = remote_slots;
+    for (const RegionInfo& region : dataplane_->ListRegions()) {
+      if (region.id == base.region_id && region.length > base.offset) {
+        local_slots = std::clamp<uint64_t>(
+            (region.length - base.offset) / base.length, 1, remote_slots);
+      }
+    }
+    ops.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      RoceOp op = base;
+      op.offset = base.offset + (i % local_slots) * base.length;
+      op.remote_va = base.remote_va + (i % remote_slots) * base.length;
+      ops.push_back(op);
+    }
+  }
+  const absl::Duration timeout = DiadTimeout(request->timeout_ms());
+  std::vector<absl::StatusOr<RoceOpResult>> results;
+  uint64_t elapsed = 0;
+  if (request->one_at_a_time() && ops.size() > 1) {
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = start + timeout;
+    for (const RoceOp& op : ops) {
+      absl::StatusOr<RoceBatchResult> one = dataplane_->RoceExecuteMany(
+          {op}, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+      if (!one.ok()) return ToGrpc(one.status());
+      results.push_back(std::move(one->results.front()));
+      if (!results.back().ok()) break;
+    }
+    elapsed = ElapsedNs(start);
+  } else {
+    absl::StatusOr<RoceBatchResult> batch =
+        dataplane_->RoceExecuteMany(std::move(ops), timeout);
+    if (!batch.ok()) return ToGrpc(batch.status());
+    results = std::move(batch->results);
+    elapsed = static_cast<uint64_t>(absl::ToInt64Nanoseconds(batch->elapsed));
+  }
+  std::vector<uint64_t> latencies;
+  latencies.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      if (count == 0) return ToGrpc(results[i].status());
+      return grpc::Status(
+          static_cast<grpc::StatusCode>(results[i].status().code()),
+          absl::StrCat("op ", i, ": ", results[i].status().message(), " (",
+                       latencies.size(), " of ", count, " ops done)"));
+    }
+    latencies.push_back(
+        static_cast<uint64_t>(absl::ToInt64Nanoseconds(results[i]->latency)));
+    response->set_atomic_original(results[i]->atomic_original);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  response->set_ops(static_cast<uint32_t>(latencies.size()));
+  response->set_elapsed_ns(elapsed);
+  response->set_bytes(latencies.size() * uint64_t{base.length});
+  response->set_latency_p50_ns(Percentile(latencies, 50));
+  response->set_latency_p99_ns(Percentile(latencies, 99));
+  response->set_latency_max_ns(latencies.back());
+  return grpc::Status::OK;
+}
+
 }  // namespace spinnic

@@ -85,6 +85,9 @@ class SpinnicService final : public v1::Spinnic::Service {
                          v1::DestroyQpResponse*) override;
   grpc::Status ListQps(grpc::ServerContext*, const v1::ListQpsRequest*,
                        v1::ListQpsResponse* response) override;
+  grpc::Status QpExecute(grpc::ServerContext*,
+                         const v1::QpExecuteRequest* request,
+                         v1::QpExecuteResponse* response) override;
 
   // Hands events drained from the dataplane to the WatchEvents subscribers.
   // Called by the daemon's main loop.

@@ -1,4 +1,5 @@
-// spinctl qps, qp-create, qp-destroy: RoCEv2 queue pairs set up by hand
+// spinctl qps, qp-create, qp-destroy: RoCEv2 queue pairs set up by hand;
+// qp-write, qp-read, qp-atomic: RDMA operations of ours on them
 // (docs/spinctl.md; the transport: docs/roce.md).
 #include <cstdio>
 #include <string>
@@ -6,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "control/spinctl/args.h"
 #include "control/spinctl/command.h"
 #include "control/spinctl/table.h"
 
@@ -102,6 +104,175 @@ int RunQpDestroy(Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
+std::string Micros(uint64_t ns) {
+  return absl::StrFormat("%.1f us", static_cast<double>(ns) / 1e3);
+}
+
+// Fills what qp-write, qp-read and qp-atomic share: QPN RKEY ADDRESS and
+// --region/--offset/--timeout_ms; a usage error's text otherwise.
+absl::Status ParseQpTarget(const ParsedArgs& args,
+                           v1::QpExecuteRequest* request) {
+  absl::StatusOr<uint64_t> qpn = ParseUint("QPN", args.positional[0], kMax24);
+  if (!qpn.ok()) return qpn.status();
+  absl::StatusOr<uint64_t> rkey =
+      ParseUint("RKEY", args.positional[1], UINT32_MAX);
+  if (!rkey.ok()) return rkey.status();
+  absl::StatusOr<uint64_t> address =
+      ParseUint("ADDRESS", args.positional[2], UINT64_MAX);
+  if (!address.ok()) return address.status();
+  if (!args.Has("region")) {
+    return absl::InvalidArgumentError(
+        "--region ID is missing: the local registered region the bytes come "
+        "from or land in (spinctl regions)");
+  }
+  request->set_qpn(static_cast<uint32_t>(*qpn));
+  request->set_rkey(static_cast<uint32_t>(*rkey));
+  request->set_remote_address(*address);
+  request->set_region_id(args.Uint("region"));
+  request->set_offset(args.Uint("offset"));
+  request->set_timeout_ms(static_cast<uint32_t>(args.Uint("timeout_ms")));
+  return absl::OkStatus();
+}
+
+// --length L, or --generate N --size S [--span B] [--sequential].
+absl::Status ParseQpAmount(const ParsedArgs& args,
+                           v1::QpExecuteRequest* request) {
+  if (args.Has("generate")) {
+    if (args.Has("length")) {
+      return absl::InvalidArgumentError(
+          "--generate excludes --length: give --size BYTES per op");
+    }
+    if (args.Uint("generate") == 0 || args.Uint("size") == 0) {
+      return absl::InvalidArgumentError(
+          "--generate N needs N >= 1 and --size BYTES >= 1");
+    }
+    request->set_generate_count(static_cast<uint32_t>(args.Uint("generate")));
+    request->set_generate_size(static_cast<uint32_t>(args.Uint("size")));
+    request->set_generate_region(args.Uint("span"));
+    request->set_one_at_a_time(args.Has("sequential"));
+    return absl::OkStatus();
+  }
+  if (args.Has("size") || args.Has("span") || args.Has("sequential")) {
+    return absl::InvalidArgumentError(
+        "--size, --span and --sequential go with --generate N");
+  }
+  if (args.Uint("length") == 0) {
+    return absl::InvalidArgumentError(
+        "--length BYTES (>= 1) or --generate N --size BYTES is missing");
+  }
+  request->set_length(static_cast<uint32_t>(args.Uint("length")));
+  return absl::OkStatus();
+}
+
+int PrintQpExecute(Env& env, const v1::QpExecuteRequest& request) {
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  absl::StatusOr<v1::QpExecuteResponse> response = client->QpExecute(request);
+  if (!response.ok()) return env.ServerError(response.status());
+  if (env.json()) {
+    env.PrintJson(*response);
+    return kExitOk;
+  }
+  KeyValues fields;
+  fields.Add("ops", absl::StrCat(response->ops()));
+  fields.Add("bytes", absl::StrCat(response->bytes()));
+  fields.Add("elapsed", Micros(response->elapsed_ns()));
+  if (response->elapsed_ns() != 0) {
+    fields.Add("goodput", absl::StrFormat(
+                              "%.1f MB/s",
+                              static_cast<double>(response->bytes()) * 1e3 /
+                                  static_cast<double>(response->elapsed_ns())));
+  }
+  fields.Add("latency_p50", Micros(response->latency_p50_ns()));
+  fields.Add("latency_p99", Micros(response->latency_p99_ns()));
+  fields.Add("latency_max", Micros(response->latency_max_ns()));
+  if (request.kind() == "fetch_add" || request.kind() == "cmp_swap") {
+    fields.Add("original",
+               absl::StrFormat("0x%016x", response->atomic_original()));
+  }
+  fields.Print(stdout);
+  return kExitOk;
+}
+
+int RunQpWrite(Env& env, const ParsedArgs& args) {
+  v1::QpExecuteRequest request;
+  if (absl::Status s = ParseQpTarget(args, &request); !s.ok()) {
+    return env.UsageError(s);
+  }
+  if (absl::Status s = ParseQpAmount(args, &request); !s.ok()) {
+    return env.UsageError(s);
+  }
+  if (args.Has("send") && args.Has("imm")) {
+    return env.UsageError("--send excludes --imm");
+  }
+  request.set_kind(args.Has("send")  ? "send"
+                   : args.Has("imm") ? "write_imm"
+                                     : "write");
+  request.set_imm(static_cast<uint32_t>(args.Uint("imm")));
+  return PrintQpExecute(env, request);
+}
+
+int RunQpRead(Env& env, const ParsedArgs& args) {
+  v1::QpExecuteRequest request;
+  if (absl::Status s = ParseQpTarget(args, &request); !s.ok()) {
+    return env.UsageError(s);
+  }
+  if (absl::Status s = ParseQpAmount(args, &request); !s.ok()) {
+    return env.UsageError(s);
+  }
+  request.set_kind("read");
+  return PrintQpExecute(env, request);
+}
+
+int RunQpAtomic(Env& env, const ParsedArgs& args) {
+  v1::QpExecuteRequest request;
+  if (absl::Status s = ParseQpTarget(args, &request); !s.ok()) {
+    return env.UsageError(s);
+  }
+  const bool add = args.Has("add");
+  const bool cas = args.Has("compare") || args.Has("swap");
+  if (add == cas || (cas && !(args.Has("compare") && args.Has("swap")))) {
+    return env.UsageError(
+        "pass either --add N (fetch-and-add) or --compare C --swap S "
+        "(compare-and-swap)");
+  }
+  request.set_kind(add ? "fetch_add" : "cmp_swap");
+  request.set_length(8);
+  request.set_compare(args.Uint("compare"));
+  request.set_swap_add(add ? args.Uint("add") : args.Uint("swap"));
+  return PrintQpExecute(env, request);
+}
+
+std::vector<FlagSpec> QpTargetFlags() {
+  return {
+      {"region", FlagType::kUint, "ID",
+       "the local registered region (spinctl regions)", UINT64_MAX},
+      {"offset", FlagType::kUint, "BYTES",
+       "where the local bytes start in the region (default 0)", UINT64_MAX},
+      {"timeout_ms", FlagType::kUint, "N",
+       "wait at most N ms for all ops (default 10000)", UINT32_MAX},
+  };
+}
+
+std::vector<FlagSpec> QpAmountFlags(std::vector<FlagSpec> flags) {
+  for (FlagSpec flag : std::vector<FlagSpec>{
+           {"length", FlagType::kUint, "BYTES", "one op of BYTES", UINT32_MAX},
+           {"generate", FlagType::kUint, "N",
+            "N ops generated by the server (benchmarks), pipelined", 1000000},
+           {"size", FlagType::kUint, "BYTES", "each generated op's bytes",
+            UINT32_MAX},
+           {"span", FlagType::kUint, "BYTES",
+            "op i at ADDRESS (and --offset) + (i x size) mod span (default: "
+            "all at the same place)",
+            UINT64_MAX},
+           {"sequential", FlagType::kBool, "",
+            "generated ops one after the other (latency), not pipelined"},
+       }) {
+    flags.push_back(std::move(flag));
+  }
+  return flags;
+}
+
 }  // namespace
 
 std::vector<Command> RoceCommands() {
@@ -159,6 +330,44 @@ std::vector<Command> RoceCommands() {
        {},
        "",
        RunQpDestroy},
+      {"qp-write", "QPN RKEY ADDRESS", 3, 3,
+       "RDMA WRITE (or WRITE with immediate, or SEND) from a local region "
+       "on a QP",
+       QpAmountFlags([] {
+         std::vector<FlagSpec> flags = QpTargetFlags();
+         flags.push_back({"imm", FlagType::kUint, "VALUE",
+                          "WRITE with immediate VALUE", UINT32_MAX});
+         flags.push_back({"send", FlagType::kBool, "",
+                          "a SEND instead (RKEY and ADDRESS are ignored)"});
+         return flags;
+       }()),
+       "The peer's region is RKEY at ADDRESS (its remote_write access).\n"
+       "examples:\n  spinctl qp-write 256 0x1000 0x7f0000000000 --region 1 "
+       "--length 4096\n  spinctl --json qp-write 256 0x1000 0x7f0000000000 "
+       "--region 1 \\\n      --generate 4096 --size 65536 --span 8388608\n",
+       RunQpWrite},
+      {"qp-read", "QPN RKEY ADDRESS", 3, 3,
+       "RDMA READ into a local region on a QP", QpAmountFlags(QpTargetFlags()),
+       "example (8-byte read latency):\n  spinctl qp-read 256 0x1000 "
+       "0x7f0000000000 --region 1 --generate 2000 \\\n      --size 8 "
+       "--sequential\n",
+       RunQpRead},
+      {"qp-atomic", "QPN RKEY ADDRESS", 3, 3,
+       "RDMA fetch-and-add or compare-and-swap of 8 bytes; prints the "
+       "original value",
+       [] {
+         std::vector<FlagSpec> flags = QpTargetFlags();
+         flags.push_back(
+             {"add", FlagType::kUint, "N", "fetch-and-add N", UINT64_MAX});
+         flags.push_back({"compare", FlagType::kUint, "C",
+                          "compare-and-swap: the expected value", UINT64_MAX});
+         flags.push_back({"swap", FlagType::kUint, "S",
+                          "compare-and-swap: the new value", UINT64_MAX});
+         return flags;
+       }(),
+       "The original value also lands in the local region's 8 bytes at "
+       "--offset.\n",
+       RunQpAtomic},
   };
 }
 
