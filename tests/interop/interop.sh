@@ -14,6 +14,8 @@
 #                 skipped with the reason while the engine lacks them).
 #       rping     rping -c and rxe_ops -c (need SEND consumption and our own
 #                 requester: skipped with the reason).
+#       naaice    naaice_client (ours, docs/naaice.md) offloads vector_sum
+#                 and matvec to the NAAICE port 12345, results checked.
 #
 # Exit: 0 pass, 1 fail, 77 skip (meson). Everything started here is stopped
 # at exit and the namespace deleted; every wait is bounded. The run directory
@@ -30,7 +32,9 @@ PEER_DIR=${RXE_PEER_DIR:-/work/shared/tools/rxe-peer}
 RUN_PEER=$PEER_DIR/run_peer.sh
 export RXE_BASE=${RXE_BASE:-/tmp/rxe}
 # Our own namespace: other people's rxe-peer runs use the default "rxe".
-export RXE_NETNS=spn-interop
+# INTEROP_NETNS gives a run its own namespace and DPDK file prefix, so that
+# two runs (or the NAAICE demo) on one machine leave each other alone.
+export RXE_NETNS=${INTEROP_NETNS:-spn-interop}
 export RXE_BRIDGE=br-rxe
 export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-150}
 NS=$RXE_NETNS
@@ -66,7 +70,7 @@ cleanup() {
   fi
   for p in "${BG_PIDS[@]}" $SPN_PID; do wait "$p" 2>/dev/null; done
   "$RUN_PEER" clean >/dev/null 2>&1
-  rm -rf /var/run/dpdk/spn-interop 2>/dev/null
+  rm -rf "/var/run/dpdk/$NS" 2>/dev/null
   if [[ $rc -ne 0 && $rc -ne 77 && -d $RUN ]]; then
     log "run directory kept: $RUN"
     [[ -s $RUN/cli/out.log ]] && { echo "----- guest output"; tail -n 60 "$RUN/cli/out.log"; }
@@ -76,7 +80,7 @@ cleanup() {
 }
 
 # ---- preconditions: anything missing is a skip, not a failure -------------
-case $CASE in verbs | perftest | rping) ;; *) echo "usage: $0 verbs|perftest|rping SPINNICD SPINCTL" >&2; exit 2 ;; esac
+case $CASE in verbs | perftest | rping | naaice) ;; *) echo "usage: $0 verbs|perftest|rping|naaice SPINNICD SPINCTL" >&2; exit 2 ;; esac
 [[ -x $SPINNICD && -x $SPINCTL ]] || { echo "spinnicd/spinctl not found" >&2; exit 1; }
 SPINNICD=$(readlink -f "$SPINNICD")
 SPINCTL=$(readlink -f "$SPINCTL")
@@ -101,6 +105,8 @@ mkdir -p "$RUN"
 # ---- the client binary, built here, run in the guest from /share ----------
 gcc -O2 -Wall -o "$RUN/roce_verbs_client" "$HERE/roce_verbs_client.c" -lrdmacm -libverbs \
   2>"$RUN/gcc.err" || { cat "$RUN/gcc.err"; fail "roce_verbs_client does not build"; exit 1; }
+gcc -O2 -Wall -o "$RUN/naaice_client" "$HERE/naaice_client.c" -lrdmacm -libverbs \
+  2>"$RUN/gcc.err" || { cat "$RUN/gcc.err"; fail "naaice_client does not build"; exit 1; }
 
 # ---- network: namespace, bridge, veth spnio0 (free end for af_packet) -----
 "$RUN_PEER" veth spnio0 >"$RUN/net.log" 2>&1 || { cat "$RUN/net.log"; fail "veth setup"; exit 1; }
@@ -111,7 +117,8 @@ ip netns exec "$NS" tcpdump -i "$RXE_BRIDGE" --immediate-mode -s 0 -U -n \
 BG_PIDS+=($!)
 
 # ---- spinnicd in the namespace ---------------------------------------------
-ip netns exec "$NS" "$SPINNICD" --config "$HERE/spinnicd.textproto" \
+sed "s/\"spn-interop\"/\"$NS\"/" "$HERE/spinnicd.textproto" >"$RUN/spinnicd.textproto"
+ip netns exec "$NS" "$SPINNICD" --config "$RUN/spinnicd.textproto" \
   --control_socket "$SOCK" --stats_json "$RUN/stats.json" --duration_s 400 \
   >"$RUN/spinnicd.out" 2>"$RUN/spinnicd.err" </dev/null &
 SPN_PID=$!
@@ -140,6 +147,9 @@ APPLIANCE=192.0.2.11
 APPLIANCE6=fd00:1::11
 RKEY=$RKEY
 VA=$VA
+NAAICE_PORT=12345
+NAAICE_SIZE=${NAAICE_SIZE:-64}
+NAAICE_RPCS=${NAAICE_RPCS:-8}
 EOF
 
 if [[ $CASE == verbs ]]; then
@@ -285,6 +295,19 @@ case_rping() {
     log "CM: $(frames 'cm=REQ') REQ, $(frames 'cm=REP') REP; client SENDs: $(frames 'RC Send'); RNR NAKs: $(frames 'aeth=RNR')"
     skip "${missing[*]} connect (CM ok; $(frames 'nak=psn_sequence_error') PSN sequence NAKs: CM PSN mapping) but their SENDs are not consumed: rping needs a SEND consumer and our own RDMA READ, RDMA WRITE and SEND; rxe_ops needs REP private data (addr, rkey) and a SEND consumer (docs/interop.md)"
   fi
+}
+
+case_naaice() {
+  local fn
+  for fn in vector_sum matvec; do
+    if has "^$fn rc=0" && has "^$fn: naaice_client: $fn "; then
+      pass "$fn: $(grep -m1 "^$fn: naaice_client:" "$OUT" | cut -c1-100), time_us: $(grep "^$fn: rpc " "$OUT" |
+        sed -n 's/.*time_us=\([0-9]*\).*/\1/p' | tr '\n' ' ')"
+    else
+      fail "$fn: $(grep -m1 -E "^$fn: .*FAIL" "$OUT" | cut -c1-200) ($(grep -m1 "^$fn rc=" "$OUT"))"
+    fi
+  done
+  log "appliance stats: $RUN/stats_final.json"
 }
 
 case_$CASE

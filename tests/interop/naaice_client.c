@@ -123,7 +123,8 @@ static struct rdma_cm_event *ExpectCmEvent(enum rdma_cm_event_type want) {
   if (poll(&pfd, 1, kCmTimeoutMs) <= 0) {
     Die("connect: no %s within %d ms", rdma_event_str(want), kCmTimeoutMs);
   }
-  if (rdma_get_cm_event(channel, &ev)) Die("rdma_get_cm_event: %s", strerror(errno));
+  if (rdma_get_cm_event(channel, &ev))
+    Die("rdma_get_cm_event: %s", strerror(errno));
   if (ev->event != want) {
     Die("connect: expected %s, got %s (status %d)", rdma_event_str(want),
         rdma_event_str(ev->event), ev->status);
@@ -144,15 +145,18 @@ static int PollOne(struct ibv_wc *wc, long long deadline_us) {
 static void Connect(const char *addr, const char *port) {
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
   struct addrinfo *ai;
-  if (getaddrinfo(addr, port, &hints, &ai)) Die("bad address %s:%s", addr, port);
+  if (getaddrinfo(addr, port, &hints, &ai))
+    Die("bad address %s:%s", addr, port);
   channel = rdma_create_event_channel();
   if (channel == NULL || rdma_create_id(channel, &id, NULL, RDMA_PS_TCP)) {
     Die("rdma_create_id: %s", strerror(errno));
   }
-  if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000)) Die("rdma_resolve_addr: %s", strerror(errno));
+  if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+    Die("rdma_resolve_addr: %s", strerror(errno));
   freeaddrinfo(ai);
   rdma_ack_cm_event(ExpectCmEvent(RDMA_CM_EVENT_ADDR_RESOLVED));
-  if (rdma_resolve_route(id, 2000)) Die("rdma_resolve_route: %s", strerror(errno));
+  if (rdma_resolve_route(id, 2000))
+    Die("rdma_resolve_route: %s", strerror(errno));
   rdma_ack_cm_event(ExpectCmEvent(RDMA_CM_EVENT_ROUTE_RESOLVED));
 
   pd = ibv_alloc_pd(id->verbs);
@@ -163,7 +167,10 @@ static void Connect(const char *addr, const char *port) {
       .recv_cq = cq,
       .qp_type = IBV_QPT_RC,
       .sq_sig_all = 1,
-      .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
+      .cap = {.max_send_wr = 16,
+              .max_recv_wr = 16,
+              .max_send_sge = 1,
+              .max_recv_sge = 1},
   };
   if (rdma_create_qp(id, pd, &attr)) Die("rdma_create_qp: %s", strerror(errno));
 
@@ -185,7 +192,8 @@ static void AddRegion(const char *name, uint8_t flags, uint32_t size) {
   r->size = size;
   r->buf = calloc(1, size);
   if (r->buf == NULL) Die("out of memory (%u bytes)", size);
-  r->mr = ibv_reg_mr(pd, r->buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  r->mr = ibv_reg_mr(pd, r->buf, size,
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (r->mr == NULL) Die("ibv_reg_mr(%s, %u): %s", name, size, strerror(errno));
 }
 
@@ -194,8 +202,11 @@ static void Mrsp(void) {
   mrsp_mr = ibv_reg_mr(pd, mrsp_rx, sizeof mrsp_rx, IBV_ACCESS_LOCAL_WRITE);
   mrsp_tx_mr = ibv_reg_mr(pd, mrsp_tx, sizeof mrsp_tx, 0);
   if (mrsp_mr == NULL || mrsp_tx_mr == NULL) Die("ibv_reg_mr(mrsp) failed");
-  struct ibv_sge rsge = {.addr = (uintptr_t)mrsp_rx, .length = sizeof mrsp_rx, .lkey = mrsp_mr->lkey};
-  struct ibv_recv_wr rwr = {.wr_id = 100, .sg_list = &rsge, .num_sge = 1}, *bad_r;
+  struct ibv_sge rsge = {.addr = (uintptr_t)mrsp_rx,
+                         .length = sizeof mrsp_rx,
+                         .lkey = mrsp_mr->lkey};
+  struct ibv_recv_wr rwr = {.wr_id = 100, .sg_list = &rsge, .num_sge = 1},
+                     *bad_r;
   if (ibv_post_recv(id->qp, &rwr, &bad_r)) Die("ibv_post_recv(mrsp) failed");
 
   uint32_t len = 4 + kRequestEntryBytes * region_count;
@@ -210,11 +221,16 @@ static void Mrsp(void) {
     PutBe(e + 8, (uintptr_t)regions[i].buf, 8);
     PutBe(e + 16, regions[i].mr->rkey, 4);
     PutBe(e + 20, regions[i].size, 4);
-    naa_address += (regions[i].size + kNaaPageBytes - 1) / kNaaPageBytes * kNaaPageBytes;
+    naa_address +=
+        (regions[i].size + kNaaPageBytes - 1) / kNaaPageBytes * kNaaPageBytes;
   }
-  struct ibv_sge ssge = {.addr = (uintptr_t)mrsp_tx, .length = len, .lkey = mrsp_tx_mr->lkey};
-  struct ibv_send_wr swr = {.wr_id = 101, .sg_list = &ssge, .num_sge = 1,
-                            .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SOLICITED},
+  struct ibv_sge ssge = {
+      .addr = (uintptr_t)mrsp_tx, .length = len, .lkey = mrsp_tx_mr->lkey};
+  struct ibv_send_wr swr = {.wr_id = 101,
+                            .sg_list = &ssge,
+                            .num_sge = 1,
+                            .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SOLICITED},
                      *bad_s;
   if (ibv_post_send(id->qp, &swr, &bad_s)) Die("ibv_post_send(mrsp) failed");
 
@@ -224,7 +240,8 @@ static void Mrsp(void) {
   uint32_t got = 0;
   while (!(sent && received)) {
     if (!PollOne(&wc, deadline)) {
-      Die("mrsp: %s within %d ms", sent ? "no answer" : "our SEND not completed", timeout_ms);
+      Die("mrsp: %s within %d ms",
+          sent ? "no answer" : "our SEND not completed", timeout_ms);
     }
     if (wc.status != IBV_WC_SUCCESS) {
       Die("mrsp: %s completion: %s", wc.wr_id == 101 ? "SEND" : "RECV",
@@ -234,10 +251,13 @@ static void Mrsp(void) {
     if (wc.wr_id == 100) received = 1, got = wc.byte_len;
   }
   if (got < 4) Die("mrsp: answer of %u bytes", got);
-  if (mrsp_rx[0] == kMsgError) Die("mrsp: error 0x%02x from the NAA", mrsp_rx[1]);
+  if (mrsp_rx[0] == kMsgError)
+    Die("mrsp: error 0x%02x from the NAA", mrsp_rx[1]);
   if (mrsp_rx[0] != kMsgAdvertise) Die("mrsp: message type 0x%02x", mrsp_rx[0]);
-  if (mrsp_rx[1] != region_count || got != 4u + kAdvertEntryBytes * region_count) {
-    Die("mrsp: advertisement count %u, %u bytes for %d regions", mrsp_rx[1], got, region_count);
+  if (mrsp_rx[1] != region_count ||
+      got != 4u + kAdvertEntryBytes * region_count) {
+    Die("mrsp: advertisement count %u, %u bytes for %d regions", mrsp_rx[1],
+        got, region_count);
   }
   printf("mrsp ok: %d regions:", region_count);
   for (int i = 0; i < region_count; ++i) {
@@ -246,8 +266,8 @@ static void Mrsp(void) {
     regions[i].naa_rkey = (uint32_t)GetBe(e + 8, 4);
     regions[i].naa_size = (uint32_t)GetBe(e + 12, 4);
     if (regions[i].naa_size < regions[i].size) {
-      Die("mrsp: region %d advertised with %u bytes, asked %u", i, regions[i].naa_size,
-          regions[i].size);
+      Die("mrsp: region %d advertised with %u bytes, asked %u", i,
+          regions[i].naa_size, regions[i].size);
     }
     printf(" %s=0x%llx/rkey 0x%x/%u", regions[i].name,
            (unsigned long long)regions[i].naa_address, regions[i].naa_rkey,
@@ -281,7 +301,9 @@ static void SetUp(void) {
 }
 
 /* Small integers only, so every sum and product is exact in binary64. */
-static double MatrixEntry(uint32_t i, uint32_t j) { return (double)((int)((i + 2 * j) % 7) - 3); }
+static double MatrixEntry(uint32_t i, uint32_t j) {
+  return (double)((int)((i + 2 * j) % 7) - 3);
+}
 
 static void FillInputs(int rpc) {
   switch (function) {
@@ -298,13 +320,16 @@ static void FillInputs(int rpc) {
         StoreU32(regions[0].buf + 4, size);
         for (uint32_t i = 0; i < size; ++i)
           for (uint32_t j = 0; j < size; ++j)
-            StoreF64(regions[0].buf + 8 + 8 * ((uint64_t)i * size + j), MatrixEntry(i, j));
+            StoreF64(regions[0].buf + 8 + 8 * ((uint64_t)i * size + j),
+                     MatrixEntry(i, j));
       }
-      for (uint32_t j = 0; j < size; ++j) StoreF64(regions[1].buf + 8 * j, (double)(rpc + j % 5));
+      for (uint32_t j = 0; j < size; ++j)
+        StoreF64(regions[1].buf + 8 * j, (double)(rpc + j % 5));
       memset(regions[2].buf, 0, regions[2].size);
       break;
     case kAddOne:
-      for (uint32_t j = 0; j < size; ++j) regions[0].buf[j] = (unsigned char)(j * 7 + rpc);
+      for (uint32_t j = 0; j < size; ++j)
+        regions[0].buf[j] = (unsigned char)(j * 7 + rpc);
       break;
   }
 }
@@ -321,7 +346,8 @@ static uint32_t CheckOutputs(int rpc, char *first, size_t first_len) {
         got = LoadF64(regions[2].buf + 8 * j);
         break;
       case kMatVec:
-        for (uint32_t k = 0; k < size; ++k) want += MatrixEntry(j, k) * (double)(rpc + k % 5);
+        for (uint32_t k = 0; k < size; ++k)
+          want += MatrixEntry(j, k) * (double)(rpc + k % 5);
         got = LoadF64(regions[2].buf + 8 * j);
         break;
       case kAddOne:
@@ -330,7 +356,9 @@ static uint32_t CheckOutputs(int rpc, char *first, size_t first_len) {
         break;
     }
     if (got != want) {
-      if (wrong++ == 0) snprintf(first, first_len, " first_wrong=[%u] want %g got %g", j, want, got);
+      if (wrong++ == 0)
+        snprintf(first, first_len, " first_wrong=[%u] want %g got %g", j, want,
+                 got);
     }
   }
   return wrong;
@@ -339,8 +367,10 @@ static uint32_t CheckOutputs(int rpc, char *first, size_t first_len) {
 /* One RPC; returns 1 when its result is right. */
 static int Rpc(int rpc) {
   FillInputs(rpc);
-  struct ibv_recv_wr rwr = {.wr_id = 200, .sg_list = NULL, .num_sge = 0}, *bad_r;
-  if (ibv_post_recv(id->qp, &rwr, &bad_r)) Die("rpc %d: ibv_post_recv failed", rpc);
+  struct ibv_recv_wr rwr = {.wr_id = 200, .sg_list = NULL, .num_sge = 0},
+                     *bad_r;
+  if (ibv_post_recv(id->qp, &rwr, &bad_r))
+    Die("rpc %d: ibv_post_recv failed", rpc);
 
   struct ibv_send_wr wrs[kMaxRegions], *bad_s;
   struct ibv_sge sges[kMaxRegions];
@@ -349,9 +379,12 @@ static int Rpc(int rpc) {
   for (int i = 0; i < region_count; ++i) {
     if (!(regions[i].flags & kFlagInput)) continue;
     if ((regions[i].flags & kFlagSingleSend) && rpc > 1) continue;
-    sges[n] = (struct ibv_sge){.addr = (uintptr_t)regions[i].buf, .length = regions[i].size,
+    sges[n] = (struct ibv_sge){.addr = (uintptr_t)regions[i].buf,
+                               .length = regions[i].size,
                                .lkey = regions[i].mr->lkey};
-    wrs[n] = (struct ibv_send_wr){.wr_id = 300 + i, .sg_list = &sges[n], .num_sge = 1,
+    wrs[n] = (struct ibv_send_wr){.wr_id = 300 + i,
+                                  .sg_list = &sges[n],
+                                  .num_sge = 1,
                                   .opcode = IBV_WR_RDMA_WRITE};
     wrs[n].wr.rdma.remote_addr = regions[i].naa_address;
     wrs[n].wr.rdma.rkey = regions[i].naa_rkey;
@@ -364,31 +397,37 @@ static int Rpc(int rpc) {
   wrs[n - 1].imm_data = htonl((uint32_t)function | kStartRpcBit);
 
   long long start = NowUs();
-  if (ibv_post_send(id->qp, &wrs[0], &bad_s)) Die("rpc %d: ibv_post_send failed", rpc);
+  if (ibv_post_send(id->qp, &wrs[0], &bad_s))
+    Die("rpc %d: ibv_post_send failed", rpc);
   long long deadline = start + (long long)timeout_ms * 1000;
   int writes_done = 0, result = 0, early = 0;
   uint32_t imm = 0, result_bytes = 0;
   struct ibv_wc wc;
   while (writes_done < n || !result) {
     if (!PollOne(&wc, deadline)) {
-      printf("rpc %d FAIL timeout after %d ms: %d/%d writes completed, result %s\n", rpc,
-             timeout_ms, writes_done, n, result ? "received" : "not received");
+      printf(
+          "rpc %d FAIL timeout after %d ms: %d/%d writes completed, result "
+          "%s\n",
+          rpc, timeout_ms, writes_done, n,
+          result ? "received" : "not received");
       return 0;
     }
     if (wc.status != IBV_WC_SUCCESS) {
       printf("rpc %d FAIL %s completion (wr_id %llu): %s\n", rpc,
-             wc.wr_id == 200 ? "receive" : "write", (unsigned long long)wc.wr_id,
-             ibv_wc_status_str(wc.status));
+             wc.wr_id == 200 ? "receive" : "write",
+             (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
       return 0;
     }
     if (wc.wr_id == 200) {
-      if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc.wc_flags & IBV_WC_WITH_IMM)) {
-        printf("rpc %d FAIL receive completion opcode %d flags 0x%x\n", rpc, wc.opcode,
-               wc.wc_flags);
+      if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
+          !(wc.wc_flags & IBV_WC_WITH_IMM)) {
+        printf("rpc %d FAIL receive completion opcode %d flags 0x%x\n", rpc,
+               wc.opcode, wc.wc_flags);
         return 0;
       }
       result = 1;
-      early = writes_done < n; /* their client refuses this (docs/naaice.md §3.3) */
+      early =
+          writes_done < n; /* their client refuses this (docs/naaice.md §3.3) */
       imm = ntohl(wc.imm_data);
       result_bytes = wc.byte_len;
     } else {
@@ -404,10 +443,13 @@ static int Rpc(int rpc) {
    * capture shows the wire order), not failed. */
   early_results += early;
   int ok = code == 0 && wrong == 0;
-  printf("rpc %d fn=%d sent=%llu B in %d writes, result imm=0x%08x rc=%u (%u B with imm)%s "
-         "time_us=%lld %s",
-         rpc, (int)function, (unsigned long long)bytes, n, imm, code, result_bytes,
-         early ? " result-before-our-writes-completed" : "", elapsed, ok ? "ok" : "FAIL");
+  printf(
+      "rpc %d fn=%d sent=%llu B in %d writes, result imm=0x%08x rc=%u (%u B "
+      "with imm)%s "
+      "time_us=%lld %s",
+      rpc, (int)function, (unsigned long long)bytes, n, imm, code, result_bytes,
+      early ? " result-before-our-writes-completed" : "", elapsed,
+      ok ? "ok" : "FAIL");
   if (wrong) printf(" wrong=%u%s", wrong, first);
   printf("\n");
   fflush(stdout);
@@ -428,7 +470,8 @@ static void Disconnect(void) {
 
 static void Usage(void) {
   fprintf(stderr,
-          "usage: naaice_client ADDR PORT [--function vector_sum|matvec|add1] [--size N] "
+          "usage: naaice_client ADDR PORT [--function vector_sum|matvec|add1] "
+          "[--size N] "
           "[--rpcs K] [--timeout-ms T]\n");
   exit(2);
 }
@@ -465,7 +508,8 @@ int main(int argc, char **argv) {
     Usage();
   }
   /* Regions' sizes travel as 32 bits; keep well inside the NAA's budget. */
-  if (sz < 1 || rpcs < 1 || rpcs > 1000000 || (function == kMatVec && sz > 2048) ||
+  if (sz < 1 || rpcs < 1 || rpcs > 1000000 ||
+      (function == kMatVec && sz > 2048) ||
       (function != kMatVec && sz > (1 << 24))) {
     Usage();
   }
@@ -473,8 +517,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
 
   Connect(addr, port);
-  printf("connected to %s:%s function %s (code %d) size %u rpcs %ld\n", addr, port, fname,
-         (int)function, size, rpcs);
+  printf("connected to %s:%s function %s (code %d) size %u rpcs %ld\n", addr,
+         port, fname, (int)function, size, rpcs);
   SetUp();
   long long t0 = NowUs();
   Mrsp();
@@ -485,7 +529,9 @@ int main(int argc, char **argv) {
     ++good;
   }
   Disconnect();
-  printf("naaice_client: %s %d/%ld RPCs correct (%d results completed before our writes)\n",
-         fname, good, rpcs, early_results);
+  printf(
+      "naaice_client: %s %d/%ld RPCs correct (%d results completed before our "
+      "writes)\n",
+      fname, good, rpcs, early_results);
   return good == rpcs ? 0 : 1;
 }
