@@ -1,10 +1,11 @@
 # Guest command file of the interop "naaice" case: our NAAICE-style host
 # (naaice_client, built on the host, run from /share) offloads vector_sum and
-# matvec to the appliance's NAAICE port, several RPCs each, every result
-# checked by the client. Lines are prefixed with the function.
+# matvec (and the library's add1) to the appliance's NAAICE port, several
+# RPCs each, every result checked by the client. Lines are prefixed with the
+# function.
 . /share/params
 ping -c 1 -W 2 "$APPLIANCE" >/dev/null 2>&1
-for fn in vector_sum matvec; do
+for fn in vector_sum matvec add1; do
   timeout 60 /share/naaice_client "$APPLIANCE" "$NAAICE_PORT" --function $fn \
     --size "$NAAICE_SIZE" --rpcs "$NAAICE_RPCS" >/tmp/$fn.log 2>&1
   rc=$?

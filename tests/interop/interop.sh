@@ -14,8 +14,8 @@
 #                 skipped with the reason while the engine lacks them).
 #       rping     rping -c and rxe_ops -c (need SEND consumption and our own
 #                 requester: skipped with the reason).
-#       naaice    naaice_client (ours, docs/naaice.md) offloads vector_sum
-#                 and matvec to the NAAICE port 12345, results checked.
+#       naaice    naaice_client (ours, docs/naaice.md) offloads vector_sum,
+#                 matvec and add1 to the NAAICE port 12345, results checked.
 #
 # Exit: 0 pass, 1 fail, 77 skip (meson). Everything started here is stopped
 # at exit and the namespace deleted; every wait is bounded. The run directory
@@ -299,7 +299,7 @@ case_rping() {
 
 case_naaice() {
   local fn
-  for fn in vector_sum matvec; do
+  for fn in vector_sum matvec add1; do
     if has "^$fn rc=0" && has "^$fn: naaice_client: $fn "; then
       pass "$fn: $(grep -m1 "^$fn: naaice_client:" "$OUT" | cut -c1-100), time_us: $(grep "^$fn: rpc " "$OUT" |
         sed -n 's/.*time_us=\([0-9]*\).*/\1/p' | tr '\n' ' ')"
