@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -502,6 +503,112 @@ TEST(RoceControlOffTest, RoceOffIsFailedPrecondition) {
   grpc::ClientContext context;
   ASSERT_TRUE(server->stub().GetStats(&context, {}, &stats).ok());
   EXPECT_TRUE(stats.roce().empty());
+}
+
+// QpExecute's requests that cannot run: the canonical code, a message that
+// says what to fix, and nothing posted on the QP.
+TEST_F(RoceControlTest, QpExecuteErrorsSayWhatToFixAndPostNothing) {
+  uint32_t qpn = 0;
+  ASSERT_TRUE(CreateQp(ClientQp(), &qpn).ok());
+  ASSERT_EQ(WaitForState(qpn, "rts"), "rts");
+  v1::RegisterRegionRequest region_request;
+  region_request.set_length(4096);
+  region_request.mutable_access()->set_local_write(true);
+  v1::RegisterRegionResponse region;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub().RegisterRegion(&context, region_request, &region).ok());
+  }
+  auto valid = [&] {
+    v1::QpExecuteRequest request;
+    request.set_kind("write");
+    request.set_qpn(qpn);
+    request.set_region_id(region.id());
+    request.set_length(64);
+    request.set_remote_address(0x1000);
+    request.set_rkey(0x42);
+    request.set_timeout_ms(100);
+    return request;
+  };
+  struct Case {
+    const char* what;
+    std::function<void(v1::QpExecuteRequest&)> change;
+    grpc::StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"unknown kind", [](auto& r) { r.set_kind("writ"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "kind 'writ': use write, write_imm, read, send, fetch_add or cmp_swap"},
+      {"no QP", [](auto& r) { r.set_qpn(roce::kFirstQpn + 1); },
+       grpc::StatusCode::NOT_FOUND, "no queue pair 257 is connected"},
+      {"zero length", [](auto& r) { r.set_length(0); },
+       grpc::StatusCode::INVALID_ARGUMENT, "length 0: must be 1..2^31 bytes"},
+      {"atomic of 16 bytes",
+       [](auto& r) {
+         r.set_kind("fetch_add");
+         r.set_length(16);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "atomics work on 8 bytes"},
+      {"length with generation",
+       [](auto& r) {
+         r.set_generate_count(4);
+         r.set_generate_size(64);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "length: excludes generate_count"},
+      {"size without count",
+       [](auto& r) {
+         r.set_length(0);
+         r.set_generate_size(64);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "generate_size: set without generate_count"},
+      {"span below the size",
+       [](auto& r) {
+         r.set_length(0);
+         r.set_generate_count(4);
+         r.set_generate_size(64);
+         r.set_generate_region(32);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "generate_region 32: smaller than generate_size 64"},
+      {"no region", [](auto& r) { r.set_region_id(999); },
+       grpc::StatusCode::NOT_FOUND, "999"},
+      {"outside the region", [](auto& r) { r.set_offset(4090); },
+       grpc::StatusCode::OUT_OF_RANGE, "[4090, +64) is outside region"},
+  };
+  for (const Case& c : cases) {
+    v1::QpExecuteRequest request = valid();
+    c.change(request);
+    v1::QpExecuteResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub().QpExecute(&context, request, &response);
+    EXPECT_EQ(status.error_code(), c.code) << c.what;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.what;
+  }
+  uint64_t posted = 1;
+  for (const auto& [name, value] : server_->dataplane()
+                                       .Snapshot(Dataplane::StateCopy::kOmit)
+                                       .roce.counters) {
+    if (name == "ops_posted") posted = value;
+  }
+  EXPECT_EQ(posted, 0u);
+  EXPECT_EQ(rte_ring_count(server_->rings().tx(0)), 0u);
+}
+
+TEST(RoceControlOffTest, QpExecuteIsFailedPrecondition) {
+  std::unique_ptr<Server> server = Server::Create(/*roce=*/false);
+  ASSERT_NE(server, nullptr);
+  v1::QpExecuteRequest request;
+  request.set_kind("read");
+  request.set_qpn(roce::kFirstQpn);
+  request.set_region_id(1);
+  request.set_length(8);
+  v1::QpExecuteResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = server->stub().QpExecute(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("RoCE is off"));
 }
 
 }  // namespace
