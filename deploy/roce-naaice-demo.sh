@@ -10,7 +10,8 @@
 #      is the RDMA host; it runs tests/interop/naaice_client (built here with
 #      gcc): connect over rdma_cm, memory-region setup (MRSP), then K calls of
 #      vector_sum (y = a + b, N doubles) and K of matvec (y = A x, A N x N,
-#      written once), every result checked on the host,
+#      written once), then K of add1 (the NAAICE library's kernel 1: every
+#      byte + 1, N bytes), every result checked by the client,
 #   3. prints the client's per-call lines (time of each call in microseconds,
 #      measured in the guest) and the appliance's RoCE counters,
 #   4. removes everything it started (namespace, guest, spinnicd).
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --builddir) builddir=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --rpcs) rpcs=$2; shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "roce-naaice-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +48,7 @@ RUN_ROOT=/tmp/spinnic-naaice-demo
 RUN=$RUN_ROOT/naaice
 
 echo "== spinnicd on a veth (192.0.2.11, NAAICE port 12345), one soft-RoCE guest (192.0.2.12)"
-echo "== guest: naaice_client vector_sum then matvec, size $size, $rpcs calls each"
+echo "== guest: naaice_client vector_sum, matvec, add1, size $size, $rpcs calls each"
 t0=$(date +%s)
 INTEROP_NETNS=spn-naademo INTEROP_RUN_DIR=$RUN_ROOT NAAICE_SIZE=$size NAAICE_RPCS=$rpcs \
   bash "$REPO/tests/interop/interop.sh" naaice "$SPINNICD" "$SPINCTL" >"$RUN_ROOT.log" 2>&1
@@ -59,7 +60,7 @@ fi
 
 echo
 echo "== the client (in the guest): setup, then one line per call"
-grep -E '^(vector_sum|matvec): ' "$RUN/cli/out.log" 2>/dev/null || echo "(no client output: see $RUN_ROOT.log)"
+grep -E '^(vector_sum|matvec|add1): (mrsp ok|rpc|naaice_client|FAIL)' "$RUN/cli/out.log" 2>/dev/null || echo "(no client output: see $RUN_ROOT.log)"
 echo
 # The guest's times include its software-emulated CPU; the capture on the
 # bridge shows the appliance's own part of each call.
