@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -594,6 +595,103 @@ TEST_F(RoceControlTest, QpExecuteErrorsSayWhatToFixAndPostNothing) {
   }
   EXPECT_EQ(posted, 0u);
   EXPECT_EQ(rte_ring_count(server_->rings().tx(0)), 0u);
+}
+
+// One real op: QpExecute's fetch-and-add leaves as a byte-exact FETCH_ADD
+// request to the client (scripted here with the transport's wire code),
+// and the client's ATOMIC ACKNOWLEDGE completes it with the original value.
+TEST_F(RoceControlTest, QpExecuteFetchAddCompletesWithThePeersAnswer) {
+  uint32_t qpn = 0;
+  ASSERT_TRUE(CreateQp(ClientQp(), &qpn).ok());
+  ASSERT_EQ(WaitForState(qpn, "rts"), "rts");
+  v1::RegisterRegionRequest region_request;
+  region_request.set_length(4096);
+  region_request.mutable_access()->set_local_write(true);
+  v1::RegisterRegionResponse region;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub().RegisterRegion(&context, region_request, &region).ok());
+  }
+  v1::QpExecuteRequest request;
+  request.set_kind("fetch_add");
+  request.set_qpn(qpn);
+  request.set_region_id(region.id());
+  request.set_offset(8);
+  request.set_remote_address(0x5000);
+  request.set_rkey(0x77);
+  request.set_swap_add(5);
+  request.set_timeout_ms(10000);
+  v1::QpExecuteResponse response;
+  grpc::Status status;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    status = stub().QpExecute(&context, request, &response);
+  });
+
+  rte_mbuf* sent = nullptr;
+  for (int i = 0; i < 500 && sent == nullptr; ++i) {
+    void* m = nullptr;
+    if (rte_ring_dequeue(server_->rings().tx(0), &m) == 0) {
+      sent = static_cast<rte_mbuf*>(m);
+    } else {
+      usleep(10'000);
+    }
+  }
+  ASSERT_NE(sent, nullptr);
+  std::vector<uint8_t> out(rte_pktmbuf_pkt_len(sent));
+  std::memcpy(out.data(), rte_pktmbuf_mtod(sent, uint8_t*), out.size());
+  rte_pktmbuf_free(sent);
+  roce::Packet packet;
+  ASSERT_EQ(roce::ParseFrame(out.data(), static_cast<uint32_t>(out.size()), 14,
+                             34, &packet),
+            roce::ParseError::kNone);
+  EXPECT_EQ(packet.bth.opcode, static_cast<uint8_t>(roce::Opcode::kRcFetchAdd));
+  EXPECT_EQ(packet.bth.dest_qp, kClientQpn);
+  EXPECT_EQ(packet.bth.psn, 0x777u);  // ClientQp's send_psn
+  EXPECT_TRUE(packet.bth.ack_req);
+  EXPECT_EQ(packet.ext.atomic_eth.va, 0x5000u);
+  EXPECT_EQ(packet.ext.atomic_eth.rkey, 0x77u);
+  EXPECT_EQ(packet.ext.atomic_eth.swap_add, 5u);
+  EXPECT_EQ(packet.src_ip, kDutIp);
+  EXPECT_EQ(packet.dst_ip, kClientIp);
+  EXPECT_TRUE(std::equal(kClientMac.begin(), kClientMac.end(), out.begin()));
+
+  roce::FrameParams params;
+  params.src_mac = kClientMac;
+  params.dst_mac = kDutMac;
+  params.ip_version = 4;
+  params.src_ip = kClientIp;
+  params.dst_ip = kDutIp;
+  params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn);
+  roce::Bth bth;
+  bth.opcode = static_cast<uint8_t>(roce::Opcode::kRcAtomicAck);
+  bth.dest_qp = qpn;
+  bth.psn = 0x777;
+  roce::ExtHeaders ext;
+  ext.aeth = {roce::AethAck(), 1};
+  ext.atomic_ack_eth.original = 0x1122334455667788;
+  const uint32_t size = roce::FrameBytes(4, bth.opcode, 0);
+  std::vector<uint8_t> frame(size);
+  ASSERT_NE(roce::WriteHeaders(params, bth, ext, 0, frame.data(), size), 0u);
+  ASSERT_EQ(roce::FinishFrame(params, frame.data(), size), size);
+  rte_mempool* pool = rte_pktmbuf_pool_create("rctl_atomic", 63, 0, 0,
+                                              RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+  ASSERT_NE(pool, nullptr);
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  ASSERT_NE(m, nullptr);
+  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(size)), frame.data(),
+              size);
+  ASSERT_EQ(rte_ring_enqueue(server_->rings().rx(0), m), 0);
+  caller.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.ops(), 1u);
+  EXPECT_EQ(response.bytes(), 8u);
+  EXPECT_EQ(response.atomic_original(), 0x1122334455667788u);
+  EXPECT_GT(response.latency_max_ns(), 0u);
+  ASSERT_TRUE(DestroyQp(qpn).ok());
+  // The HPU is done with the mbuf before the pool goes.
+  for (int i = 0; i < 200 && rte_mempool_full(pool) == 0; ++i) usleep(10'000);
+  rte_mempool_free(pool);
 }
 
 TEST(RoceControlOffTest, QpExecuteIsFailedPrecondition) {
