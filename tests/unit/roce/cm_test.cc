@@ -273,7 +273,11 @@ TEST(CmWire, RepRtuDreqDrepFields) {
   // all zeros.
   EXPECT_EQ(rep.private_data, (std::array<uint8_t, kRepPrivateDataBytes>{}));
 
-  const CmRtu& rtu = std::get<CmRtu>(Parse(mads[2]).message);
+  // Keep the parsed MAD: the reference below points into it.
+
+  const CmMad rtu_mad = Parse(mads[2]);
+
+  const CmRtu& rtu = std::get<CmRtu>(rtu_mad.message);
   EXPECT_EQ(rtu.local_comm_id, 0x54b8f4e0u);
   EXPECT_EQ(rtu.remote_comm_id, 0x52a64104u);
 
@@ -293,10 +297,14 @@ TEST(CmWire, RepRtuDreqDrepFields) {
   // rxe_ops passes application private data in its REP, verbatim.
   std::vector<Mad> ops = MadsOf("rxe_ops_imm_atomic_v4.pcap");
   ASSERT_EQ(ops.size(), 5u);
-  const CmReq& ops_req = std::get<CmReq>(Parse(ops[0]).message);
+  // Keep the parsed MAD: the reference below points into it.
+  const CmMad ops_req_mad = Parse(ops[0]);
+  const CmReq& ops_req = std::get<CmReq>(ops_req_mad.message);
   EXPECT_EQ(ops_req.responder_resources, 4);
   EXPECT_EQ(ops_req.initiator_depth, 4);
-  const CmRep& ops_rep = std::get<CmRep>(Parse(ops[1]).message);
+  // Keep the parsed MAD: the reference below points into it.
+  const CmMad ops_rep_mad = Parse(ops[1]);
+  const CmRep& ops_rep = std::get<CmRep>(ops_rep_mad.message);
   EXPECT_EQ(ops_rep.responder_resources, 4);
   EXPECT_EQ(ops_rep.initiator_depth, 4);
   EXPECT_EQ(ToHex(ops_rep.private_data.data(), 12), "0000560d730af00000000267");
@@ -506,7 +514,9 @@ TEST(CmWire, ActiveSideReqAndRtuMatchTheKernel) {
   // Application private data lands after rdma_cm's header, at most 56.
   std::vector<uint8_t> user(60, 0xab);
   p.user_private_data = user;
-  const CmReq& req = std::get<CmReq>(BuildRdmaCmReq(p).message);
+  // Keep the MAD: the reference below points into it.
+  const CmMad req_mad = BuildRdmaCmReq(p);
+  const CmReq& req = std::get<CmReq>(req_mad.message);
   EXPECT_EQ(req.private_data[kRdmaCmHeaderBytes], 0xab);
   EXPECT_EQ(req.private_data[kReqPrivateDataBytes - 1], 0xab);
   RdmaCmHeader h;
@@ -658,11 +668,15 @@ TEST_F(CmServiceTest, ReqGivesCreateQpThenTheKernelsRep) {
 TEST_F(CmServiceTest, RxeOpsRepWithPrivateDataMatchesTheKernel) {
   std::vector<Mad> ops = MadsOf("rxe_ops_imm_atomic_v4.pcap");
   ASSERT_EQ(ops.size(), 5u);
-  const CmRep& kernel_rep = std::get<CmRep>(Parse(ops[1]).message);
+  // Keep the parsed MAD: the reference below points into it.
+  const CmMad kernel_rep_mad = Parse(ops[1]);
+  const CmRep& kernel_rep = std::get<CmRep>(kernel_rep_mad.message);
   acceptor_.next_qpn = kernel_rep.local_qpn;
   acceptor_.psn = kernel_rep.starting_psn;
   acceptor_.rep_private_data = kernel_rep.private_data;
-  const CmReq& req = std::get<CmReq>(Parse(ops[0]).message);
+  // Keep the parsed MAD: the reference below points into it.
+  const CmMad req_mad = Parse(ops[0]);
+  const CmReq& req = std::get<CmReq>(req_mad.message);
   uint16_t ps, port;
   ASSERT_TRUE(ParseRdmaCmServiceId(req.service_id, &ps, &port));
   ASSERT_TRUE(service_.Listen(port));
@@ -694,7 +708,9 @@ TEST_F(CmServiceTest, ResourcesAreTheMinimumOfOursAndTheirs) {
             CmResult::kHandled);
   EXPECT_EQ(actions[0].qp.max_dest_rd_atomic, 2);
   EXPECT_EQ(actions[0].qp.max_rd_atomic, 5);
-  const CmRep& rep = std::get<CmRep>(MadOfAction(actions[1]).message);
+  // Keep the MAD: the reference below points into it.
+  const CmMad rep_mad = MadOfAction(actions[1]);
+  const CmRep& rep = std::get<CmRep>(rep_mad.message);
   EXPECT_EQ(rep.responder_resources, 2);
   EXPECT_EQ(rep.initiator_depth, 5);
 }
@@ -793,7 +809,9 @@ TEST_F(CmServiceTest, DreqGivesDrepAndTeardownAndARepeatIsAnswered) {
   CmActionList late;
   ASSERT_EQ(service_.HandleMad(kClient, rping_[0], now_, &late),
             CmResult::kRejected);
-  const CmRej& rej = std::get<CmRej>(MadOfAction(late[0]).message);
+  // Keep the MAD: the reference below points into it.
+  const CmMad rej_mad = MadOfAction(late[0]);
+  const CmRej& rej = std::get<CmRej>(rej_mad.message);
   EXPECT_EQ(rej.reason, static_cast<uint16_t>(CmRejReason::kStaleConnection));
 
   // Time-wait ends; the entry is free and a DREQ still gets a DREP.
