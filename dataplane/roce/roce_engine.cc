@@ -656,9 +656,9 @@ void RoceEngine::SendReplies(Qp& qp, uint32_t budget) {
   }
 }
 
-rte_mbuf* RoceEngine::NewFrame(Qp& qp, const Bth& bth, const ExtHeaders& ext,
-                               uint32_t payload_length, uint8_t** payload) {
-  const FrameParams& params = qp.params;
+rte_mbuf* RoceEngine::NewFrame(const FrameParams& params, const Bth& bth,
+                               const ExtHeaders& ext, uint32_t payload_length,
+                               uint8_t** payload) {
   const uint32_t length =
       FrameBytes(params.ip_version, bth.opcode, payload_length);
   rte_mbuf* m = rte_pktmbuf_alloc(shared_.pool);
@@ -677,8 +677,8 @@ rte_mbuf* RoceEngine::NewFrame(Qp& qp, const Bth& bth, const ExtHeaders& ext,
   return m;
 }
 
-void RoceEngine::FinishAndSend(Qp& qp, rte_mbuf* m) {
-  FinishFrame(qp.params, rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
+void RoceEngine::FinishAndSend(const FrameParams& params, rte_mbuf* m) {
+  FinishFrame(params, rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
   counters_.tx_packets.Add();
   counters_.tx_bytes.Add(m->pkt_len);
   hpu_->Transmit(config_.port, m);
@@ -696,7 +696,7 @@ bool RoceEngine::SendAck(Qp& qp, const ResponderReply& reply) {
   ext.aeth.msn = reply.msn;
   ext.atomic_ack_eth.original = reply.original_value;
   uint8_t* payload = nullptr;
-  rte_mbuf* m = NewFrame(qp, bth, ext, 0, &payload);
+  rte_mbuf* m = NewFrame(qp.params, bth, ext, 0, &payload);
   if (m == nullptr) {
     counters_.Drop(RoceDrop::kNoBuffer);
     return false;
@@ -708,7 +708,7 @@ bool RoceEngine::SendAck(Qp& qp, const ResponderReply& reply) {
     shared_.qp_status[qp.qpn - kFirstQpn].naks.fetch_add(
         1, std::memory_order_relaxed);
   }
-  FinishAndSend(qp, m);
+  FinishAndSend(qp.params, m);
   return true;
 }
 
@@ -733,14 +733,14 @@ bool RoceEngine::SendReadResponse(Qp& qp, ReplyJob& job) {
   ext.aeth.syndrome = r.syndrome;
   ext.aeth.msn = r.msn;
   uint8_t* payload = nullptr;
-  rte_mbuf* m = NewFrame(qp, bth, ext, length, &payload);
+  rte_mbuf* m = NewFrame(qp.params, bth, ext, length, &payload);
   if (m == nullptr) {
     counters_.Drop(RoceDrop::kNoBuffer);
     return false;
   }
   if (length != 0) std::memcpy(payload, job.data + offset, length);
   counters_.read_bytes.Add(length);
-  FinishAndSend(qp, m);
+  FinishAndSend(qp.params, m);
   return true;
 }
 
@@ -917,7 +917,7 @@ bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
                     plan.atomic_compare};
   ext.imm_data = plan.imm;
   uint8_t* payload = nullptr;
-  rte_mbuf* m = NewFrame(qp, bth, ext, plan.payload_length, &payload);
+  rte_mbuf* m = NewFrame(qp.params, bth, ext, plan.payload_length, &payload);
   if (m == nullptr) {
     counters_.Drop(RoceDrop::kNoBuffer);
     return false;
@@ -926,7 +926,7 @@ bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
     std::memcpy(payload, reinterpret_cast<const uint8_t*>(plan.payload_offset),
                 plan.payload_length);
   }
-  FinishAndSend(qp, m);
+  FinishAndSend(qp.params, m);
   return true;
 }
 
@@ -1167,26 +1167,15 @@ void RoceEngine::SendMad(const CmPeer& peer,
   ExtHeaders ext;
   ext.deth.qkey = kGsiQkey;
   ext.deth.src_qp = kGsiQp;
-  const uint32_t length = FrameBytes(params.ip_version, bth.opcode, kMadBytes);
-  rte_mbuf* m = rte_pktmbuf_alloc(shared_.pool);
-  uint8_t* frame =
-      m == nullptr ? nullptr
-                   : reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, length));
-  const uint32_t headers =
-      frame == nullptr
-          ? 0
-          : WriteHeaders(params, bth, ext, kMadBytes, frame, length);
-  if (headers == 0) {
-    if (m != nullptr) rte_pktmbuf_free(m);
+  uint8_t* payload = nullptr;
+  rte_mbuf* m = NewFrame(params, bth, ext, kMadBytes, &payload);
+  if (m == nullptr) {
     counters_.Drop(RoceDrop::kNoBuffer);
     return;
   }
-  std::memcpy(frame + headers, mad.data(), kMadBytes);
-  FinishFrame(params, frame, length);
+  std::memcpy(payload, mad.data(), kMadBytes);
   counters_.cm_sent.Add();
-  counters_.tx_packets.Add();
-  counters_.tx_bytes.Add(length);
-  hpu_->Transmit(config_.port, m);
+  FinishAndSend(params, m);
 }
 
 void RoceEngine::Learn(const Gid& ip, const uint8_t* mac) {

@@ -320,9 +320,10 @@ class RoceEngine final : public CmAcceptor {
   bool SendReadResponse(Qp& qp, ReplyJob& job);
   // A reply frame with headers written and `payload` pointing at its
   // payload; the caller fills the payload, then FinishAndSend.
-  rte_mbuf* NewFrame(Qp& qp, const Bth& bth, const ExtHeaders& ext,
-                     uint32_t payload_length, uint8_t** payload);
-  void FinishAndSend(Qp& qp, rte_mbuf* m);
+  rte_mbuf* NewFrame(const FrameParams& params, const Bth& bth,
+                     const ExtHeaders& ext, uint32_t payload_length,
+                     uint8_t** payload);
+  void FinishAndSend(const FrameParams& params, rte_mbuf* m);
   void ApplyCommands();
   // Our requests: post, send what the requester allows, its timers, the
   // responses, completions.

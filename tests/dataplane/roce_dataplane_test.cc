@@ -932,46 +932,16 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   const uint32_t naa_psn = kHostPsn;
   SendFrame(BuildMad(roce::BuildRtuFor(rep_mad.header, *rep)));
 
+  // The host's requests (AckReq on each) and its ACKs of ours, to the NAA's
+  // QP.
   auto send_from_host = [&](Opcode opcode, uint32_t psn, const ExtHeaders& ext,
                             const Bytes& payload) {
-    roce::FrameParams fp;
-    fp.src_mac = kClientMac;
-    fp.dst_mac = kDutMac;
-    fp.src_ip = kClientIp;
-    fp.dst_ip = kDutIp;
-    Bth bth;
-    bth.opcode = static_cast<uint8_t>(opcode);
-    bth.dest_qp = naa_qpn;
-    bth.psn = psn;
-    bth.ack_req = true;
-    const uint32_t size =
-        roce::FrameBytes(4, bth.opcode, static_cast<uint32_t>(payload.size()));
-    Bytes frame(size);
-    const uint32_t headers =
-        roce::WriteHeaders(fp, bth, ext, static_cast<uint32_t>(payload.size()),
-                           frame.data(), size);
-    ASSERT_NE(headers, 0u);
-    std::copy(payload.begin(), payload.end(), frame.begin() + headers);
-    ASSERT_EQ(roce::FinishFrame(fp, frame.data(), size), size);
-    SendFrame(frame);
+    SendFrame(Build(opcode, psn, ext, payload, /*ack_req=*/true, naa_qpn));
   };
   auto host_ack = [&](uint32_t psn) {
-    roce::FrameParams fp;
-    fp.src_mac = kClientMac;
-    fp.dst_mac = kDutMac;
-    fp.src_ip = kClientIp;
-    fp.dst_ip = kDutIp;
-    Bth bth;
-    bth.opcode = static_cast<uint8_t>(Opcode::kRcAck);
-    bth.dest_qp = naa_qpn;
-    bth.psn = psn;
     ExtHeaders ext;
     ext.aeth = {roce::AethAck(), 1};
-    Bytes frame(roce::FrameBytes(4, bth.opcode, 0));
-    ASSERT_NE(roce::BuildFrame(fp, bth, ext, 0, frame.data(),
-                               static_cast<uint32_t>(frame.size())),
-              0u);
-    SendFrame(frame);
+    SendFrame(Build(Opcode::kRcAck, psn, ext, {}, false, naa_qpn));
   };
 
   // MRSP: two inputs and one output of 4 doubles each.
