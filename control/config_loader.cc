@@ -649,6 +649,25 @@ bool ParseNode(const std::string& text, std::array<uint8_t, 16>* node) {
 }
 
 absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
+  for (int i = 0; i < config.handlers_size(); ++i) {
+    const v1::HandlerInstall& handler = config.handlers(i);
+    if (!handler.has_roce()) continue;
+    const FieldPath p = FieldPath().At("handlers", i);
+    if (!config.has_roce()) {
+      return r.Error(p.F("roce"), "needs RoCE: add a roce section");
+    }
+    if (handler.has_match() || handler.has_diad()) {
+      return r.Error(p.F(handler.has_match() ? "match" : "diad"),
+                     "a handler that takes a queue pair's messages matches "
+                     "no frames and no DiAD messages; remove it or `roce`");
+    }
+    if (handler.roce().qpn() < 0x100) {
+      return r.Error(p.F("roce").F("qpn"),
+                     absl::StrCat(handler.roce().qpn(),
+                                  " is not a data queue pair; the appliance's "
+                                  "are 256 (0x100) and up (spinctl qps)"));
+    }
+  }
   if (!config.has_roce()) return absl::OkStatus();
   const FieldPath d = FieldPath().F("roce");
   const v1::Roce& roce = config.roce();
@@ -705,11 +724,34 @@ absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
         range("receive_depth", roce.receive_depth(), 1, 4096, "64")}) {
     if (!s.ok()) return s;
   }
-  if (roce.naaice_port() > 65535) {
-    return r.Error(d.F("naaice_port"),
-                   absl::StrCat(roce.naaice_port(),
-                                " is not a port; use 1..65535 (the NAAICE "
-                                "library's is 12345), or 0 for off"));
+  {
+    // One service per port: each of these selects what a connection does.
+    const std::pair<const char*, uint32_t> service_ports[] = {
+        {"naaice_port", roce.naaice_port()},
+        {"rping_port", roce.rping_port()},
+        {"perftest_port", roce.perftest_port()}};
+    for (size_t i = 0; i < std::size(service_ports); ++i) {
+      const auto& [field, port] = service_ports[i];
+      if (port > 65535) {
+        return r.Error(d.F(field), absl::StrCat(port,
+                                                " is not a port; use "
+                                                "1..65535, or 0 for off"));
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (port != 0 && port == service_ports[j].second) {
+          return r.Error(
+              d.F(field),
+              absl::StrCat(port, " is already ", service_ports[j].first,
+                           "; give each service its own port"));
+        }
+      }
+    }
+  }
+  if (roce.connection_region_bytes() > (uint64_t{1} << 32)) {
+    return r.Error(d.F("connection_region_bytes"),
+                   absl::StrCat(roce.connection_region_bytes(),
+                                " is more than 4 GiB per connection; lower "
+                                "it (0: 1 MiB)"));
   }
   if (roce.naaice_max_bytes() > (uint64_t{1} << 34)) {
     return r.Error(d.F("naaice_max_bytes"),
@@ -1576,6 +1618,9 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
     } else if (handler.diad().has_write_region()) {
       h.diad.kind = DiadBinding::Kind::kWrite;
       h.diad.region_id = handler.diad().write_region();
+    } else if (handler.has_roce()) {
+      h.diad.kind = DiadBinding::Kind::kRoceQp;
+      h.diad.qpn = handler.roce().qpn();
     }
 
     const v1::MatchRule& match = handler.match();
@@ -1723,10 +1768,17 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
     rc.receive_depth = or_default(c.receive_depth(), rc.receive_depth);
     rc.naaice_port = static_cast<uint16_t>(c.naaice_port());
     if (c.naaice_max_bytes() != 0) rc.naaice_max_bytes = c.naaice_max_bytes();
-    if (rc.naaice_port != 0 &&
-        std::find(rc.listen_ports.begin(), rc.listen_ports.end(),
-                  rc.naaice_port) == rc.listen_ports.end()) {
-      rc.listen_ports.push_back(rc.naaice_port);
+    rc.rping_port = static_cast<uint16_t>(c.rping_port());
+    rc.perftest_port = static_cast<uint16_t>(c.perftest_port());
+    if (c.connection_region_bytes() != 0) {
+      rc.connection_region_bytes = c.connection_region_bytes();
+    }
+    // The CM listens on every service's port.
+    for (uint16_t port : {rc.naaice_port, rc.rping_port, rc.perftest_port}) {
+      if (port != 0 && std::find(rc.listen_ports.begin(), rc.listen_ports.end(),
+                                 port) == rc.listen_ports.end()) {
+        rc.listen_ports.push_back(port);
+      }
     }
   }
   out.mbufs = config.runtime().mbufs();

@@ -419,7 +419,23 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
     }
     regions.push_back(*std::move(region));
   }
-  if (config.diad.kind != DiadBinding::Kind::kNone) {
+  if (config.diad.kind == DiadBinding::Kind::kRoceQp) {
+    const uint32_t qpn = config.diad.qpn;
+    if (!roce_config_.enabled) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "handler '", config.name,
+          "': takes a RoCE queue pair's messages but RoCE is off (add a roce "
+          "section to the config)"));
+    }
+    if (qpn < roce::kFirstQpn ||
+        qpn - roce::kFirstQpn >= roce_config_.max_qps) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "handler '", config.name, "': roce.qpn ", qpn,
+          " is not a queue pair number of this appliance; use ",
+          roce::kFirstQpn, "..", roce::kFirstQpn + roce_config_.max_qps - 1,
+          " (spinctl qps lists them)"));
+    }
+  } else if (config.diad.kind != DiadBinding::Kind::kNone) {
     // Writes into a region come from DiAD peers or RoCE clients (RDMA
     // WRITE); streams only from DiAD.
     const bool transport_on =
@@ -451,16 +467,26 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
     }
     for (const auto& ectx : current.ectxs()) {
       const DiadBinding& other = ectx->diad();
-      bool same = other.kind == config.diad.kind &&
-                  (other.kind == DiadBinding::Kind::kStream
-                       ? other.stream_id == config.diad.stream_id
-                       : other.region_id == config.diad.region_id);
+      bool same = other.kind == config.diad.kind;
+      switch (other.kind) {
+        case DiadBinding::Kind::kStream:
+          same = same && other.stream_id == config.diad.stream_id;
+          break;
+        case DiadBinding::Kind::kRoceQp:
+          same = same && other.qpn == config.diad.qpn;
+          break;
+        default:
+          same = same && other.region_id == config.diad.region_id;
+          break;
+      }
       if (same && ectx->name() != config.name) {
         return absl::AlreadyExistsError(absl::StrCat(
             "handler '", config.name, "': handler '", ectx->name(),
             "' already takes ",
             config.diad.kind == DiadBinding::Kind::kStream
                 ? absl::StrCat("stream ", config.diad.stream_id)
+            : config.diad.kind == DiadBinding::Kind::kRoceQp
+                ? absl::StrCat("queue pair ", config.diad.qpn, "'s messages")
                 : absl::StrCat("writes into region ", config.diad.region_id),
             "; remove it or use replace"));
       }

@@ -79,6 +79,7 @@ struct QpInfo {
   uint64_t naks = 0;          // NAKs and RNR NAKs sent
   bool from_cm = false;       // connected through the CM (else gRPC)
   uint16_t cm_port = 0;       // the rdma_cm port it connected to
+  roce::ServiceKind service = roce::ServiceKind::kVerbs;  // what takes SENDs
 };
 
 // One RDMA operation of ours on a RoCE QP (Dataplane::RoceExecute): the

@@ -33,12 +33,14 @@ struct PortConfig {
 };
 
 // Messages of a transport an ECTX takes instead of matching frames: DiAD
-// stream messages to a stream id, or DiAD writes into a region.
+// stream messages to a stream id, DiAD and RDMA writes into a region, or a
+// RoCE queue pair's SEND and WRITE messages.
 struct DiadBinding {
-  enum class Kind : uint8_t { kNone, kStream, kWrite };
+  enum class Kind : uint8_t { kNone, kStream, kWrite, kRoceQp };
   Kind kind = Kind::kNone;
   uint32_t stream_id = 0;  // kStream
   uint64_t region_id = 0;  // kWrite: a registered region's id
+  uint32_t qpn = 0;        // kRoceQp
 };
 
 struct HandlerConfig {

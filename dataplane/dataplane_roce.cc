@@ -238,6 +238,8 @@ std::vector<QpInfo> Dataplane::ListQps() const {
     info.spec = s.LoadSpec();
     info.from_cm = s.from_cm.load(std::memory_order_relaxed);
     info.cm_port = s.cm_port.load(std::memory_order_relaxed);
+    info.service = static_cast<roce::ServiceKind>(
+        s.service.load(std::memory_order_relaxed));
     info.state =
         static_cast<roce::QpState>(s.state.load(std::memory_order_relaxed));
     info.expected_psn = s.expected_psn.load(std::memory_order_relaxed);
@@ -454,6 +456,8 @@ void Dataplane::SnapshotRoce(RoceStats* stats) const {
       {"ops_failed", &C::ops_failed},
       {"retransmits", &C::retransmits},
       {"write_immediates", &C::write_immediates},
+      {"sends", &C::sends},
+      {"send_bytes", &C::send_bytes},
       {"handler_messages", &C::handler_messages},
       {"handler_drops", &C::handler_drops},
       {"naaice_sessions", &C::naaice_sessions},

@@ -22,6 +22,9 @@ EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
       case DiadBinding::Kind::kWrite:
         diad_writes_.emplace(diad.region_id, ectx.get());
         break;
+      case DiadBinding::Kind::kRoceQp:
+        roce_qps_.emplace(diad.qpn, ectx.get());
+        break;
     }
   }
   if (matched_.size() <= kLinearMax) return;

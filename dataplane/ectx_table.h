@@ -59,6 +59,12 @@ class EctxTable {
     return it == diad_writes_.end() ? nullptr : it->second;
   }
 
+  // The ECTX bound to RoCE queue pair `qpn`'s messages, or nullptr.
+  const Ectx* FindRoceQp(uint32_t qpn) const {
+    auto it = roce_qps_.find(qpn);
+    return it == roce_qps_.end() ? nullptr : it->second;
+  }
+
   const std::vector<std::shared_ptr<const Ectx>>& ectxs() const {
     return ectxs_;
   }
@@ -116,6 +122,7 @@ class EctxTable {
   std::vector<const Ectx*> matched_;
   absl::flat_hash_map<uint32_t, const Ectx*> diad_streams_;
   absl::flat_hash_map<uint64_t, const Ectx*> diad_writes_;
+  absl::flat_hash_map<uint32_t, const Ectx*> roce_qps_;
   uint64_t port_mask_ = 0;
   // By `first`, so that the search can stop at the first shape that cannot
   // beat what it found.

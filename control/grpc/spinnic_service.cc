@@ -152,6 +152,8 @@ const char* EngineEventName(uint32_t code) {
       return "roce_write_imm";
     case roce::kEventRoceQpError:
       return "roce_qp_error";
+    case roce::kEventRoceSend:
+      return "roce_send";
   }
   return "";
 }
@@ -183,19 +185,31 @@ void DecodeDiadEvent(const Event& event,
 }
 
 bool IsRoceEvent(uint32_t code) {
-  return code == roce::kEventRoceWriteImm || code == roce::kEventRoceQpError;
+  return code == roce::kEventRoceWriteImm || code == roce::kEventRoceQpError ||
+         code == roce::kEventRoceSend;
 }
 
 // Event.data of the roce_* events (roce_engine.cc): u32 qpn, and for
-// roce_write_imm u32 immediate and u32 MSN, in host order. Short data
-// (never raised so) decodes what it holds.
+// roce_write_imm u32 immediate and u32 MSN; for roce_send u32 length,
+// immediate and flags, then the message's first bytes; in host order.
+// Short data (never raised so) decodes what it holds.
 void DecodeRoceEvent(const Event& event, v1::RoceEvent* out) {
-  uint32_t words[3] = {};
-  std::memcpy(words, event.data, std::min<size_t>(event.length, sizeof words));
+  uint32_t words[4] = {};
+  const size_t length = std::min<size_t>(event.length, Event::kMaxData);
+  std::memcpy(words, event.data, std::min(length, sizeof words));
   out->set_qpn(words[0]);
   if (event.code == roce::kEventRoceWriteImm) {
     out->set_immediate(words[1]);
     out->set_msn(words[2]);
+  } else if (event.code == roce::kEventRoceSend) {
+    out->set_length(words[1]);
+    out->set_has_immediate((words[3] & 1) != 0);
+    if (out->has_immediate()) out->set_immediate(words[2]);
+    if (length > sizeof words) {
+      out->set_head(
+          std::string(reinterpret_cast<const char*>(event.data) + sizeof words,
+                      length - sizeof words));
+    }
   }
 }
 
@@ -280,6 +294,7 @@ void FillQpStatus(const QpInfo& info, v1::QpStatus* out) {
   out->set_naks(info.naks);
   out->set_origin(info.from_cm ? "cm" : "grpc");
   out->set_cm_port(info.cm_port);
+  out->set_service(roce::ServiceKindName(info.service));
 }
 
 void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {

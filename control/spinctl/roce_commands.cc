@@ -34,17 +34,17 @@ int RunQps(Env& env, const ParsedArgs&) {
   }
   Table table({"QPN", "REMOTE_QPN", "REMOTE_IP", "REMOTE_MAC", "LOCAL_IP",
                "PMTU", "RD_ATOMIC", "STATE", "FIRST_PSN", "SEND_PSN",
-               "EXPECTED_PSN", "MSN", "PACKETS", "NAKS", "ORIGIN"});
+               "EXPECTED_PSN", "MSN", "PACKETS", "NAKS", "ORIGIN", "SERVICE"});
   for (const v1::QpStatus& qp : qps->qps()) {
     const v1::CreateQpRequest& s = qp.spec();
-    table.AddRow({absl::StrCat(qp.qpn()), Hex24(s.remote_qpn()), s.remote_ip(),
-                  s.remote_mac(), s.local_ip(), absl::StrCat(s.path_mtu()),
-                  absl::StrCat(s.max_rd_atomic()), qp.state(),
-                  Hex24(s.expected_psn()), Hex24(s.send_psn()),
-                  Hex24(qp.expected_psn()), absl::StrCat(qp.msn()),
-                  absl::StrCat(qp.packets()), absl::StrCat(qp.naks()),
-                  qp.origin() == "cm" ? absl::StrCat("cm:", qp.cm_port())
-                                      : qp.origin()});
+    table.AddRow(
+        {absl::StrCat(qp.qpn()), Hex24(s.remote_qpn()), s.remote_ip(),
+         s.remote_mac(), s.local_ip(), absl::StrCat(s.path_mtu()),
+         absl::StrCat(s.max_rd_atomic()), qp.state(), Hex24(s.expected_psn()),
+         Hex24(s.send_psn()), Hex24(qp.expected_psn()), absl::StrCat(qp.msn()),
+         absl::StrCat(qp.packets()), absl::StrCat(qp.naks()),
+         qp.origin() == "cm" ? absl::StrCat("cm:", qp.cm_port()) : qp.origin(),
+         qp.service()});
   }
   table.Print(stdout);
   return kExitOk;

@@ -47,6 +47,14 @@ std::string EventData(const v1::Event& event) {
       return absl::StrFormat("qpn=%u immediate=0x%08x msn=%u", r.qpn(),
                              r.immediate(), r.msn());
     }
+    if (event.name() == "roce_send") {
+      std::string text = absl::StrCat("qpn=", r.qpn(), " length=", r.length());
+      if (r.has_immediate()) {
+        absl::StrAppendFormat(&text, " immediate=0x%08x", r.immediate());
+      }
+      if (!r.head().empty()) absl::StrAppend(&text, " head=", Hex(r.head()));
+      return text;
+    }
     return absl::StrCat("qpn=", r.qpn());
   }
   return event.data().empty() ? "-" : Hex(event.data());

@@ -36,6 +36,11 @@ struct RoceConfig {
   // per connection.
   uint16_t naaice_port = 0;
   uint64_t naaice_max_bytes = uint64_t{64} << 20;
+  // rping and perftest -R servers on these rdma_cm ports (0: off).
+  uint16_t rping_port = 0;
+  uint16_t perftest_port = 0;
+  // A plain CM connection's advertised region, a perftest data region.
+  uint64_t connection_region_bytes = uint64_t{1} << 20;
 };
 
 }  // namespace spinnic::roce

@@ -7,12 +7,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/region_table.h"
+#include "dataplane/roce/naaice_service.h"
+#include "dataplane/roce/perftest_service.h"
+#include "dataplane/roce/rping_service.h"
+#include "dataplane/roce/verbs_service.h"
 
 namespace spinnic::roce {
 namespace {
@@ -124,6 +129,70 @@ const char* RoceDropName(RoceDrop drop) {
   return "unknown";
 }
 
+// A service's handle on its QP for one call (qp_service.h).
+class RoceEngine::ServiceActions final : public QpActions {
+ public:
+  ServiceActions(RoceEngine* engine, Qp& qp) : engine_(engine), qp_(qp) {}
+
+  bool PostSend(std::span<const uint8_t> bytes, uint32_t tag) override {
+    WorkRequest wr;
+    wr.kind = WorkRequest::Kind::kSend;
+    wr.local_offset = reinterpret_cast<uint64_t>(bytes.data());
+    wr.length = static_cast<uint32_t>(bytes.size());
+    return Post(wr, tag);
+  }
+  bool PostRead(std::span<uint8_t> local, uint64_t remote_va, uint32_t rkey,
+                uint32_t tag) override {
+    WorkRequest wr;
+    wr.kind = WorkRequest::Kind::kRead;
+    wr.local_offset = reinterpret_cast<uint64_t>(local.data());
+    wr.length = static_cast<uint32_t>(local.size());
+    wr.remote_va = remote_va;
+    wr.rkey = rkey;
+    return Post(wr, tag);
+  }
+  bool PostWrite(std::span<const uint8_t> local, uint64_t remote_va,
+                 uint32_t rkey, const uint32_t* immediate,
+                 uint32_t tag) override {
+    WorkRequest wr;
+    wr.kind = immediate != nullptr ? WorkRequest::Kind::kWriteImm
+                                   : WorkRequest::Kind::kWrite;
+    wr.local_offset = reinterpret_cast<uint64_t>(local.data());
+    wr.length = static_cast<uint32_t>(local.size());
+    wr.remote_va = remote_va;
+    wr.rkey = rkey;
+    if (immediate != nullptr) wr.imm = *immediate;
+    return Post(wr, tag);
+  }
+  void ReportSend(const ReceivedSend& send) override {
+    uint8_t data[Event::kMaxData] = {};
+    const uint32_t head[4] = {qp_.qpn, static_cast<uint32_t>(send.bytes.size()),
+                              send.immediate, send.has_immediate ? 1u : 0u};
+    std::memcpy(data, head, sizeof head);
+    const size_t shown = std::min(send.bytes.size(), sizeof data - sizeof head);
+    if (shown != 0) std::memcpy(data + sizeof head, send.bytes.data(), shown);
+    engine_->hpu_->RaiseTransportEvent(kEventRoceSend,
+                                       {data, sizeof head + shown});
+  }
+  QpService* Sibling() override { return engine_->Sibling(qp_); }
+  void Fail() override { engine_->FailQp(qp_); }
+  uint32_t qpn() const override { return qp_.qpn; }
+  RoceCounters& counters() override { return engine_->counters_; }
+
+ private:
+  bool Post(const WorkRequest& wr, uint32_t tag) {
+    const uint64_t wr_id = qp_.next_wr_id;
+    if (!engine_->PostWork(qp_, wr, nullptr, nullptr)) return false;
+    Qp::LocalWr& local = qp_.wrs[wr_id % kSqDepth];
+    local.from_service = true;
+    local.service_tag = tag;
+    return true;
+  }
+
+  RoceEngine* const engine_;
+  Qp& qp_;
+};
+
 RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
                        SpinEngine* spin)
     : hpu_index_(hpu_index),
@@ -142,6 +211,7 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
   }
   if (Owner()) {
     qps_.resize(config_.max_qps);
+    accepted_services_.resize(config_.max_qps);
     touched_.reserve(config_.max_qps);
     busy_.reserve(config_.max_qps);
     CmServiceConfig cm;
@@ -397,11 +467,13 @@ void RoceEngine::Request(Qp& qp, const Arrival& arrival,
 uint8_t* RoceEngine::Resolve(const Qp& qp, const RegionTable& regions,
                              uint32_t rkey, uint64_t va, uint32_t length,
                              uint32_t access, const MemoryRegion** region) {
-  // A NAAICE connection's own regions first (their rkeys are only valid on
+  // The connection's own regions first (their rkeys are only valid on
   // that QP), then the registered ones. A null pointer on any failure
   // (unknown rkey, out of bounds, missing right): nothing is touched.
-  if (qp.naa != nullptr) {
-    if (uint8_t* bytes = qp.naa->Resolve(rkey, va, length)) return bytes;
+  if (qp.service != nullptr) {
+    if (uint8_t* bytes = qp.service->regions().Resolve(rkey, va, length)) {
+      return bytes;
+    }
   }
   const MemoryRegion* found = regions.FindByRkey(rkey);
   if (found == nullptr) return nullptr;
@@ -434,23 +506,8 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
     }
   }
   switch (plan.action) {
-    case ResponderAction::kSend: {
-      if (qp.naa == nullptr) {
-        // No consumer of SEND messages on this QP: the requester waits and
-        // retries (RNR), as with a QP whose receive queue is empty.
-        Queue(qp, qp.responder.Rnr(plan));
-        return false;
-      }
-      if (!qp.naa->Receive(plan.send_offset, {payload, plan.length})) {
-        // Larger than any MRSP message: the receive buffer is too small.
-        Queue(qp, qp.responder.Fail(plan, NakCode::kInvalidRequest));
-        RaiseQpError(qp);
-        return false;
-      }
-      Queue(qp, qp.responder.Accept(plan));
-      if (plan.ends_message) NaaiceSend(qp);
-      return true;
-    }
+    case ResponderAction::kSend:
+      return ReceiveSend(qp, plan, arrival, payload);
     case ResponderAction::kWrite: {
       // sPIN: the transport accepted the packet and its access is checked;
       // the bound ECTX's handlers see it (in place) before it is stored.
@@ -463,7 +520,7 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       const ResponderReply reply = qp.responder.Accept(plan);
       if (plan.ends_message && plan.has_immediate) {
         // The immediate is the consumer's: the control plane sees it as an
-        // event, and a NAAICE connection takes it as a function call.
+        // event, and the QP's service gets it (a NAAICE function call).
         counters_.write_immediates.Add();
         uint32_t data[3] = {qp.qpn, plan.immediate, qp.responder.msn()};
         hpu_->RaiseTransportEvent(
@@ -473,8 +530,9 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       // The ACK goes out before any result write of ours (Poll sends
       // replies first): the NAAICE host counts its writes complete first.
       Queue(qp, reply);
-      if (plan.ends_message && plan.has_immediate && qp.naa != nullptr) {
-        NaaiceCall(qp, plan.immediate);
+      if (plan.ends_message && plan.has_immediate && qp.service != nullptr) {
+        ServiceActions actions(this, qp);
+        qp.service->OnWriteImm(plan.immediate, qp.responder.msn(), actions);
       }
       return true;
     }
@@ -523,28 +581,35 @@ void RoceEngine::RaiseQpError(const Qp& qp) {
                             {reinterpret_cast<const uint8_t*>(&qpn), 4});
 }
 
+const Ectx* RoceEngine::BoundEctx(const Qp& qp, const EctxTable& table,
+                                  const MemoryRegion* region) {
+  // The region a WRITE goes into first (a handler installed with diad {
+  // write_region: ID } takes RDMA WRITEs into that region too), then the
+  // QP's own handler (roce { qpn }), which also takes its SENDs.
+  if (region != nullptr) {
+    if (const Ectx* ectx = table.FindDiadWrite(region->id())) return ectx;
+  }
+  return table.FindRoceQp(qp.qpn);
+}
+
 bool RoceEngine::RunHandlers(Qp& qp, const ResponderPlan& plan,
                              const Arrival& arrival,
                              const MemoryRegion* region) {
+  // RC messages of SEND and WRITE do not interleave on a QP: one message's
+  // handler state at a time.
   if (plan.starts_message) {
-    // The region the message writes into picks the ECTX (a handler
-    // installed with diad { write_region: ID } takes RDMA WRITEs into that
-    // region too); NAAICE regions and zero-length writes have none.
-    qp.write_ectx = kNoEctx;
+    qp.message_ectx = kNoEctx;
     qp.spin = MessageState();
-    if (region != nullptr) {
-      if (const Ectx* ectx = arrival.table->FindDiadWrite(region->id())) {
-        qp.write_ectx = ectx->id();
-        counters_.handler_messages.Add();
-      }
+    if (const Ectx* ectx = BoundEctx(qp, *arrival.table, region)) {
+      qp.message_ectx = ectx->id();
+      counters_.handler_messages.Add();
     }
   }
-  if (qp.write_ectx == kNoEctx) return true;
-  const Ectx* ectx =
-      region != nullptr ? arrival.table->FindDiadWrite(region->id()) : nullptr;
-  if (ectx == nullptr || ectx->id() != qp.write_ectx) {
-    // Removed (or replaced) mid-message: the rest is stored untouched.
-    qp.write_ectx = kNoEctx;
+  if (qp.message_ectx == kNoEctx) return true;
+  const Ectx* ectx = BoundEctx(qp, *arrival.table, region);
+  if (ectx == nullptr || ectx->id() != qp.message_ectx) {
+    // Removed (or replaced) mid-message: the rest goes on untouched.
+    qp.message_ectx = kNoEctx;
     return true;
   }
   const Packet& p = *arrival.packet;
@@ -557,7 +622,7 @@ bool RoceEngine::RunHandlers(Qp& qp, const ResponderPlan& plan,
   hpu_->SetActionOrigin(arrival.in_port, ectx->id());
   spin_->Deliver(*ectx, qp.spin, view, plan.starts_message, plan.ends_message);
   hpu_->SetActionOrigin(kNoPort, 0);
-  if (plan.ends_message) qp.write_ectx = kNoEctx;
+  if (plan.ends_message) qp.message_ectx = kNoEctx;
   const bool deposit = view.GetDisposition() == Disposition::kForward;
   if (!deposit) counters_.handler_drops.Add();
   return deposit;
@@ -824,11 +889,17 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   qp.wrs = {};
   qp.next_wr_id = 0;
   qp.requester_error_raised = false;
-  qp.naa.reset();
-  if (from_cm && config_.naaice_port != 0 && cm_port == config_.naaice_port) {
-    qp.naa = std::make_unique<NaaiceConnection>(qpn, config_.naaice_max_bytes,
-                                                &functions_);
-  }
+  std::unique_ptr<QpService>& accepted = accepted_services_[qpn - kFirstQpn];
+  qp.service = from_cm && accepted != nullptr
+                   ? std::move(accepted)
+                   : NewService(qpn, from_cm ? cm_port : 0, spec.local_ip);
+  accepted.reset();
+  qp.receive.assign(qp.service->max_message_bytes(), 0);
+  qp.receive_length = 0;
+  qp.cm_port = from_cm ? cm_port : 0;
+  qp.generation = next_generation_++;
+  status.service.store(static_cast<uint8_t>(qp.service->kind()),
+                       std::memory_order_relaxed);
   qp.reply_head = 0;
   qp.reply_count = 0;
   qp.touched = false;
@@ -846,7 +917,7 @@ void RoceEngine::DestroyQp(Qp& qp) {
     qp.reply_head = (qp.reply_head + 1) % kReplyQueue;
     --qp.reply_count;
   }
-  qp.naa.reset();
+  qp.service.reset();
   qp.in_use = false;
   qp.awaiting_rtu = false;
   qp.responder.SetState(QpState::kReset);
@@ -961,23 +1032,32 @@ void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
 void RoceEngine::DrainCompletions(Qp& qp) {
   Completion c;
   while (qp.requester->PollCompletion(&c)) {
-    Qp::LocalWr& wr = qp.wrs[c.wr_id % kSqDepth];
+    // A copy: the service may post again into the slot it frees.
+    const Qp::LocalWr wr = std::exchange(qp.wrs[c.wr_id % kSqDepth], {});
     if (wr.region != nullptr) wr.region->Unpin();
     if (c.status == CompletionStatus::kSuccess) {
       counters_.ops_completed.Add();
     } else {
       counters_.ops_failed.Add();
     }
-    if (wr.naaice_result_end && qp.naa != nullptr) {
-      qp.naa->session().OnWriteBackComplete();
+    if (wr.from_service && qp.service != nullptr) {
+      ServiceActions actions(this, qp);
+      qp.service->OnCompletion(wr.service_tag, c.status, actions);
     }
     if (RoceCommand* command = wr.command) {
+      const bool atomic = c.kind == WorkRequest::Kind::kFetchAdd ||
+                          c.kind == WorkRequest::Kind::kCompareSwap;
+      if (atomic && c.status == CompletionStatus::kSuccess) {
+        // The original value lands in the local bytes (host order, as a
+        // NIC's completion writes it), inside the region pinned with it.
+        std::memcpy(reinterpret_cast<void*>(command->wr.local_offset),
+                    &c.atomic_original, sizeof c.atomic_original);
+      }
       command->posted = true;
       command->status = c.status;
       command->atomic_original = c.atomic_original;
       command->done.store(true, std::memory_order_release);
     }
-    wr = {};
   }
   if (qp.requester->state() == QpState::kError && !qp.requester_error_raised) {
     qp.requester_error_raised = true;
@@ -985,62 +1065,101 @@ void RoceEngine::DrainCompletions(Qp& qp) {
   }
 }
 
-void RoceEngine::NaaiceSend(Qp& qp) {
-  NaaiceConnection& naa = *qp.naa;
-  const std::span<const uint8_t> reply = naa.session().OnSend(naa.received());
-  naa.ClearReceived();
-  if (naa.session().state() == naaice::SessionState::kReady) {
-    counters_.naaice_sessions.Add();
+// ---------------------------------------------------------------- services
+
+std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
+                                                  uint16_t cm_port,
+                                                  const Gid& local_ip) const {
+  // Made when a connection is accepted or a QP created: the control path's
+  // pace, not the packets'.
+  if (cm_port == 0) return std::make_unique<VerbsService>(qpn, 0);
+  if (cm_port == config_.naaice_port) {
+    return std::make_unique<NaaiceService>(qpn, config_.naaice_max_bytes,
+                                           &functions_);
   }
-  if (reply.empty()) return;
-  const std::span<const uint8_t> kept = naa.KeepReply(reply);
-  WorkRequest wr;
-  wr.kind = WorkRequest::Kind::kSend;
-  wr.local_offset = reinterpret_cast<uint64_t>(kept.data());
-  wr.length = static_cast<uint32_t>(kept.size());
-  PostWork(qp, wr, nullptr, nullptr);
+  if (cm_port == config_.rping_port) {
+    return std::make_unique<RpingService>(qpn);
+  }
+  if (cm_port == config_.perftest_port) {
+    return std::make_unique<PerftestService>(
+        qpn, config_.connection_region_bytes, local_ip, config_.max_rd_atomic);
+  }
+  return std::make_unique<VerbsService>(qpn, config_.connection_region_bytes);
 }
 
-void RoceEngine::NaaiceCall(Qp& qp, uint32_t immediate) {
-  naaice::Session& session = qp.naa->session();
-  const naaice::RpcStep step =
-      session.OnWriteImm(immediate, qp.responder.msn());
-  if (step.kind == naaice::RpcStep::Kind::kWriteBack) {
-    NaaiceWriteBack(qp, step.write_back);
-    return;
+bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
+                             const Arrival& arrival, const uint8_t* payload) {
+  if (plan.starts_message) {
+    qp.send_to_handler = arrival.table->FindRoceQp(qp.qpn) != nullptr;
   }
-  if (step.kind != naaice::RpcStep::Kind::kRun) return;
-  // Functions run here, on HPU 0, to completion: they are bounded by their
-  // regions' sizes. (A long kernel delays this HPU's other traffic; running
-  // them on a worker of their own is the next step, docs/naaice.md.)
-  const naaice::RunRequest& run = step.run;
-  const uint64_t start = NowNanos();
-  const uint8_t code = run.function(run.inputs, run.outputs, run.params);
-  counters_.naaice_function_ns.Add(NowNanos() - start);
-  counters_.naaice_calls.Add();
-  if (code != 0) counters_.naaice_errors.Add();
-  NaaiceWriteBack(qp, session.OnFunctionDone(code));
+  if (qp.send_to_handler) {
+    // sPIN: the QP's handler takes the SEND in place, packet by packet,
+    // after the transport accepted it; the service does not see it.
+    RunHandlers(qp, plan, arrival, nullptr);
+    counters_.sends.Add(plan.ends_message ? 1 : 0);
+    counters_.send_bytes.Add(plan.length);
+    Queue(qp, qp.responder.Accept(plan));
+    return true;
+  }
+  QpService* service = qp.service.get();
+  if (service == nullptr || (plan.starts_message && !service->CanReceive())) {
+    // No receive for it: the requester waits and retries (RNR), as with a
+    // QP whose receive queue is empty.
+    Queue(qp, qp.responder.Rnr(plan));
+    return false;
+  }
+  if (plan.send_offset > qp.receive.size() ||
+      plan.length > qp.receive.size() - plan.send_offset) {
+    // Larger than the service takes: the receive buffer is too small.
+    Queue(qp, qp.responder.Fail(plan, NakCode::kInvalidRequest));
+    RaiseQpError(qp);
+    return false;
+  }
+  if (plan.length != 0) {
+    std::memcpy(qp.receive.data() + plan.send_offset, payload, plan.length);
+  }
+  qp.receive_length = static_cast<uint32_t>(plan.send_offset + plan.length);
+  Queue(qp, qp.responder.Accept(plan));
+  if (plan.ends_message) {
+    counters_.sends.Add();
+    counters_.send_bytes.Add(qp.receive_length);
+    ReceivedSend send;
+    send.bytes = {qp.receive.data(), qp.receive_length};
+    send.has_immediate = plan.has_immediate;
+    send.immediate = plan.immediate;
+    send.msn = qp.responder.msn();
+    qp.receive_length = 0;
+    ServiceActions actions(this, qp);
+    service->OnSend(send, actions);
+  }
+  return true;
 }
 
-void RoceEngine::NaaiceWriteBack(Qp& qp, const naaice::WriteBack& write_back) {
-  for (const naaice::ResultWrite& w : write_back.writes) {
-    WorkRequest wr;
-    wr.kind = w.with_immediate ? WorkRequest::Kind::kWriteImm
-                               : WorkRequest::Kind::kWrite;
-    wr.local_offset = reinterpret_cast<uint64_t>(w.local_data);
-    wr.length = w.length;
-    wr.remote_va = w.remote_address;
-    wr.rkey = w.rkey;
-    wr.imm = w.immediate;
-    const uint64_t wr_id = qp.next_wr_id;
-    if (!PostWork(qp, wr, nullptr, nullptr)) {
-      // The send queue cannot take the result: the connection cannot go
-      // on consistently (the host would wait forever).
-      qp.requester->SetError();
-      DrainCompletions(qp);
-      return;
+QpService* RoceEngine::Sibling(const Qp& qp) {
+  // A scan of the QPs: perftest asks once per exchange, not per packet.
+  Qp* newest = nullptr;
+  for (Qp& other : qps_) {
+    if (!other.in_use || &other == &qp || other.service == nullptr ||
+        other.cm_port != qp.cm_port ||
+        other.spec.remote_ip != qp.spec.remote_ip) {
+      continue;
     }
-    qp.wrs[wr_id % kSqDepth].naaice_result_end = w.with_immediate;
+    if (newest == nullptr || other.generation > newest->generation) {
+      newest = &other;
+    }
+  }
+  return newest != nullptr ? newest->service.get() : nullptr;
+}
+
+void RoceEngine::FailQp(Qp& qp) {
+  // Both halves stop; the requester's flushed work completes (and the
+  // error event is raised) in the next poll.
+  qp.responder.SetState(QpState::kError);
+  if (qp.requester == nullptr) return;
+  qp.requester->SetError();
+  if (!qp.requesting) {
+    qp.requesting = true;
+    requesting_.push_back(qp.qpn - kFirstQpn);
   }
 }
 
@@ -1110,6 +1229,7 @@ void RoceEngine::RunCmActions() {
           DestroyQp(qps_[slot]);
         } else {
           // Accepted but never created (the REP could not be sent).
+          accepted_services_[slot].reset();
           shared_.qp_status[slot].claimed.store(0, std::memory_order_release);
         }
         break;
@@ -1136,6 +1256,11 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
       decision->accept = true;
       decision->local_qpn = kFirstQpn + slot;
       decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;
+      // The service exists from here: its REP private data (a region to
+      // advertise) goes out with the REP, before the QP is created.
+      accepted_services_[slot] = NewService(decision->local_qpn, request.port,
+                                            *LocalFor(request.peer->gid));
+      accepted_services_[slot]->RepPrivateData(decision->rep_private_data);
       return;
     }
   }
@@ -1207,6 +1332,9 @@ const Gid* RoceEngine::LocalFor(const Gid& remote) const {
 void RoceEngine::Shutdown() {
   for (Qp& qp : qps_) {
     if (qp.in_use) DestroyQp(qp);
+  }
+  for (std::unique_ptr<QpService>& service : accepted_services_) {
+    service.reset();
   }
   busy_.clear();
   touched_.clear();

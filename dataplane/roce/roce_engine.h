@@ -23,18 +23,20 @@
 #include "dataplane/counter.h"
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
-#include "dataplane/roce/naaice_connection.h"
+#include "dataplane/roce/qp_service.h"
 #include "dataplane/roce/requester.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_config.h"
 #include "dataplane/roce/wire.h"
 #include "dataplane/spin_engine.h"
+#include "handlers/naaice/function.h"
 
 struct rte_mbuf;
 struct rte_mempool;
 struct rte_ring;
 
 namespace spinnic {
+class Ectx;
 class EctxTable;
 class Hpu;
 class MemoryRegion;
@@ -72,14 +74,16 @@ struct alignas(64) RoceCounters {
   Counter tx_bytes;
   Counter writes;  // RDMA WRITE packets whose payload was stored
   Counter write_bytes;
-  Counter reads;               // READ requests served (responses queued)
-  Counter read_bytes;          // READ response payload bytes sent
-  Counter atomics;             // atomics executed
-  Counter ops_posted;          // our own requests (work requests) posted
-  Counter ops_completed;       // ... completed successfully
-  Counter ops_failed;          // ... completed in error (or refused)
-  Counter retransmits;         // our request packets sent again
-  Counter write_immediates;    // WRITE with immediate messages completed
+  Counter reads;             // READ requests served (responses queued)
+  Counter read_bytes;        // READ response payload bytes sent
+  Counter atomics;           // atomics executed
+  Counter ops_posted;        // our own requests (work requests) posted
+  Counter ops_completed;     // ... completed successfully
+  Counter ops_failed;        // ... completed in error (or refused)
+  Counter retransmits;       // our request packets sent again
+  Counter write_immediates;  // WRITE with immediate messages completed
+  Counter sends;             // SEND messages received whole
+  Counter send_bytes;
   Counter handler_messages;    // WRITE messages delivered to a handler
   Counter handler_drops;       // WRITE packets a handler kept from memory
   Counter naaice_sessions;     // NAAICE connections (MRSP exchanges) started
@@ -165,6 +169,7 @@ struct alignas(64) QpStatus {
   std::atomic<bool> destroying{false};
   std::atomic<bool> from_cm{false};
   std::atomic<uint16_t> cm_port{0};
+  std::atomic<uint8_t> service{0};  // ServiceKind
   std::atomic<uint8_t> state{static_cast<uint8_t>(QpState::kReset)};
   std::atomic<uint32_t> remote_qpn{0};
   std::atomic<uint64_t> remote_ip_high{0};
@@ -198,6 +203,10 @@ enum RoceEvent : uint32_t {
   kEventRoceWriteImm = 0xffff0201,
   // A QP entered the error state: data = qpn.
   kEventRoceQpError = 0xffff0202,
+  // A SEND message arrived on a plain (verbs service) QP: data = qpn,
+  // length, immediate (as on the wire), flags (bit 0: with immediate), u32
+  // each little-endian, then the message's first bytes (up to 32).
+  kEventRoceSend = 0xffff0203,
 };
 
 // QP numbers: slot s is QP kFirstQpn + s (QP 0 and 1 are the SMI/GSI).
@@ -267,13 +276,21 @@ class RoceEngine final : public CmAcceptor {
     struct LocalWr {
       const MemoryRegion* region = nullptr;  // pinned
       RoceCommand* command = nullptr;        // a gRPC operation, or null
-      bool naaice_result_end = false;  // the last write of a NAAICE result
+      bool from_service = false;             // the service's: tell it
+      uint32_t service_tag = 0;
     };
-    // A NAAICE connection (CM connection on roce.naaice_port), or null.
-    std::unique_ptr<NaaiceConnection> naa;
-    // The WRITE message in progress runs this ECTX's handlers (sPIN), or
-    // kNoEctx.
-    uint32_t write_ectx = kNoEctx;
+    // What consumes its SENDs (qp_service.h); set while in use.
+    std::unique_ptr<QpService> service;
+    // The SEND message being received (service->max_message_bytes()).
+    std::vector<uint8_t> receive;
+    uint32_t receive_length = 0;
+    uint16_t cm_port = 0;     // the rdma_cm port it was connected on, or 0
+    uint64_t generation = 0;  // creation order (Sibling: the newest)
+    // The SEND or WRITE message in progress runs this ECTX's handlers
+    // (sPIN), or kNoEctx; the SEND in progress goes to the QP's handler
+    // rather than its service.
+    uint32_t message_ectx = kNoEctx;
+    bool send_to_handler = false;
     MessageState spin;
     std::array<LocalWr, 256> wrs{};
     uint64_t next_wr_id = 0;
@@ -311,6 +328,8 @@ class RoceEngine final : public CmAcceptor {
   // completion after the last); false when they drop its payload.
   bool RunHandlers(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
                    const MemoryRegion* region);
+  static const Ectx* BoundEctx(const Qp& qp, const EctxTable& table,
+                               const MemoryRegion* region);
   void RaiseQpError(const Qp& qp);
   void Queue(Qp& qp, const ResponderReply& reply,
              const MemoryRegion* region = nullptr,
@@ -334,11 +353,15 @@ class RoceEngine final : public CmAcceptor {
   void Response(Qp& qp, const Packet& p, const uint8_t* frame);
   void DrainCompletions(Qp& qp);
   void FailWork(Qp& qp);
-  // NAAICE: a complete SEND (the memory-region setup protocol), a function
-  // call (the host's last WRITE with immediate), the result write-back.
-  void NaaiceSend(Qp& qp);
-  void NaaiceCall(Qp& qp, uint32_t immediate);
-  void NaaiceWriteBack(Qp& qp, const naaice::WriteBack& write_back);
+  // Services (qp_service.h): what a connection on `cm_port` (0: created
+  // over gRPC) runs, the actions they take on their QP.
+  class ServiceActions;
+  std::unique_ptr<QpService> NewService(uint32_t qpn, uint16_t cm_port,
+                                        const Gid& local_ip) const;
+  bool ReceiveSend(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
+                   const uint8_t* payload);
+  QpService* Sibling(const Qp& qp);
+  void FailQp(Qp& qp);
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,
                           uint32_t access, const MemoryRegion** region);
@@ -372,6 +395,10 @@ class RoceEngine final : public CmAcceptor {
   std::vector<uint32_t> busy_;        // slots with queued replies
   std::vector<uint32_t> requesting_;  // slots whose requester has work
   std::unique_ptr<CmService> cm_;     // HPU 0
+  // Services of accepted connections whose QP is not created yet (the REP
+  // carries their private data), by slot.
+  std::vector<std::unique_ptr<QpService>> accepted_services_;
+  uint64_t next_generation_ = 0;
   const ::spinnic::naaice::FunctionTable functions_ =
       ::spinnic::naaice::BuiltinFunctions();
   CmActionList cm_actions_;

@@ -383,6 +383,102 @@ TEST_F(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
   EXPECT_EQ(Counter("handler_messages"), 1u);
 }
 
+TEST_F(RoceDataplaneTest, SendsGoToTheQpsServiceAsEvents) {
+  // A QP made over gRPC has the verbs service: each SEND (with or without
+  // immediate) reaches the control plane as a roce_send event.
+  const Bytes data = Pattern(kPmtu + 100, 4);
+  SendFrame(Build(Opcode::kRcSendFirst, kClientPsn, {},
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  ExtHeaders imm;
+  imm.imm_data = 0x11223344;
+  SendFrame(Build(Opcode::kRcSendLastImm, kClientPsn + 1, imm,
+                  Bytes(data.begin() + kPmtu, data.end()), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn + 1, roce::AethAck(), 1);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].code, roce::kEventRoceSend);
+  uint32_t head[4];
+  ASSERT_EQ(events[0].length, Event::kMaxData);
+  std::memcpy(head, events[0].data, sizeof head);
+  EXPECT_EQ(head[0], qpn_);
+  EXPECT_EQ(head[1], data.size());
+  EXPECT_EQ(head[2], 0x11223344u);
+  EXPECT_EQ(head[3], 1u);  // with immediate
+  EXPECT_EQ(Bytes(events[0].data + 16, events[0].data + 48),
+            Bytes(data.begin(), data.begin() + 32));
+  EXPECT_EQ(Counter("sends"), 1u);
+  EXPECT_EQ(Counter("send_bytes"), data.size());
+}
+
+TEST_F(RoceDataplaneTest, ASendLargerThanTheServiceTakesIsInvalid) {
+  // The verbs service takes 4 KiB: a 5-packet SEND overflows its receive
+  // buffer, which is an invalid request NAK and the error state.
+  const Bytes chunk = Pattern(kPmtu, 5);
+  SendFrame(Build(Opcode::kRcSendFirst, kClientPsn, {}, chunk));
+  for (uint32_t i = 1; i < 4; ++i) {
+    SendFrame(Build(Opcode::kRcSendMiddle, kClientPsn + i, {}, chunk));
+  }
+  SendFrame(Build(Opcode::kRcSendLast, kClientPsn + 4, {}, chunk, true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_FALSE(out.empty());
+  ExpectAck(out.back(), kClientPsn + 4,
+            roce::AethNak(roce::NakCode::kInvalidRequest), 0);
+  EXPECT_EQ(Counter("qp_errors"), 1u);
+  EXPECT_EQ(Counter("sends"), 0u);
+}
+
+TEST_F(RoceDataplaneTest, SendMessagesRunTheQpsHandlerInPlace) {
+  // sPIN on SENDs: a handler bound to the QP (roce { qpn }) sees every
+  // packet of the message, in order, after the transport accepted it; the
+  // service does not get the message.
+  HandlerConfig handler;
+  handler.name = "count-sends";
+  handler.kind = "count";
+  handler.diad.kind = DiadBinding::Kind::kRoceQp;
+  handler.diad.qpn = qpn_;
+  absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(handler);
+  ASSERT_TRUE(installed.ok()) << installed.status();
+  const Bytes data = Pattern(2 * kPmtu + 10, 6);
+  SendFrame(Build(Opcode::kRcSendFirst, kClientPsn, {},
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  SendFrame(Build(Opcode::kRcSendMiddle, kClientPsn + 1, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  // A duplicate of the middle packet: re-ACKed, not handed over again.
+  SendFrame(Build(Opcode::kRcSendMiddle, kClientPsn + 1, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  SendFrame(Build(Opcode::kRcSendLast, kClientPsn + 2, {},
+                  Bytes(data.begin() + 2 * kPmtu, data.end()), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_FALSE(out.empty());
+  ExpectAck(out.back(), kClientPsn + 2, roce::AethAck(), 1);
+  StatsSnapshot stats = dataplane().Snapshot(Dataplane::StateCopy::kOmit);
+  bool found = false;
+  for (const EctxStats& e : stats.ectxs) {
+    if (e.name != "count-sends") continue;
+    found = true;
+    EXPECT_EQ(e.messages, 1u);
+    EXPECT_EQ(e.packets, 3u);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(Counter("handler_messages"), 1u);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  for (const Event& e : events) EXPECT_NE(e.code, roce::kEventRoceSend);
+  // Removed: the next SEND goes to the service again.
+  ASSERT_TRUE(dataplane().RemoveEctx("count-sends").ok());
+  SendFrame(Build(Opcode::kRcSendOnly, kClientPsn + 3, {}, Bytes(8, 1), true));
+  Poll();
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].code, roce::kEventRoceSend);
+}
+
 TEST_F(RoceDataplaneTest, ReadIsAnsweredInPmtuSegments) {
   RegionInfo region = Region(8192, kRemoteRead | kRemoteWrite);
   const Bytes data = Pattern(2500, 3);
@@ -866,6 +962,7 @@ TEST_F(RoceRequesterTest, FetchAddReturnsTheOriginal) {
   op.qpn = qpn_;
   op.kind = roce::WorkRequest::Kind::kFetchAdd;
   op.region_id = region.id;
+  op.offset = 16;
   op.length = 8;
   op.remote_va = 0x2000;
   op.rkey = 9;
@@ -880,6 +977,13 @@ TEST_F(RoceRequesterTest, FetchAddReturnsTheOriginal) {
   absl::StatusOr<RoceOpResult> done = Finish(result);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->atomic_original, 1234u);
+  // ... and in the local bytes, host order, as a NIC's completion has it.
+  absl::StatusOr<std::string> local =
+      dataplane().ReadRegion(region.id, 16, 8, 1 << 20);
+  ASSERT_TRUE(local.ok()) << local.status();
+  uint64_t stored = 0;
+  std::memcpy(&stored, local->data(), 8);
+  EXPECT_EQ(stored, 1234u);
 }
 
 TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {

@@ -11,8 +11,8 @@
  *              FETCH_ADD twice, CMP_SWAP twice (hit, miss), READ back and
  *              compare, then a WRITE with a wrong rkey (must complete with
  *              a remote access error), then disconnect.
- *   send       one 8-byte SEND, waited for at most 4 s (the appliance has no
- *              consumer for SENDs yet: RNR NAKs), then disconnect.
+ *   send       one 8-byte SEND "spinnic!", waited for at most 4 s (the
+ *              appliance reports it as a roce_send event), then disconnect.
  *
  * Every step prints one line "ok STEP ..." or "FAIL STEP ...". The exit status
  * is 0 when every step was ok. Runs inside a Debian 12 soft-RoCE guest; built

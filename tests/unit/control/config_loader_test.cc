@@ -999,6 +999,59 @@ TEST(RoceConfigTest, Converted) {
   EXPECT_EQ(rc.port, 0);
 }
 
+TEST(RoceConfigTest, ServicePorts) {
+  EXPECT_TRUE(ErrorIs(
+      Check(RoceWith(kRoceAddress, "naaice_port: 7174 rping_port: 7174")),
+      "t.textproto:4:26: roce.rping_port: ",
+      "7174 is already naaice_port; give each service its own port"));
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress, "perftest_port: 65536")),
+              "t.textproto:4:8: roce.perftest_port: ", "65536 is not a port"));
+  EXPECT_TRUE(ErrorIs(
+      Check(RoceWith(kRoceAddress, "connection_region_bytes: 8589934592")),
+      "t.textproto:4:8: roce.connection_region_bytes: ", "more than 4 GiB"));
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+      RoceWith(kRoceAddress,
+               "listen_ports: 7471 rping_port: 7174 perftest_port: 18515"),
+      kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  // The CM listens on every service's port too.
+  EXPECT_EQ(dp->roce.listen_ports, (std::vector<uint16_t>{7471, 7174, 18515}));
+  EXPECT_EQ(dp->roce.rping_port, 7174);
+  EXPECT_EQ(dp->roce.perftest_port, 18515);
+  EXPECT_EQ(dp->roce.connection_region_bytes, uint64_t{1} << 20);
+}
+
+TEST(RoceConfigTest, QueuePairHandlers) {
+  const std::string bound = Lines({
+      kWire, kWorker, kRoceAddress, "roce { }",
+      R"(handlers { name: "h" kind: "count" roce { qpn: 256 } })",  // 5
+  });
+  EXPECT_TRUE(Check(bound).ok());
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(bound, kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_EQ(dp->handlers[0].diad.kind, DiadBinding::Kind::kRoceQp);
+  EXPECT_EQ(dp->handlers[0].diad.qpn, 256u);
+  EXPECT_TRUE(ErrorIs(
+      Check(
+          Lines({kWire, kWorker, kRoceAddress,
+                 R"(handlers { name: "h" kind: "count" roce { qpn: 256 } })"})),
+      "t.textproto:4:", "handlers[0].roce: needs RoCE: add a roce section"));
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines({kWire, kWorker, kRoceAddress, "roce { }",
+                   R"(handlers { name: "h" kind: "count" roce { qpn: 1 } })"})),
+      "t.textproto:5:", "is not a data queue pair"));
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines(
+          {kWire, kWorker, kRoceAddress, "roce { }",
+           R"(handlers { name: "h" kind: "count" match { ip_proto: 17 } roce { qpn: 256 } })"})),
+      "t.textproto:5:", "matches no frames"));
+}
+
 TEST(ToDataplaneConfigTest, PcapExample) {
   absl::StatusOr<v1::Config> loaded =
       LoadConfig(DeployConfig("example-pcap.textproto"));

@@ -1,0 +1,19 @@
+#include "dataplane/roce/qp_service.h"
+
+namespace spinnic::roce {
+
+const char* ServiceKindName(ServiceKind kind) {
+  switch (kind) {
+    case ServiceKind::kVerbs:
+      return "verbs";
+    case ServiceKind::kNaaice:
+      return "naaice";
+    case ServiceKind::kRping:
+      return "rping";
+    case ServiceKind::kPerftest:
+      return "perftest";
+  }
+  return "unknown";
+}
+
+}  // namespace spinnic::roce

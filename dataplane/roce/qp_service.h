@@ -1,0 +1,117 @@
+// What answers the SEND messages of a queue pair (docs/roce.md,
+// "Services"). A reliable connection's SENDs need a consumer: on a NIC the
+// application posts receives and reacts to them. On the appliance each QP
+// has a service, chosen by the rdma_cm port the client connected to:
+//
+//   kVerbs     plain listen ports and QPs created over gRPC: SENDs become
+//              roce_send events; a CM connection gets a region of its own
+//              advertised in the REP's private data ({be64 addr, be32 rkey},
+//              as rdma_cm servers commonly do)
+//   kNaaice    roce.naaice_port: the NAAICE memory-region setup protocol and
+//              function calls (naaice_service.h)
+//   kRping     roce.rping_port: the server side of rdma-core's rping
+//              (rping_service.h)
+//   kPerftest  roce.perftest_port: the server side of perftest's -R
+//              (rdma_cm) control exchange (perftest_service.h)
+//
+// A service runs on HPU 0 with the QP. It is called once per complete SEND
+// message, per WRITE WITH IMMEDIATE and per completion of its own work
+// requests, never per packet: the engine gathers a SEND's packets into the
+// QP's receive buffer and resolves the service's regions itself.
+#ifndef SPINNIC_DATAPLANE_ROCE_QP_SERVICE_H_
+#define SPINNIC_DATAPLANE_ROCE_QP_SERVICE_H_
+
+#include <cstdint>
+#include <span>
+
+#include "dataplane/roce/connection_regions.h"
+#include "dataplane/roce/ib_types.h"
+
+namespace spinnic::roce {
+
+struct RoceCounters;
+
+enum class ServiceKind : uint8_t { kVerbs = 0, kNaaice, kRping, kPerftest };
+const char* ServiceKindName(ServiceKind kind);
+
+class QpService;
+
+// A complete SEND message as the service sees it; the bytes are valid
+// during the call only.
+struct ReceivedSend {
+  std::span<const uint8_t> bytes;
+  bool has_immediate = false;
+  uint32_t immediate = 0;  // host order
+  uint32_t msn = 0;
+};
+
+// What a service may do on its QP (the engine implements it). Every post
+// is one signaled work request whose `tag` comes back in OnCompletion; the
+// local bytes must stay valid until then. A post returns false when the
+// send queue refused it (the QP is in the error state, or full).
+class QpActions {
+ public:
+  virtual bool PostSend(std::span<const uint8_t> bytes, uint32_t tag) = 0;
+  virtual bool PostRead(std::span<uint8_t> local, uint64_t remote_va,
+                        uint32_t rkey, uint32_t tag) = 0;
+  // `immediate` null: a plain WRITE.
+  virtual bool PostWrite(std::span<const uint8_t> local, uint64_t remote_va,
+                         uint32_t rkey, const uint32_t* immediate,
+                         uint32_t tag) = 0;
+  // Tells the control plane (event roce_send).
+  virtual void ReportSend(const ReceivedSend& send) = 0;
+  // The service of the newest other connection from the same peer on the
+  // same rdma_cm port (perftest's data connection), or nullptr.
+  virtual QpService* Sibling() = 0;
+  // The connection cannot go on: the QP enters the error state and every
+  // work request is flushed.
+  virtual void Fail() = 0;
+  virtual uint32_t qpn() const = 0;
+  virtual RoceCounters& counters() = 0;
+
+ protected:
+  ~QpActions() = default;
+};
+
+class QpService {
+ public:
+  QpService(uint32_t qpn, uint64_t max_region_bytes)
+      : regions_(qpn, max_region_bytes) {}
+  virtual ~QpService() = default;
+  QpService(const QpService&) = delete;
+  QpService& operator=(const QpService&) = delete;
+
+  virtual ServiceKind kind() const = 0;
+  // The largest SEND message taken; a larger one is refused with an
+  // invalid request NAK (the receive buffer is too small, as on a NIC).
+  virtual uint32_t max_message_bytes() const = 0;
+  // Whether a receive is available for the next SEND (else RNR NAK).
+  virtual bool CanReceive() const { return true; }
+  // Bytes of the CM REP's private data (called once, when the connection
+  // is accepted); 0 for none.
+  virtual size_t RepPrivateData(std::span<uint8_t> out) {
+    (void)out;
+    return 0;
+  }
+  virtual void OnSend(const ReceivedSend& send, QpActions& qp) = 0;
+  // An RDMA WRITE WITH IMMEDIATE into the connection completed.
+  virtual void OnWriteImm(uint32_t immediate, uint32_t msn, QpActions& qp) {
+    (void)immediate, (void)msn, (void)qp;
+  }
+  virtual void OnCompletion(uint32_t tag, CompletionStatus status,
+                            QpActions& qp) {
+    (void)tag, (void)status, (void)qp;
+  }
+
+  // The memory this connection gives its peer (resolved before the
+  // registered regions, only on this QP).
+  ConnectionRegions& regions() { return regions_; }
+  const ConnectionRegions& regions() const { return regions_; }
+
+ private:
+  ConnectionRegions regions_;
+};
+
+}  // namespace spinnic::roce
+
+#endif  // SPINNIC_DATAPLANE_ROCE_QP_SERVICE_H_
