@@ -269,7 +269,7 @@ case_perftest() {
   local tool
   for tool in ib_write_bw ib_read_bw; do
     if has "^$tool rc=0" && has "^$tool: .*[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+"; then
-      pass "$tool -R completed: $(grep -m1 "^$tool: .*[0-9.]\+ *$" "$OUT")"
+      pass "$tool -R completed: $(grep -A1 "^$tool: *#bytes" "$OUT" | tail -1 | tr -s ' \t' ' ')"
     else
       fail "$tool -R: $(grep -m1 "^$tool rc=" "$OUT"), $(grep -m1 -iE "^$tool: .*(error|fail|couldn|unable)" "$OUT" | cut -c1-160); $(cm_summary)"
     fi
