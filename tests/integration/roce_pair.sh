@@ -92,6 +92,7 @@ FIRST_QPN=256             # dataplane/roce/roce_engine.h kFirstQpn
 PSN_A=$((0xfffff0))       # A's first PSN: the 24-bit PSN wraps during b
 PSN_B=$((0x20000))
 OP_MS=30000               # each spinctl qp-* call, all its ops together
+BUDGET_S=${ROCE_PAIR_BUDGET_S:-270}  # the whole run (meson's timeout is 300 s)
 IP_A=192.0.2.1 IP_B=192.0.2.2
 MAC_A=02:00:00:00:00:0a MAC_B=02:00:00:00:00:0b
 PFX=spn-it-roce-$$
@@ -298,14 +299,21 @@ region_matches() {
 
 # qp_op KIND ARGS...: spinctl qp-KIND on A's QP against B's region; failures
 # are logged and counted in OPS_FAILED (then the model is not updated).
+# A dead process or the time budget spent ends the run at once (the trap
+# cleans up) rather than letting every later op wait out its timeout.
 OPS_FAILED=0
 qp_op() {
   local kind=$1
   shift
+  ((SECONDS - T0 < BUDGET_S)) || die "out of time: ${BUDGET_S} s spent (ROCE_PAIR_BUDGET_S)"
   scA "qp-$kind" "$QPN_A" "$RKEY_B" "$@" --timeout_ms "$OP_MS"
   if [[ $RC -ne 0 ]]; then
     OPS_FAILED=$((OPS_FAILED + 1))
     log "qp-$kind $*: exit $RC: $(head -c 400 "$TMP/cmd.err")"
+    local who
+    for who in A_PID B_PID IMPAIR_PID; do
+      alive "${!who}" || die "${who%_PID} is gone (qp-$kind failed)"
+    done
     return 1
   fi
 }
