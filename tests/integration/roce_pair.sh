@@ -30,11 +30,15 @@
 #     B, `spinctl events` shows roce_write_imm exactly once per message
 #     (a duplicated packet must not raise a second event) with B's QPN and
 #     MSNs counting up by one; B's write_immediates counter agrees.
-#  e. FETCH_ADD x N from A on one word of B (distinct addends): every
-#     returned original is the initial value plus the addends before it,
-#     B's word is the exact sum at the end (exactly once under duplication
-#     and retransmission), A's region holds the last original (this one
-#     fails today: an appliance bug, see the comment in e).
+#  e. FETCH_ADD on one word of B, distinct addends: first W concurrent
+#     spinctl processes of J adds each (up to W atomics in flight on the
+#     QP): the originals, sorted, form one chain from the initial value
+#     (each the previous plus its addend: every add applied exactly once,
+#     atomically); then N one after the other: every returned original is
+#     the value before plus the addends before it; B's word is the exact
+#     sum at the end (exactly once under duplication and retransmission),
+#     A's region holds the last original (this one fails today: an
+#     appliance bug, see the comment in e).
 #  f. the impair stage did something in each direction (lost, duplicated,
 #     reordered > 0; all 0 when clean), A retransmitted (Stats.roce
 #     retransmits > 0), B saw duplicates, neither QP is in error
@@ -44,7 +48,9 @@
 # env:   ROCE_PAIR_SEED (1), ROCE_PAIR_CLEAN (0; 1: no impairment),
 #        ROCE_PAIR_LOSS (0.03), ROCE_PAIR_REORDER (0.03),
 #        ROCE_PAIR_REORDER_DEPTH (3), ROCE_PAIR_DUPLICATE (0.02),
-#        ROCE_PAIR_CORRUPT (0), ROCE_PAIR_ADDS (16: fetch-adds in e)
+#        ROCE_PAIR_CORRUPT (0), ROCE_PAIR_ADDS (16: sequential fetch-adds in
+#        e), ROCE_PAIR_ADD_WORKERS (4) x ROCE_PAIR_ADDS_PER_WORKER (5):
+#        concurrent ones, ROCE_PAIR_BUDGET_S (270: no op starts after)
 # shellcheck disable=SC2034  # used by lib.sh
 TEST_NAME=roce_pair
 [[ ${ROCE_PAIR_CLEAN:-0} == 1 ]] && TEST_NAME=roce_pair_clean
@@ -83,6 +89,8 @@ else
 fi
 REORDER_DEPTH=${ROCE_PAIR_REORDER_DEPTH:-3}
 N_ADDS=${ROCE_PAIR_ADDS:-16}
+ADD_WORKERS=${ROCE_PAIR_ADD_WORKERS:-4}
+ADDS_PER_WORKER=${ROCE_PAIR_ADDS_PER_WORKER:-5}
 
 KiB=1024
 MiB=$((1024 * 1024))
@@ -593,7 +601,64 @@ INITIAL=$((0x0102030405060708))
 # The word's initial value, little endian (x86 memory order).
 "$PY" -c "import sys; sys.stdout.buffer.write(int(sys.argv[1]).to_bytes(8, 'little'))" "$INITIAL" >"$TMP/word.bin"
 check "e: B's word set to $INITIAL" region_put b "$WORD_OFF" "$TMP/word.bin"
-expect=$INITIAL
+
+# e1: concurrent adds. Each worker is a subshell running spinctl itself
+# (not sc: $TMP/cmd.out is the main shell's), one line "ADD ORIGINAL" or
+# "ADD FAIL" per op into its own file.
+add_worker() {
+  local w=$1 j add re='"atomic_original":"?([0-9]+)' out
+  for ((j = 1; j <= ADDS_PER_WORKER; j++)); do
+    add=$(((w * 100 + j) * 7919 + (1 << 40)))  # distinct
+    if out=$("$SPINCTL" --socket "$SOCK_A" --json qp-atomic "$QPN_A" "$RKEY_B" $((BASE_B + WORD_OFF)) \
+      --region "$ID_A" --offset "$LAND_OFF" --add "$add" --timeout_ms "$OP_MS" 2>>"$TMP/adds-$w.err" </dev/null) &&
+      [[ $out =~ $re ]]; then
+      echo "$add ${BASH_REMATCH[1]}"
+    else
+      echo "$add FAIL"
+    fi
+  done >"$TMP/adds-$w.txt"
+}
+ADD_PIDS=()
+for ((w = 1; w <= ADD_WORKERS; w++)); do
+  add_worker "$w" &
+  ADD_PIDS+=($!)
+  IT_BG+=($!)  # killed at exit if still running
+done
+for p in "${ADD_PIDS[@]}"; do wait_pid "$p" 120 || true; done
+check_chain() {
+  CHAIN_END=$("$PY" - "$INITIAL" "$TMP"/adds-*.txt <<'EOF'
+import sys
+initial, ops, bad = int(sys.argv[1]), [], []
+for path in sys.argv[2:]:
+    for line in open(path):
+        add, orig = line.split()
+        if orig == "FAIL":
+            bad.append(f"add {add} failed")
+        else:
+            ops.append((int(orig), int(add)))
+ops.sort()
+value = initial
+for orig, add in ops:
+    if orig != value:
+        bad.append(f"original {orig}, expected {value} (off by {orig - value})")
+        value = orig
+    value += add
+print(value)
+for b in bad[:10]:
+    print(b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+  )
+}
+CHAIN_END=
+check "e: $((ADD_WORKERS * ADDS_PER_WORKER)) concurrent FETCH_ADDs ($ADD_WORKERS processes) complete and their originals form one chain" \
+  check_chain
+E_START=${CHAIN_END:-$INITIAL}
+NL=$'\n'
+log "e: concurrent adds: $(cat "$TMP"/adds-*.txt | wc -l) ops, value now $E_START${NL}$(cat "$TMP"/adds-*.err 2>/dev/null | head -c 600)"
+
+# e2: one after the other, each original predicted exactly.
+expect=$E_START
 adds_ok=0
 originals_ok=1
 for ((n = 1; n <= N_ADDS; n++)); do
@@ -611,8 +676,8 @@ for ((n = 1; n <= N_ADDS; n++)); do
   fi
 done
 check "e: $N_ADDS FETCH_ADDs complete ($adds_ok)" test "$adds_ok" -eq "$N_ADDS"
-check "e: every original is the initial value plus the addends before it" test "$originals_ok" -eq 1
-SUM=$INITIAL
+check "e: every original is the value before plus the addends before it" test "$originals_ok" -eq 1
+SUM=$E_START
 for ((n = 1; n <= N_ADDS; n++)); do SUM=$((SUM + n * 1000003 + (n % 7) * (1 << 33))); done
 word_is_sum() {
   scB region-read "$ID_B" --offset "$WORD_OFF" --length 8
@@ -621,7 +686,7 @@ word_is_sum() {
   got=$(json 'int.from_bytes(__import__("base64").b64decode(d["data"]), "little")')
   [[ $got -eq $SUM ]] || { log "e: B's word is $got, expected $SUM (difference $((got - SUM)))"; return 1; }
 }
-check "e: B's word is exactly the initial value plus all $N_ADDS addends" word_is_sum
+check "e: B's word is exactly the initial value plus all $((ADD_WORKERS * ADDS_PER_WORKER + N_ADDS)) addends" word_is_sum
 model word b "$WORD_OFF" "$SUM"
 # The original value should also land in A's region at --offset
 # (QpExecuteRequest, docs/spinctl.md, as an ibv_post_send atomic's local SGE
