@@ -105,17 +105,26 @@ absl::StatusOr<Port> Port::Open(const PortConfig& config,
   conf.rxmode.mtu = mtu;
   uint32_t data_room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
   port.max_frame_ = mtu + RTE_ETHER_HDR_LEN;
-  if (port.max_frame_ + 8 > data_room) {
-    if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) == 0) {
-      return PortError(config,
-                       absl::StrCat("MTU ", mtu,
-                                    " needs frames larger than "
-                                    "one mbuf (",
-                                    data_room,
-                                    " B) and the "
-                                    "device cannot scatter; lower the MTU"),
-                       0);
-    }
+  // Two VLAN tags on top of the frame. Some PMDs also count their own
+  // per-buffer header against the room (virtio: a VLAN tag and the 12-byte
+  // virtio-net header) and refuse the RX queue unless it may scatter, so a
+  // device that can scatter does so once a frame comes that close.
+  constexpr uint32_t kVlanTags = 8;
+  constexpr uint32_t kPmdHeaderSlack = 32;
+  const bool can_scatter =
+      (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0;
+  if (port.max_frame_ + kVlanTags > data_room && !can_scatter) {
+    return PortError(config,
+                     absl::StrCat("MTU ", mtu,
+                                  " needs frames larger than "
+                                  "one mbuf (",
+                                  data_room,
+                                  " B) and the "
+                                  "device cannot scatter; lower the MTU"),
+                     0);
+  }
+  if (can_scatter &&
+      port.max_frame_ + kVlanTags + kPmdHeaderSlack > data_room) {
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
   }
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) {

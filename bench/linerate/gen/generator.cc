@@ -218,8 +218,13 @@ absl::Status Generator::Setup() {
       !st.ok()) {
     return st;
   }
+  // One mbuf holds the largest frame the MTU admits (not only --size),
+  // with 64 B to spare: virtio refuses an RX queue whose buffers cannot take
+  // MTU + 14 + a VLAN tag + its 12-byte header without scattering.
+  const uint32_t largest = std::max<uint32_t>(
+      o.size, o.mtu != 0 ? static_cast<uint32_t>(o.mtu + kEthHeaderBytes) : 0);
   const uint32_t room =
-      std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, o.size + 64);
+      std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, largest + 64);
   const unsigned mbufs = o.size <= RTE_MBUF_DEFAULT_DATAROOM ? 8191 : 4095;
   s.tx_pool =
       rte_pktmbuf_pool_create("gen_tx", mbufs, kPoolCache, 0,
