@@ -651,8 +651,19 @@ bool ParseNode(const std::string& text, std::array<uint8_t, 16>* node) {
 absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
   for (int i = 0; i < config.handlers_size(); ++i) {
     const v1::HandlerInstall& handler = config.handlers(i);
-    if (!handler.has_roce()) continue;
     const FieldPath p = FieldPath().At("handlers", i);
+    const bool function_bound = handler.roce().has_naaice_function();
+    if ((handler.kind() == "naaice_function") != function_bound) {
+      return r.Error(
+          function_bound ? p.F("kind") : p.F("roce"),
+          function_bound
+              ? "a handler bound to a NAAICE function code must be kind "
+                "naaice_function (params { key: \"function\" value: "
+                "\"vector_sum\" })"
+              : "kind naaice_function runs on NAAICE calls only: bind it "
+                "with roce { naaice_function: CODE }");
+    }
+    if (!handler.has_roce()) continue;
     if (!config.has_roce()) {
       return r.Error(p.F("roce"), "needs RoCE: add a roce section");
     }
@@ -660,6 +671,20 @@ absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
       return r.Error(p.F(handler.has_match() ? "match" : "diad"),
                      "a handler that takes a queue pair's messages matches "
                      "no frames and no DiAD messages; remove it or `roce`");
+    }
+    if (function_bound) {
+      const uint32_t code = handler.roce().naaice_function();
+      if (code == 0 || code > 127) {
+        return r.Error(p.F("roce").F("naaice_function"),
+                       absl::StrCat(code,
+                                    " is not a function code; NAAICE codes "
+                                    "are 1..127 (7 bits of the immediate)"));
+      }
+      if (config.roce().naaice_port() == 0) {
+        return r.Error(p.F("roce").F("naaice_function"),
+                       "no NAAICE host can call it: set roce.naaice_port");
+      }
+      continue;
     }
     if (handler.roce().qpn() < 0x100) {
       return r.Error(p.F("roce").F("qpn"),
@@ -1618,9 +1643,13 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
     } else if (handler.diad().has_write_region()) {
       h.diad.kind = DiadBinding::Kind::kWrite;
       h.diad.region_id = handler.diad().write_region();
-    } else if (handler.has_roce()) {
+    } else if (handler.roce().has_qpn()) {
       h.diad.kind = DiadBinding::Kind::kRoceQp;
       h.diad.qpn = handler.roce().qpn();
+    } else if (handler.roce().has_naaice_function()) {
+      h.diad.kind = DiadBinding::Kind::kNaaiceFunction;
+      h.diad.function_code =
+          static_cast<uint8_t>(handler.roce().naaice_function());
     }
 
     const v1::MatchRule& match = handler.match();

@@ -435,6 +435,22 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
           roce::kFirstQpn, "..", roce::kFirstQpn + roce_config_.max_qps - 1,
           " (spinctl qps lists them)"));
     }
+  } else if (config.diad.kind == DiadBinding::Kind::kNaaiceFunction) {
+    const uint32_t code = config.diad.function_code;
+    if (!roce_config_.enabled || roce_config_.naaice_port == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "handler '", config.name,
+          "': takes NAAICE calls but no NAAICE port is configured (set "
+          "roce.naaice_port)"));
+    }
+    if (code == 0 || code >= naaice::kFunctionCodes ||
+        config.kind != "naaice_function") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "handler '", config.name,
+          "': a NAAICE function binding needs kind naaice_function and a "
+          "code 1..127, not kind '",
+          config.kind, "' with code ", code));
+    }
   } else if (config.diad.kind != DiadBinding::Kind::kNone) {
     // Writes into a region come from DiAD peers or RoCE clients (RDMA
     // WRITE); streams only from DiAD.
@@ -475,6 +491,9 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
         case DiadBinding::Kind::kRoceQp:
           same = same && other.qpn == config.diad.qpn;
           break;
+        case DiadBinding::Kind::kNaaiceFunction:
+          same = same && other.function_code == config.diad.function_code;
+          break;
         default:
           same = same && other.region_id == config.diad.region_id;
           break;
@@ -487,6 +506,9 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
                 ? absl::StrCat("stream ", config.diad.stream_id)
             : config.diad.kind == DiadBinding::Kind::kRoceQp
                 ? absl::StrCat("queue pair ", config.diad.qpn, "'s messages")
+            : config.diad.kind == DiadBinding::Kind::kNaaiceFunction
+                ? absl::StrCat("NAAICE function code ",
+                               config.diad.function_code)
                 : absl::StrCat("writes into region ", config.diad.region_id),
             "; remove it or use replace"));
       }

@@ -33,14 +33,22 @@ struct PortConfig {
 };
 
 // Messages of a transport an ECTX takes instead of matching frames: DiAD
-// stream messages to a stream id, DiAD and RDMA writes into a region, or a
-// RoCE queue pair's SEND and WRITE messages.
+// stream messages to a stream id, DiAD and RDMA writes into a region, a
+// RoCE queue pair's SEND and WRITE messages, or NAAICE calls of a function
+// code.
 struct DiadBinding {
-  enum class Kind : uint8_t { kNone, kStream, kWrite, kRoceQp };
+  enum class Kind : uint8_t {
+    kNone,
+    kStream,
+    kWrite,
+    kRoceQp,
+    kNaaiceFunction,  // NAAICE calls with a function code
+  };
   Kind kind = Kind::kNone;
-  uint32_t stream_id = 0;  // kStream
-  uint64_t region_id = 0;  // kWrite: a registered region's id
-  uint32_t qpn = 0;        // kRoceQp
+  uint32_t stream_id = 0;     // kStream
+  uint64_t region_id = 0;     // kWrite: a registered region's id
+  uint32_t qpn = 0;           // kRoceQp
+  uint8_t function_code = 0;  // kNaaiceFunction: 1..127
 };
 
 struct HandlerConfig {

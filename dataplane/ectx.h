@@ -17,6 +17,7 @@
 #include "dataplane/match_rule.h"
 #include "dataplane/memory_region.h"
 #include "handlers/api/handler.h"
+#include "handlers/naaice/function.h"
 
 namespace spinnic {
 
@@ -44,6 +45,8 @@ class Ectx {
   const HandlerKind& kind() const { return *kind_; }
   const HandlerInstance& instance() const { return instance_; }
   const MatchRule& match() const { return match_; }
+  // A naaice_function ECTX's kernel (its `function` parameter), or nullptr.
+  naaice::Function naaice_function() const { return naaice_function_; }
   const DiadBinding& diad() const { return diad_; }
   uint32_t priority() const { return priority_; }
   uint64_t cycle_budget() const { return cycle_budget_; }
@@ -77,6 +80,7 @@ class Ectx {
   HandlerInstance instance_;
   MatchRule match_;
   DiadBinding diad_;
+  naaice::Function naaice_function_ = nullptr;
   uint32_t priority_ = 0;
   uint64_t cycle_budget_ = 0;
   uint32_t disable_after_overruns_ = 0;

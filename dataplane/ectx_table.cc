@@ -25,6 +25,10 @@ EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
       case DiadBinding::Kind::kRoceQp:
         roce_qps_.emplace(diad.qpn, ectx.get());
         break;
+      case DiadBinding::Kind::kNaaiceFunction:
+        // Overrides the built-in function of that code, if any.
+        naaice_functions_.Register(diad.function_code, ectx->naaice_function());
+        break;
     }
   }
   if (matched_.size() <= kLinearMax) return;

@@ -65,6 +65,12 @@ class EctxTable {
     return it == roce_qps_.end() ? nullptr : it->second;
   }
 
+  // NAAICE functions by code: the built-in ones, then the installed
+  // naaice_function ECTXs' over them.
+  const naaice::FunctionTable& naaice_functions() const {
+    return naaice_functions_;
+  }
+
   const std::vector<std::shared_ptr<const Ectx>>& ectxs() const {
     return ectxs_;
   }
@@ -123,6 +129,7 @@ class EctxTable {
   absl::flat_hash_map<uint32_t, const Ectx*> diad_streams_;
   absl::flat_hash_map<uint64_t, const Ectx*> diad_writes_;
   absl::flat_hash_map<uint32_t, const Ectx*> roce_qps_;
+  naaice::FunctionTable naaice_functions_ = naaice::BuiltinFunctions();
   uint64_t port_mask_ = 0;
   // By `first`, so that the search can stop at the first shape that cannot
   // beat what it found.

@@ -1,22 +1,11 @@
 #include "dataplane/roce/naaice_service.h"
 
-#include <rte_cycles.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "dataplane/roce/roce_engine.h"
 
 namespace spinnic::roce {
-namespace {
-
-uint64_t NowNanos() {
-  const uint64_t hz = rte_get_timer_hz();
-  const uint64_t cycles = rte_get_timer_cycles();
-  return cycles / hz * 1000000000 + cycles % hz * 1000000000 / hz;
-}
-
-}  // namespace
 
 NaaiceService::NaaiceService(uint32_t qpn, uint64_t max_bytes,
                              const ::spinnic::naaice::FunctionTable* functions)
@@ -39,6 +28,7 @@ void NaaiceService::OnSend(const ReceivedSend& send, QpActions& qp) {
 
 void NaaiceService::OnWriteImm(uint32_t immediate, uint32_t msn,
                                QpActions& qp) {
+  session_.set_functions(&qp.naaice_functions());
   const naaice::RpcStep step = session_.OnWriteImm(immediate, msn);
   if (step.kind == naaice::RpcStep::Kind::kWriteBack) {
     WriteBack(step.write_back, qp);
@@ -50,9 +40,9 @@ void NaaiceService::OnWriteImm(uint32_t immediate, uint32_t msn,
   // them on a worker of their own is the next step, docs/naaice.md.)
   const naaice::RunRequest& run = step.run;
   RoceCounters& counters = qp.counters();
-  const uint64_t start = NowNanos();
+  const uint64_t start = RoceEngine::NowNanos();
   const uint8_t code = run.function(run.inputs, run.outputs, run.params);
-  counters.naaice_function_ns.Add(NowNanos() - start);
+  counters.naaice_function_ns.Add(RoceEngine::NowNanos() - start);
   counters.naaice_calls.Add();
   if (code != 0) counters.naaice_errors.Add();
   WriteBack(session_.OnFunctionDone(code), qp);

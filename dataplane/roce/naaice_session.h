@@ -220,6 +220,10 @@ class Session {
   // calls it when the connection ends (DREQ, QP error, kFailed).
   void Close();
 
+  // The functions the next calls look codes up in (the engine's current
+  // ECTX table: built-ins and installed naaice_function handlers).
+  void set_functions(const FunctionTable* functions) { functions_ = functions; }
+
   SessionState state() const { return state_; }
   FailReason fail_reason() const { return fail_reason_; }
   mrsp::ParseError parse_error() const { return parse_error_; }
@@ -241,7 +245,7 @@ class Session {
   WriteBack PlanWriteBack(uint8_t return_code, bool whole_regions);
 
   RegionAllocator* const allocator_;
-  const FunctionTable* const functions_;
+  const FunctionTable* functions_;
   SessionState state_ = SessionState::kAwaitingMrsp;
   FailReason fail_reason_ = FailReason::kNone;
   mrsp::ParseError parse_error_ = mrsp::ParseError::kNone;

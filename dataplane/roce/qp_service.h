@@ -26,6 +26,7 @@
 
 #include "dataplane/roce/connection_regions.h"
 #include "dataplane/roce/ib_types.h"
+#include "handlers/naaice/function.h"
 
 namespace spinnic::roce {
 
@@ -68,6 +69,9 @@ class QpActions {
   virtual void Fail() = 0;
   virtual uint32_t qpn() const = 0;
   virtual RoceCounters& counters() = 0;
+  // NAAICE functions by code: the built-ins and the installed
+  // naaice_function handlers of the ECTX table in effect.
+  virtual const ::spinnic::naaice::FunctionTable& naaice_functions() = 0;
 
  protected:
   ~QpActions() = default;

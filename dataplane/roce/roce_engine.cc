@@ -16,6 +16,7 @@
 #include "dataplane/region_table.h"
 #include "dataplane/roce/naaice_service.h"
 #include "dataplane/roce/perftest_service.h"
+#include "dataplane/roce/rc_packets.h"
 #include "dataplane/roce/rping_service.h"
 #include "dataplane/roce/verbs_service.h"
 
@@ -132,7 +133,10 @@ const char* RoceDropName(RoceDrop drop) {
 // A service's handle on its QP for one call (qp_service.h).
 class RoceEngine::ServiceActions final : public QpActions {
  public:
-  ServiceActions(RoceEngine* engine, Qp& qp) : engine_(engine), qp_(qp) {}
+  // `table`: the ECTX table of this poll, or nullptr outside a packet's
+  // handling (then the built-in functions).
+  ServiceActions(RoceEngine* engine, Qp& qp, const EctxTable* table = nullptr)
+      : engine_(engine), qp_(qp), table_(table) {}
 
   bool PostSend(std::span<const uint8_t> bytes, uint32_t tag) override {
     WorkRequest wr;
@@ -178,6 +182,9 @@ class RoceEngine::ServiceActions final : public QpActions {
   void Fail() override { engine_->FailQp(qp_); }
   uint32_t qpn() const override { return qp_.qpn; }
   RoceCounters& counters() override { return engine_->counters_; }
+  const ::spinnic::naaice::FunctionTable& naaice_functions() override {
+    return table_ != nullptr ? table_->naaice_functions() : engine_->functions_;
+  }
 
  private:
   bool Post(const WorkRequest& wr, uint32_t tag) {
@@ -191,6 +198,7 @@ class RoceEngine::ServiceActions final : public QpActions {
 
   RoceEngine* const engine_;
   Qp& qp_;
+  const EctxTable* const table_;
 };
 
 RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
@@ -406,35 +414,7 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
 
 void RoceEngine::Request(Qp& qp, const Arrival& arrival,
                          const RegionTable& regions) {
-  const Packet& p = *arrival.packet;
-  RcRequest request;
-  request.opcode = p.bth.opcode;
-  request.psn = p.bth.psn;
-  request.ack_req = p.bth.ack_req;
-  request.solicited = p.bth.solicited;
-  request.payload_length = p.payload_length;
-  request.pad = p.pad_count;
-  if (p.info->has(kHasReth)) {
-    request.has_reth = true;
-    request.reth_va = p.ext.reth.va;
-    request.reth_rkey = p.ext.reth.rkey;
-    request.reth_dma_length = p.ext.reth.dma_length;
-  }
-  if (p.info->has(kHasAtomicEth)) {
-    request.has_atomic_eth = true;
-    request.atomic_va = p.ext.atomic_eth.va;
-    request.atomic_rkey = p.ext.atomic_eth.rkey;
-    request.atomic_swap_add = p.ext.atomic_eth.swap_add;
-    request.atomic_compare = p.ext.atomic_eth.compare;
-  }
-  if (p.info->has(kHasImmDt)) {
-    request.has_immediate = true;
-    request.immediate = p.ext.imm_data;
-  }
-  if (p.info->has(kHasIeth)) {
-    request.has_invalidate = true;
-    request.invalidate_rkey = p.ext.ieth;
-  }
+  const RcRequest request = RcRequestOf(*arrival.packet);
   if (qp.reply_count == kReplyQueue) {
     // Nothing is committed: the requester's retry finds room later.
     counters_.Drop(RoceDrop::kReplyQueueFull);
@@ -531,7 +511,7 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       // replies first): the NAAICE host counts its writes complete first.
       Queue(qp, reply);
       if (plan.ends_message && plan.has_immediate && qp.service != nullptr) {
-        ServiceActions actions(this, qp);
+        ServiceActions actions(this, qp, arrival.table);
         qp.service->OnWriteImm(plan.immediate, qp.responder.msn(), actions);
       }
       return true;
@@ -1006,16 +986,9 @@ void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
     counters_.Drop(RoceDrop::kNotRequest);
     return;
   }
-  ResponsePacket response;
-  response.opcode = p.bth.opcode;
-  response.psn = p.bth.psn;
-  response.syndrome = p.ext.aeth.syndrome;
-  response.msn = p.ext.aeth.msn;
-  response.payload_length = p.payload_length;
-  response.atomic_original = p.ext.atomic_ack_eth.original;
   Placement placement;
   const ResponseVerdict verdict =
-      qp.requester->OnResponse(response, NowNanos(), &placement);
+      qp.requester->OnResponse(ResponsePacketOf(p), NowNanos(), &placement);
   if (verdict == ResponseVerdict::kReadData && placement.length != 0) {
     // The local bytes of a READ: inside the pinned region it was posted
     // with (the requester checked the length against the WR).
@@ -1129,7 +1102,7 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     send.immediate = plan.immediate;
     send.msn = qp.responder.msn();
     qp.receive_length = 0;
-    ServiceActions actions(this, qp);
+    ServiceActions actions(this, qp, arrival.table);
     service->OnSend(send, actions);
   }
   return true;

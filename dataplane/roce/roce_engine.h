@@ -246,6 +246,8 @@ class RoceEngine final : public CmAcceptor {
   void Shutdown();
 
   const RoceCounters& counters() const { return counters_; }
+  // The timer clock in nanoseconds (the requesters' and services' time).
+  static uint64_t NowNanos();
   const Responder* responder(uint32_t qpn) const;
   // The connection manager (HPU 0 only; nullptr elsewhere).
   const CmService* cm() const { return cm_.get(); }
@@ -365,7 +367,6 @@ class RoceEngine final : public CmAcceptor {
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,
                           uint32_t access, const MemoryRegion** region);
-  static uint64_t NowNanos();
   void CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm = false,
                 uint16_t cm_port = 0);
   void DestroyQp(Qp& qp);

@@ -10,7 +10,7 @@ VerbsService::VerbsService(uint32_t qpn, uint64_t region_bytes)
     : QpService(qpn, region_bytes) {
   if (region_bytes != 0 && regions().Allocate(region_bytes, &region_) !=
                                ConnectionRegions::Status::kOk) {
-    region_ = {};  // advertised as address 0, rkey 0: nothing to access
+    region_ = {};  // no region: the REP carries no private data
   }
 }
 

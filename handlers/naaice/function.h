@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace spinnic::naaice {
 
@@ -125,6 +126,17 @@ uint8_t MatVec(InputRegions inputs, OutputRegions outputs, Params params);
 
 // A table with every built-in function under its code above.
 FunctionTable BuiltinFunctions();
+
+// The built-in functions by name, for a handler that installs one under a
+// code of the operator's choice (kind "naaice_function", docs/naaice.md
+// §7.5): add_one, add_two, empty, vector_sum, matvec.
+struct NamedFunction {
+  const char* name;
+  Function function;
+};
+std::span<const NamedFunction> NamedFunctions();
+// nullptr when no built-in function has `name`.
+Function FindFunction(std::string_view name);
 
 }  // namespace spinnic::naaice
 

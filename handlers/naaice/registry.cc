@@ -14,4 +14,19 @@ FunctionTable BuiltinFunctions() {
   return table;
 }
 
+std::span<const NamedFunction> NamedFunctions() {
+  static constexpr NamedFunction kNamed[] = {
+      {"add_one", &AddOne},       {"add_two", &AddTwo}, {"empty", &Empty},
+      {"vector_sum", &VectorSum}, {"matvec", &MatVec},
+  };
+  return kNamed;
+}
+
+Function FindFunction(std::string_view name) {
+  for (const NamedFunction& f : NamedFunctions()) {
+    if (name == f.name) return f.function;
+  }
+  return nullptr;
+}
+
 }  // namespace spinnic::naaice

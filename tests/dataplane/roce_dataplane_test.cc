@@ -20,6 +20,7 @@
 #include "dataplane/roce/mrsp.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/wire.h"
+#include "handlers/naaice/function.h"
 #include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
@@ -849,8 +850,27 @@ TEST_F(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
 
 // Our requester: RoceExecute runs on a thread while this one drives HPU 0
 // and plays the client's responder.
+// What the result write of a NAAICE call carried.
+struct NaaiceResult {
+  uint32_t immediate = 0xffffffff;
+  Bytes payload;
+};
+
+Bytes Doubles(std::initializer_list<double> values) {
+  Bytes bytes;
+  for (double v : values) {
+    uint8_t b[8];
+    std::memcpy(b, &v, 8);
+    bytes.insert(bytes.end(), b, b + 8);
+  }
+  return bytes;
+}
+
 class RoceRequesterTest : public RoceDataplaneTest {
  protected:
+  // A NAAICE host over the CM: MRSP (two inputs, one output of 4
+  // doubles), inputs 1,2,3,4 and 10,20,30,40, one call with `code`.
+  void NaaiceCall(uint8_t code, NaaiceResult* outcome);
   std::future<absl::StatusOr<RoceOpResult>> Start(const RoceOp& op) {
     return std::async(std::launch::async, [this, op] {
       return dataplane().RoceExecute(op, absl::Seconds(20));
@@ -1012,7 +1032,7 @@ TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
 // talks to its NAA: connect on the NAAICE port, the memory-region setup
 // protocol over SEND, inputs by RDMA WRITE, the function code in the last
 // WRITE's immediate, the result back by WRITE with immediate.
-TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
+void RoceRequesterTest::NaaiceCall(uint8_t code, NaaiceResult* outcome) {
   constexpr uint32_t kHostQpn = 0x55;
   constexpr uint32_t kHostPsn = 0x100;
   roce::RdmaCmConnectParams params;
@@ -1074,24 +1094,14 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   ASSERT_EQ(advert.count, 3);
   host_ack(naa_psn);
 
-  // Inputs: a = 1,2,3,4 and b = 10,20,30,40; the function code (16:
-  // vector sum) rides on the last input's WRITE with immediate.
-  auto doubles = [](std::initializer_list<double> values) {
-    Bytes bytes;
-    for (double v : values) {
-      uint8_t b[8];
-      std::memcpy(b, &v, 8);
-      bytes.insert(bytes.end(), b, b + 8);
-    }
-    return bytes;
-  };
+  // The function code rides on the last input's WRITE with immediate.
   send_from_host(Opcode::kRcWriteOnly, roce::PsnAdd(host_psn, 1),
                  Reth(advert.regions[0].address, advert.regions[0].rkey, 32),
-                 doubles({1, 2, 3, 4}));
+                 Doubles({1, 2, 3, 4}));
   ExtHeaders last = Reth(advert.regions[1].address, advert.regions[1].rkey, 32);
-  last.imm_data = roce::mrsp::MakeRequestImmediate(16, 0);
+  last.imm_data = roce::mrsp::MakeRequestImmediate(code, 0);
   send_from_host(Opcode::kRcWriteOnlyImm, roce::PsnAdd(host_psn, 2), last,
-                 doubles({10, 20, 30, 40}));
+                 Doubles({10, 20, 30, 40}));
   out = Await(3);
   ASSERT_GE(out.size(), 2u);
   // The ACK of the host's writes first (one, coalesced), then the result.
@@ -1108,16 +1118,50 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   EXPECT_EQ(result->packet.bth.psn, roce::PsnAdd(naa_psn, 1));
   EXPECT_EQ(result->packet.ext.reth.va, 0x9000u);
   EXPECT_EQ(result->packet.ext.reth.rkey, 0x22u);
-  EXPECT_EQ(result->packet.ext.reth.dma_length, 32u);
-  EXPECT_EQ(result->packet.ext.imm_data, 0u);  // success
   EXPECT_TRUE(result->packet.bth.solicited);
-  EXPECT_EQ(result->payload(), doubles({11, 22, 33, 44}));
+  outcome->immediate = result->packet.ext.imm_data;
+  outcome->payload = result->payload();
   host_ack(roce::PsnAdd(naa_psn, 1));
   Poll();
   EXPECT_EQ(Counter("naaice_sessions"), 1u);
+  EXPECT_EQ(Counter("ops_completed"), 2u);  // our SEND and our result write
+}
+
+TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
+  NaaiceResult result;
+  ASSERT_NO_FATAL_FAILURE(NaaiceCall(naaice::kCodeVectorSum, &result));
+  EXPECT_EQ(result.immediate, 0u);  // success
+  EXPECT_EQ(result.payload, Doubles({11, 22, 33, 44}));
   EXPECT_EQ(Counter("naaice_calls"), 1u);
   EXPECT_EQ(Counter("naaice_errors"), 0u);
-  EXPECT_EQ(Counter("ops_completed"), 2u);  // our SEND and our result write
+}
+
+TEST_F(RoceRequesterTest, NaaiceCallsAFunctionInstalledAsAnEctx) {
+  // Code 40 has no built-in function; an ECTX of kind naaice_function binds
+  // vector_sum to it.
+  HandlerConfig handler;
+  handler.name = "sum40";
+  handler.kind = "naaice_function";
+  handler.params["function"] = "vector_sum";
+  handler.diad.kind = DiadBinding::Kind::kNaaiceFunction;
+  handler.diad.function_code = 40;
+  absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(handler);
+  ASSERT_TRUE(installed.ok()) << installed.status();
+  NaaiceResult result;
+  ASSERT_NO_FATAL_FAILURE(NaaiceCall(40, &result));
+  EXPECT_EQ(result.immediate, 0u);
+  EXPECT_EQ(result.payload, Doubles({11, 22, 33, 44}));
+  EXPECT_EQ(Counter("naaice_calls"), 1u);
+}
+
+TEST_F(RoceRequesterTest, NaaiceCodeWithoutFunctionIsAnsweredUnknown) {
+  NaaiceResult result;
+  ASSERT_NO_FATAL_FAILURE(NaaiceCall(40, &result));
+  // Return code 0x7f (unknown function) in the immediate; no output bytes.
+  EXPECT_EQ(result.immediate,
+            roce::mrsp::MakeResultImmediate(naaice::kErrorUnknownFunction));
+  EXPECT_TRUE(result.payload.empty());
+  EXPECT_EQ(Counter("naaice_calls"), 0u);
 }
 
 TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {

@@ -41,6 +41,7 @@
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
+#include "dataplane/roce/rc_packets.h"
 #include "dataplane/roce/requester.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_engine.h"
@@ -550,16 +551,9 @@ class Client {
 
   void ReceiveResponse(const roce::Packet& p, const uint8_t* data,
                        uint64_t now) {
-    roce::ResponsePacket response;
-    response.opcode = p.bth.opcode;
-    response.psn = p.bth.psn;
-    response.syndrome = p.ext.aeth.syndrome;
-    response.msn = p.ext.aeth.msn;
-    response.payload_length = p.payload_length;
-    response.atomic_original = p.ext.atomic_ack_eth.original;
     roce::Placement placement;
     const roce::ResponseVerdict verdict =
-        requester_->OnResponse(response, now, &placement);
+        requester_->OnResponse(roce::ResponsePacketOf(p), now, &placement);
     if (verdict == roce::ResponseVerdict::kReadData && placement.length != 0) {
       // Before the completions are drained: the READ may have completed
       // with this very packet.
@@ -584,30 +578,7 @@ class Client {
   }
 
   void ReceiveRequest(const roce::Packet& p, const uint8_t* data) {
-    roce::RcRequest request;
-    request.opcode = p.bth.opcode;
-    request.psn = p.bth.psn;
-    request.ack_req = p.bth.ack_req;
-    request.solicited = p.bth.solicited;
-    request.payload_length = p.payload_length;
-    request.pad = p.pad_count;
-    if (p.info->has(roce::kHasReth)) {
-      request.has_reth = true;
-      request.reth_va = p.ext.reth.va;
-      request.reth_rkey = p.ext.reth.rkey;
-      request.reth_dma_length = p.ext.reth.dma_length;
-    }
-    if (p.info->has(roce::kHasAtomicEth)) {
-      request.has_atomic_eth = true;
-      request.atomic_va = p.ext.atomic_eth.va;
-      request.atomic_rkey = p.ext.atomic_eth.rkey;
-      request.atomic_swap_add = p.ext.atomic_eth.swap_add;
-      request.atomic_compare = p.ext.atomic_eth.compare;
-    }
-    if (p.info->has(roce::kHasImmDt)) {
-      request.has_immediate = true;
-      request.immediate = p.ext.imm_data;
-    }
+    const roce::RcRequest request = roce::RcRequestOf(p);
     const roce::ResponderPlan plan = responder_->Check(request);
     if (!plan.needs_commit) {
       Queue(plan.reply);

@@ -151,7 +151,18 @@ VA=$VA
 NAAICE_PORT=12345
 NAAICE_SIZE=${NAAICE_SIZE:-64}
 NAAICE_RPCS=${NAAICE_RPCS:-8}
+INSTALLED_CODE=40
 EOF
+
+if [[ $CASE == naaice ]]; then
+  # Code 40 has no built-in function: a naaice_function ECTX installed over
+  # gRPC gives it vector_sum (docs/naaice.md §7.5).
+  printf '%s\n' 'name: "sum40" kind: "naaice_function"' \
+    'params { key: "function" value: "vector_sum" }' \
+    'roce { naaice_function: 40 }' >"$RUN/sum40.textproto"
+  sc install --handler_file "$RUN/sum40.textproto" >"$RUN/install.txt" 2>&1 ||
+    { cat "$RUN/install.txt"; fail "spinctl install of the naaice_function handler"; exit 1; }
+fi
 
 if [[ $CASE == verbs || $CASE == rping ]]; then
   sc events --json --timeout_ms 200000 >"$RUN/events.jsonl" 2>"$RUN/events.err" &
@@ -340,6 +351,11 @@ case_naaice() {
       fail "$fn: $(grep -m1 -E "^$fn: .*FAIL" "$OUT" | cut -c1-200) ($(grep -m1 "^$fn rc=" "$OUT"))"
     fi
   done
+  if has "^installed rc=0" && has "^installed: naaice_client: vector_sum "; then
+    pass "vector_sum under code 40 (a naaice_function handler installed over gRPC): $(grep -m1 "^installed: naaice_client:" "$OUT" | cut -c12-100)"
+  else
+    fail "code 40 (installed handler): $(grep -m1 -E "^installed: .*FAIL" "$OUT" | cut -c1-200) ($(grep -m1 "^installed rc=" "$OUT"))"
+  fi
   log "appliance stats: $RUN/stats_final.json"
 }
 

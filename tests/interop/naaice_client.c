@@ -6,7 +6,8 @@
  * input but the last, the last as WRITE WITH IMMEDIATE carrying the
  * function code, and wait for the result's WRITE WITH IMMEDIATE.
  *
- *   naaice_client ADDR PORT [--function vector_sum|matvec|add1] [--size N]
+ *   naaice_client ADDR PORT [--function vector_sum|matvec|add1] [--code C]
+ *                 [--size N]
  *                 [--rpcs K] [--timeout-ms T]
  *
  * --size: doubles per vector (vector_sum), the square matrix's dimension
@@ -279,6 +280,9 @@ static void Mrsp(void) {
 /* ---- the functions: inputs filled per RPC, outputs checked exactly ---- */
 
 static enum Function function = kVectorSum;
+/* The function code sent (--code): the function's own unless the appliance
+ * has the function installed under another code. */
+static uint32_t call_code;
 static uint32_t size;
 
 static void SetUp(void) {
@@ -394,7 +398,7 @@ static int Rpc(int rpc) {
   }
   wrs[n - 1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
   wrs[n - 1].send_flags = IBV_SEND_SOLICITED;
-  wrs[n - 1].imm_data = htonl((uint32_t)function | kStartRpcBit);
+  wrs[n - 1].imm_data = htonl(call_code | kStartRpcBit);
 
   long long start = NowUs();
   if (ibv_post_send(id->qp, &wrs[0], &bad_s))
@@ -447,7 +451,7 @@ static int Rpc(int rpc) {
       "rpc %d fn=%d sent=%llu B in %d writes, result imm=0x%08x rc=%u (%u B "
       "with imm)%s "
       "time_us=%lld %s",
-      rpc, (int)function, (unsigned long long)bytes, n, imm, code, result_bytes,
+      rpc, (int)call_code, (unsigned long long)bytes, n, imm, code, result_bytes,
       early ? " result-before-our-writes-completed" : "", elapsed,
       ok ? "ok" : "FAIL");
   if (wrong) printf(" wrong=%u%s", wrong, first);
@@ -471,7 +475,7 @@ static void Disconnect(void) {
 static void Usage(void) {
   fprintf(stderr,
           "usage: naaice_client ADDR PORT [--function vector_sum|matvec|add1] "
-          "[--size N] "
+          "[--code C] [--size N] "
           "[--rpcs K] [--timeout-ms T]\n");
   exit(2);
 }
@@ -485,6 +489,8 @@ int main(int argc, char **argv) {
     if (i + 1 >= argc) Usage();
     if (!strcmp(argv[i], "--function")) {
       fname = argv[++i];
+    } else if (!strcmp(argv[i], "--code")) {
+      call_code = (uint32_t)strtol(argv[++i], NULL, 0);
     } else if (!strcmp(argv[i], "--size")) {
       sz = strtol(argv[++i], NULL, 0);
     } else if (!strcmp(argv[i], "--rpcs")) {
@@ -507,6 +513,8 @@ int main(int argc, char **argv) {
   } else {
     Usage();
   }
+  if (call_code == 0) call_code = (uint32_t)function;
+  if (call_code > 127) Usage();
   /* Regions' sizes travel as 32 bits; keep well inside the NAA's budget. */
   if (sz < 1 || rpcs < 1 || rpcs > 1000000 ||
       (function == kMatVec && sz > 2048) ||

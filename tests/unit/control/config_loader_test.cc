@@ -1052,6 +1052,43 @@ TEST(RoceConfigTest, QueuePairHandlers) {
       "t.textproto:5:", "matches no frames"));
 }
 
+TEST(RoceConfigTest, NaaiceFunctionHandlers) {
+  const std::string bound = Lines({
+      kWire,
+      kWorker,
+      kRoceAddress,
+      "roce { naaice_port: 12345 }",
+      R"(handlers { name: "f" kind: "naaice_function" params { key: "function" value: "vector_sum" } roce { naaice_function: 40 } })",
+  });
+  EXPECT_TRUE(Check(bound).ok());
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(bound, kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_EQ(dp->handlers[0].diad.kind, DiadBinding::Kind::kNaaiceFunction);
+  EXPECT_EQ(dp->handlers[0].diad.function_code, 40);
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines(
+          {kWire, kWorker, kRoceAddress, "roce { naaice_port: 12345 }",
+           R"(handlers { name: "f" kind: "count" roce { naaice_function: 40 } })"})),
+      "t.textproto:5:", "must be kind naaice_function"));
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines(
+          {kWire, kWorker, kRoceAddress, "roce { naaice_port: 12345 }",
+           R"(handlers { name: "f" kind: "naaice_function" params { key: "function" value: "vector_sum" } })"})),
+      "t.textproto:5:", "bind it with roce { naaice_function: CODE }"));
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines(
+          {kWire, kWorker, kRoceAddress, "roce { naaice_port: 12345 }",
+           R"(handlers { name: "f" kind: "naaice_function" params { key: "function" value: "vector_sum" } roce { naaice_function: 128 } })"})),
+      "t.textproto:5:", "NAAICE codes are 1..127"));
+  EXPECT_TRUE(ErrorIs(
+      Check(Lines(
+          {kWire, kWorker, kRoceAddress, "roce { }",
+           R"(handlers { name: "f" kind: "naaice_function" params { key: "function" value: "vector_sum" } roce { naaice_function: 40 } })"})),
+      "t.textproto:5:", "set roce.naaice_port"));
+}
+
 TEST(ToDataplaneConfigTest, PcapExample) {
   absl::StatusOr<v1::Config> loaded =
       LoadConfig(DeployConfig("example-pcap.textproto"));

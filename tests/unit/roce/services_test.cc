@@ -82,6 +82,9 @@ class RecordingActions final : public QpActions {
   void Fail() override { ++failed; }
   uint32_t qpn() const override { return qpn_; }
   RoceCounters& counters() override { return counters_; }
+  const naaice::FunctionTable& naaice_functions() override {
+    return functions_;
+  }
 
   std::vector<Posted> posted;
   std::vector<Bytes> reported;
@@ -92,6 +95,7 @@ class RecordingActions final : public QpActions {
  private:
   uint32_t qpn_;
   RoceCounters counters_;
+  naaice::FunctionTable functions_ = naaice::BuiltinFunctions();
 };
 
 ReceivedSend Message(const Bytes& bytes) {
