@@ -73,9 +73,9 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   ectx->instance_ = *std::move(instance);
   ectx->match_ = config.match;
   ectx->diad_ = config.diad;
-  if (auto it = config.params.find("function");
-      kind->name == "naaice_function" && it != config.params.end()) {
-    ectx->naaice_function_ = naaice::FindFunction(it->second);
+  if (kind->name == "naaice_function") {
+    ectx->naaice_function_ =
+        naaice::FindFunction(params->GetString("function"));
   }
   ectx->priority_ = config.priority;
   ectx->cycle_budget_ = config.cycle_budget;

@@ -28,7 +28,7 @@ class NaaiceFunctionHandler {
       "CODE }; the host's call with CODE runs the named kernel";
   static constexpr uint32_t kMinStateSize = 0;
   static constexpr std::array<ParamSpec, 1> kParams{{
-      {"function", ParamType::kString, true, "",
+      {"function", ParamType::kString, false, "vector_sum",
        "the kernel: add_one, add_two, empty, vector_sum or matvec"},
   }};
 
