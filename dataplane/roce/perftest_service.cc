@@ -61,7 +61,6 @@ PerftestService::PerftestService(uint32_t qpn, uint64_t region_bytes,
                                  const std::array<uint8_t, 16>& local_gid,
                                  uint32_t out_reads)
     : QpService(qpn, region_bytes),
-      qpn_(qpn),
       region_bytes_(region_bytes),
       local_gid_(local_gid),
       out_reads_(out_reads) {}
@@ -89,12 +88,12 @@ void PerftestService::OnSend(const ReceivedSend& send, QpActions& qp) {
     QpService* sibling = qp.Sibling();
     PingpongDest dest;
     dest.out_reads = out_reads_;
-    dest.qpn = qpn_;
+    dest.qpn = regions().qpn();
     dest.gid = local_gid_;
     if (sibling != nullptr && sibling->kind() == ServiceKind::kPerftest) {
       PerftestService* data = static_cast<PerftestService*>(sibling);
       const ConnectionRegions::Region& region = data->DataRegion();
-      dest.qpn = data->qpn_;
+      dest.qpn = data->regions().qpn();
       dest.rkey = region.rkey;
       dest.vaddr = region.address;
     }

@@ -59,7 +59,6 @@ class PerftestService final : public QpService {
   void OnSend(const ReceivedSend& send, QpActions& qp) override;
 
  private:
-  const uint32_t qpn_;
   const uint64_t region_bytes_;
   const std::array<uint8_t, 16> local_gid_;
   const uint32_t out_reads_;

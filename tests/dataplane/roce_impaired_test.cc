@@ -14,7 +14,6 @@
 // stage really dropped, reordered and duplicated frames and someone really
 // retransmitted.
 #include <gtest/gtest.h>
-#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -96,12 +95,8 @@ class EalEnvironment : public ::testing::Environment {
   }
 };
 
-// The engine's clock (RoceEngine::NowNanos): rte timer cycles in ns.
-uint64_t NowNs() {
-  const uint64_t hz = rte_get_timer_hz();
-  const uint64_t cycles = rte_get_timer_cycles();
-  return cycles / hz * 1000000000 + cycles % hz * 1000000000 / hz;
-}
+// The engine's clock, which the client's timers run on too.
+uint64_t NowNs() { return roce::RoceEngine::NowNanos(); }
 
 Bytes Pattern(size_t length, uint32_t seed) {
   Bytes bytes(length);
