@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/diad/stream_ring.h"
+#include "dataplane/rcu_table.h"
 #include "dataplane/roce/icrc.h"
 
 namespace spinnic {
@@ -142,6 +143,31 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
         workers, " workers configured but the EAL has only ",
         dataplane->hpu_lcores_.size(), " worker lcores; check --lcores"));
   }
+  // The transports first: they size part of the pool.
+  for (TransportMaker make : RegisteredTransports()) {
+    absl::StatusOr<std::unique_ptr<TransportModule>> module = make(config);
+    if (!module.ok()) return module.status();
+    dataplane->transport_list_.push_back(module->get());
+    dataplane->transports_.push_back(*std::move(module));
+  }
+  if (dataplane->transports_.size() > kMaxTransports) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dataplane->transports_.size(),
+                     " transports are registered; an HPU runs at most ",
+                     kMaxTransports, " (kMaxTransports in transport.h)"));
+  }
+  for (TransportModule* module : dataplane->transport_list_) {
+    if (dataplane->diad_ == nullptr) {
+      dataplane->diad_ = dynamic_cast<diad::DiadModule*>(module);
+    }
+    if (dataplane->roce_ == nullptr) {
+      dataplane->roce_ = dynamic_cast<roce::RoceModule*>(module);
+    }
+  }
+  if (dataplane->diad_ == nullptr || dataplane->roce_ == nullptr) {
+    return absl::InternalError(
+        "the built-in DiAD and RoCE transports are not registered");
+  }
 
   // Enough mbufs to fill every descriptor ring, every HPU's bursts and the
   // mempool caches, with headroom for handlers' emitted frames.
@@ -156,30 +182,19 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
     // Frames parked in the software scheduler's rings, if it runs.
     if (workers > 1) mbufs += kSchedulerRingSize * (workers + kMaxPorts / 8);
-    // DiAD packets held for retransmission: full windows on a few busy
-    // peers. Beyond that senders wait for buffers (counted, not lost).
-    if (config.diad.enabled) {
-      mbufs += config.diad.channel.window_packets * config.diad.channels *
-               std::min<uint32_t>(config.diad.max_peers, 4);
+    // What the transports hold (retransmission buffers).
+    for (const TransportModule* module : dataplane->transport_list_) {
+      mbufs += module->ExtraMbufs();
     }
   }
   for (const PortConfig& port : config.ports) {
     max_mtu = std::max<uint32_t>(max_mtu, port.mtu);
   }
-  // One mbuf holds a standard frame; jumbo MTUs scatter over several. DiAD
-  // builds each packet in one mbuf, so its path MTU sets a floor.
+  // One mbuf holds a standard frame; jumbo MTUs scatter over several.
+  // Transports that build each packet in one mbuf set a floor.
   uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
-  if (config.diad.enabled) {
-    data_room = std::max<uint32_t>(
-        data_room,
-        RTE_PKTMBUF_HEADROOM + diad::kEthernetBytes + config.diad.path_mtu);
-  }
-  // RoCE builds every reply in one mbuf: room for the largest frame of
-  // the path MTU the ports allow (up to 4096, plus headers).
-  if (config.roce.enabled) {
-    const uint32_t frame = std::min<uint32_t>(max_mtu, 4096 + 128) +
-                           RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
-    data_room = std::max<uint32_t>(data_room, RTE_PKTMBUF_HEADROOM + frame);
+  for (const TransportModule* module : dataplane->transport_list_) {
+    data_room = std::max<uint32_t>(data_room, module->MinDataRoom(max_mtu));
   }
   dataplane->pool_ = rte_pktmbuf_pool_create(
       "spinnic_pkts", mbufs, kMempoolCache, 0, static_cast<uint16_t>(data_room),
@@ -214,15 +229,16 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
       dataplane->tx_rings_[p] = ring;
     }
   }
-  if (any_scheduled) {
-    for (size_t w = 0; w < workers; ++w) {
-      std::string name = absl::StrCat("spinnic_in", w);
-      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
-                                       rte_socket_id(), RING_F_SC_DEQ);
-      if (ring == nullptr) {
-        return absl::ResourceExhaustedError("cannot create an inbound ring");
-      }
-      dataplane->inbound_rings_.push_back(ring);
+  // Transports hand frames to the HPU that owns their state through the
+  // same rings.
+  bool handoffs = false;
+  for (const TransportModule* module : dataplane->transport_list_) {
+    handoffs |= module->NeedsInboundRings();
+  }
+  if (any_scheduled || (handoffs && workers > 1)) {
+    if (absl::Status status = dataplane->CreateInboundRings(workers);
+        !status.ok()) {
+      return status;
     }
   }
   std::vector<uint16_t> pair(config.ports.size(), kNoPort);
@@ -249,11 +265,7 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     dataplane->regions_.store(dataplane->current_regions_.get());
   }
   HpuShared shared;
-  if (absl::Status status = dataplane->CreateDiad(config, &shared);
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = dataplane->CreateRoce(config, &shared);
+  if (absl::Status status = dataplane->OpenTransports(config, &shared);
       !status.ok()) {
     return status;
   }
@@ -310,9 +322,7 @@ Dataplane::~Dataplane() {
   // HPUs (and their transports' held mbufs and queued operations) go
   // before the rings and pools they use.
   hpus_.clear();
-  for (rte_ring* ring : command_rings_) rte_ring_free(ring);
-  rte_ring_free(roce_command_ring_);
-  rte_mempool_free(clone_pool_);
+  for (TransportModule* module : transport_list_) module->Close();
   for (rte_ring* ring : event_rings_) rte_ring_free(ring);
   // Frames still queued between HPUs when they stopped are freed here.
   for (rte_ring* ring : inbound_rings_) FreeRing(ring);
@@ -334,7 +344,50 @@ absl::Status Dataplane::Start() {
     }
   }
   started_ = true;
+  running_.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+absl::Status Dataplane::CreateInboundRings(size_t workers) {
+  for (size_t w = 0; w < workers; ++w) {
+    std::string name = absl::StrCat("spinnic_in", w);
+    rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
+                                     rte_socket_id(), RING_F_SC_DEQ);
+    if (ring == nullptr) {
+      return absl::ResourceExhaustedError("cannot create an inbound ring");
+    }
+    inbound_rings_.push_back(ring);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::OpenTransports(const DataplaneConfig& config,
+                                       HpuShared* shared) {
+  TransportEnv env;
+  env.config = &config;
+  env.ports = ports_;
+  env.pool = pool_;
+  env.regions = &regions_;
+  env.rcu = rcu_;
+  env.hpu_count = static_cast<uint32_t>(config.worker_cores.size());
+  env.inbound = inbound_rings_.empty() ? nullptr : inbound_rings_.data();
+  env.running = &running_;
+  roce_->set_region_lookup([this](uint64_t id) {
+    absl::MutexLock lock(&mu_);
+    return FindRegion(id);
+  });
+  for (TransportModule* module : transport_list_) {
+    if (absl::Status status = module->Open(env); !status.ok()) return status;
+  }
+  shared->transports = transport_list_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
+                                                    absl::Duration timeout) {
+  absl::StatusOr<RoceBatchResult> batch = RoceExecuteMany({op}, timeout);
+  if (!batch.ok()) return batch.status();
+  return std::move(batch->results.front());
 }
 
 void Dataplane::Stop() {
@@ -342,6 +395,7 @@ void Dataplane::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopped_) return;
   }
+  running_.store(false, std::memory_order_relaxed);
   stop_.store(true, std::memory_order_relaxed);
   if (started_) rte_eal_mp_wait_lcore();
   absl::MutexLock lock(&mu_);
@@ -421,23 +475,23 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
   }
   if (config.diad.kind == DiadBinding::Kind::kRoceQp) {
     const uint32_t qpn = config.diad.qpn;
-    if (!roce_config_.enabled) {
+    if (!roce_->config().enabled) {
       return absl::FailedPreconditionError(absl::StrCat(
           "handler '", config.name,
           "': takes a RoCE queue pair's messages but RoCE is off (add a roce "
           "section to the config)"));
     }
     if (qpn < roce::kFirstQpn ||
-        qpn - roce::kFirstQpn >= roce_config_.max_qps) {
+        qpn - roce::kFirstQpn >= roce_->config().max_qps) {
       return absl::InvalidArgumentError(absl::StrCat(
           "handler '", config.name, "': roce.qpn ", qpn,
           " is not a queue pair number of this appliance; use ",
-          roce::kFirstQpn, "..", roce::kFirstQpn + roce_config_.max_qps - 1,
+          roce::kFirstQpn, "..", roce::kFirstQpn + roce_->config().max_qps - 1,
           " (spinctl qps lists them)"));
     }
   } else if (config.diad.kind == DiadBinding::Kind::kNaaiceFunction) {
     const uint32_t code = config.diad.function_code;
-    if (!roce_config_.enabled || roce_config_.naaice_port == 0) {
+    if (!roce_->config().enabled || roce_->config().naaice_port == 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "handler '", config.name,
           "': takes NAAICE calls but no NAAICE port is configured (set "
@@ -454,9 +508,9 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
   } else if (config.diad.kind != DiadBinding::Kind::kNone) {
     // Writes into a region come from DiAD peers or RoCE clients (RDMA
     // WRITE); streams only from DiAD.
-    const bool transport_on =
-        diad_config_.enabled ||
-        (config.diad.kind == DiadBinding::Kind::kWrite && roce_config_.enabled);
+    const bool transport_on = diad_->config().enabled ||
+                              (config.diad.kind == DiadBinding::Kind::kWrite &&
+                               roce_->config().enabled);
     if (!transport_on) {
       return absl::FailedPreconditionError(absl::StrCat(
           "handler '", config.name, "': takes ",
@@ -556,11 +610,7 @@ template <typename Table>
 void Dataplane::PublishTable(std::atomic<const Table*>& published,
                              std::unique_ptr<const Table>& current,
                              std::unique_ptr<const Table> next) {
-  published.store(next.get(), std::memory_order_release);
-  // After this no HPU holds the old version (nor an ECTX or region that
-  // only it referenced).
-  rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
-  current = std::move(next);
+  PublishRcuTable(rcu_, published, current, std::move(next));
 }
 
 void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
@@ -769,13 +819,6 @@ void Dataplane::PublishRegions(
                std::make_unique<const RegionTable>(std::move(regions)));
 }
 
-// Here, beside PublishTable's definition (the rest of DiAD's control side is
-// in dataplane_diad.cc).
-void Dataplane::PublishPeers(std::vector<diad::Peer> peers) {
-  PublishTable(peers_, current_peers_,
-               std::make_unique<const diad::PeerTable>(std::move(peers)));
-}
-
 StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
   absl::MutexLock lock(&mu_);
   StatsSnapshot snapshot;
@@ -832,8 +875,9 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
     }
     snapshot.ectxs.push_back(std::move(stats));
   }
-  SnapshotDiad(&snapshot.diad);
-  SnapshotRoce(&snapshot.roce);
+  for (const TransportModule* module : transport_list_) {
+    module->Snapshot(snapshot);
+  }
   return snapshot;
 }
 

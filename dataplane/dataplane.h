@@ -25,15 +25,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "dataplane/dataplane_config.h"
-#include "dataplane/diad/diad_op.h"
-#include "dataplane/diad/peer_table.h"
+#include "dataplane/diad/diad_module.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
 #include "dataplane/port.h"
 #include "dataplane/region_table.h"
-#include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/roce_module.h"
 #include "dataplane/stats.h"
+#include "dataplane/transport.h"
 
 namespace spinnic {
 
@@ -52,83 +52,6 @@ struct RegionInfo {
   uint32_t stream_id = 0;             // a DiAD stream region's stream
   uint32_t pins = 0;                  // in-flight transfers
   std::vector<std::string> bound_to;  // handler names
-};
-
-// A DiAD peer as the control side reports it (counters summed over HPUs).
-struct PeerInfo {
-  std::string name;
-  uint32_t slot = 0;
-  diad::NodeAddress node{};
-  diad::MacAddress mac{};
-  bool up = true;  // no channel of it is down
-  uint32_t channels_down = 0;
-  uint32_t in_flight_packets = 0;
-  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
-  uint64_t retransmits = 0, down_events = 0, resets = 0;
-  uint64_t ops_completed = 0, ops_failed = 0;
-};
-
-// A RoCE queue pair as the control side reports it.
-struct QpInfo {
-  uint32_t qpn = 0;
-  roce::QpSpec spec;
-  roce::QpState state = roce::QpState::kReset;
-  uint32_t expected_psn = 0;  // next PSN the responder expects
-  uint32_t msn = 0;           // messages completed (24 bits)
-  uint64_t packets = 0;       // request packets executed
-  uint64_t naks = 0;          // NAKs and RNR NAKs sent
-  bool from_cm = false;       // connected through the CM (else gRPC)
-  uint16_t cm_port = 0;       // the rdma_cm port it connected to
-  roce::ServiceKind service = roce::ServiceKind::kVerbs;  // what takes SENDs
-};
-
-// One RDMA operation of ours on a RoCE QP (Dataplane::RoceExecute): the
-// local bytes are [offset, offset + length) of registered region
-// `region_id` (atomics: 8 bytes that receive the original value).
-struct RoceOp {
-  uint32_t qpn = 0;
-  roce::WorkRequest::Kind kind = roce::WorkRequest::Kind::kWrite;
-  uint64_t region_id = 0;
-  uint64_t offset = 0;
-  uint32_t length = 0;
-  uint64_t remote_va = 0;
-  uint32_t rkey = 0;
-  uint32_t imm = 0;
-  uint64_t compare = 0;
-  uint64_t swap_add = 0;
-};
-struct RoceOpResult {
-  uint64_t atomic_original = 0;  // atomics
-  // RoceExecuteMany: from submitting the op to seeing its completion.
-  absl::Duration latency = absl::ZeroDuration();
-};
-// RoceExecuteMany's answer: one result per op, in the order given, and the
-// wall time from submitting the first op to seeing the last completion.
-struct RoceBatchResult {
-  std::vector<absl::StatusOr<RoceOpResult>> results;
-  absl::Duration elapsed = absl::ZeroDuration();
-};
-
-// The largest InfiniBand path MTU whose RoCE packets fit frames of
-// `max_frame` bytes (Ethernet header included, no VLAN), or 0.
-uint32_t RoceMaxPathMtu(uint32_t max_frame);
-
-// A remote operation for DiadExecute: a write or stream message of `data`,
-// or a read of `read_length` bytes, on channel `channel` of peer `peer`.
-struct DiadRequest {
-  diad::DiadOp::Kind kind = diad::DiadOp::Kind::kWrite;
-  std::string peer;
-  uint16_t channel = 0;
-  uint32_t key = 0;      // rkey (write, read) or stream id (stream)
-  uint64_t address = 0;  // remote address (write, read)
-  std::string data;
-  uint32_t read_length = 0;
-};
-
-struct DiadResult {
-  absl::Status status;  // OK, or what the peer or the transport said
-  std::string data;     // a read's bytes
-  uint64_t latency_ns = 0;
 };
 
 class Dataplane {
@@ -184,51 +107,53 @@ class Dataplane {
   // The installed ECTXs' names by id (events name their ECTX by id).
   absl::flat_hash_map<uint32_t, std::string> EctxNames() const;
 
-  // DiAD peers (docs/diad.md). FAILED_PRECONDITION without a DiAD node
-  // address; INVALID_ARGUMENT for a bad node address or MAC; ALREADY_EXISTS
-  // for a name or node address in use; RESOURCE_EXHAUSTED at max_peers.
-  absl::Status AddPeer(const diad::PeerConfig& peer);
-  // Pending operations to the peer fail (ABORTED); NOT_FOUND if unknown.
-  absl::Status RemovePeer(absl::string_view name);
-  std::vector<PeerInfo> ListPeers() const;
-  const diad::DiadConfig& diad_config() const { return diad_config_; }
+  // The transports' control halves (transport.h), in registration order.
+  std::span<TransportModule* const> transports() const {
+    return transport_list_;
+  }
 
-  // RoCE queue pairs (docs/roce.md) created explicitly, for clients that
-  // exchange QP numbers out of band (the CM creates its own). The QP is
-  // ready to receive (RTS) once HPU 0 has applied the command, on its next
-  // poll. FAILED_PRECONDITION without a `roce` section.
-  absl::StatusOr<uint32_t> CreateQp(roce::QpSpec spec);
-  absl::Status DestroyQp(uint32_t qpn);
-  std::vector<QpInfo> ListQps() const;
-  // Runs `op` on its QP (our requester: segmentation, retransmission) and
-  // waits up to `timeout` for its completion. The peer's NAKs map to
-  // PERMISSION_DENIED (remote access), INVALID_ARGUMENT (invalid request),
-  // ABORTED (remote operational error, flushed), UNAVAILABLE (retries
-  // exhausted), DEADLINE_EXCEEDED (still running at the timeout).
-  absl::StatusOr<RoceOpResult> RoceExecute(const RoceOp& op,
-                                           absl::Duration timeout);
-  // Runs `ops` pipelined (up to kRoceWindow of them in flight at once, in
-  // order per QP) and waits up to `timeout` for all. Each result's status
-  // maps as RoceExecute's; ops not complete at the timeout are
-  // DEADLINE_EXCEEDED (they go on). The call fails as a whole only for a
-  // bad op (NOT_FOUND QP or region, OUT_OF_RANGE, INVALID_ARGUMENT,
-  // FAILED_PRECONDITION without RoCE): nothing is started then.
-  static constexpr size_t kRoceWindow = 128;
-  absl::StatusOr<RoceBatchResult> RoceExecuteMany(std::vector<RoceOp> ops,
-                                                  absl::Duration timeout);
-  // The configuration in effect (path_mtu resolved against the port).
-  const roce::RoceConfig& roce_config() const { return roce_config_; }
-
-  // Runs remote operations and waits for all of them (or `timeout`). Each
-  // result's status maps the transport's: NOT_FOUND (no such rkey or stream
-  // on the peer), OUT_OF_RANGE, PERMISSION_DENIED, INVALID_ARGUMENT,
+  // DiAD and RoCE's control calls, kept here for the control plane until it
+  // asks the modules itself (diad_module.h, roce_module.h say what each
+  // does and fails with).
+  absl::Status AddPeer(const diad::PeerConfig& peer) {
+    return diad_->AddPeer(peer);
+  }
+  absl::Status RemovePeer(absl::string_view name) {
+    return diad_->RemovePeer(name);
+  }
+  std::vector<PeerInfo> ListPeers() const { return diad_->ListPeers(); }
+  const diad::DiadConfig& diad_config() const { return diad_->config(); }
+  // Each result's status maps the transport's: NOT_FOUND (no such rkey or
+  // stream on the peer), OUT_OF_RANGE, PERMISSION_DENIED, INVALID_ARGUMENT,
   // ABORTED (a handler on the peer rejected it, the peer restarted, the
   // peer was removed), UNAVAILABLE (the peer stopped answering),
   // DEADLINE_EXCEEDED (still running at the timeout). Operations on one
   // channel go out in order. The call fails as a whole only for a bad
   // request (nothing is started then).
   absl::StatusOr<std::vector<DiadResult>> DiadExecute(
-      std::vector<DiadRequest> requests, absl::Duration timeout);
+      std::vector<DiadRequest> requests, absl::Duration timeout) {
+    return diad_->Execute(std::move(requests), timeout);
+  }
+  absl::StatusOr<uint32_t> CreateQp(roce::QpSpec spec) {
+    return roce_->CreateQp(spec);
+  }
+  absl::Status DestroyQp(uint32_t qpn) { return roce_->DestroyQp(qpn); }
+  std::vector<QpInfo> ListQps() const { return roce_->ListQps(); }
+  // The peer's NAKs map to PERMISSION_DENIED (remote access),
+  // INVALID_ARGUMENT (invalid request), ABORTED (remote operational error,
+  // flushed), UNAVAILABLE (retries exhausted), DEADLINE_EXCEEDED (still
+  // running at the timeout). RoceExecuteMany runs up to kRoceWindow ops at
+  // once, in order per QP; it fails as a whole only for a bad op (NOT_FOUND
+  // QP or region, OUT_OF_RANGE, INVALID_ARGUMENT, FAILED_PRECONDITION
+  // without RoCE): nothing is started then.
+  static constexpr size_t kRoceWindow = roce::RoceModule::kWindow;
+  absl::StatusOr<RoceOpResult> RoceExecute(const RoceOp& op,
+                                           absl::Duration timeout);
+  absl::StatusOr<RoceBatchResult> RoceExecuteMany(std::vector<RoceOp> ops,
+                                                  absl::Duration timeout) {
+    return roce_->ExecuteMany(std::move(ops), timeout);
+  }
+  const roce::RoceConfig& roce_config() const { return roce_->config(); }
 
   // Whether a snapshot copies every ECTX's state memory (up to
   // Ectx::kMaxStateSize each); callers that only want counters omit it.
@@ -269,27 +194,11 @@ class Dataplane {
   // The counters of ECTX `id` summed over HPUs (only counter fields set).
   EctxStats SumEctxCounters(uint32_t id) const;
 
-  absl::Status CreateDiad(const DataplaneConfig& config, HpuShared* shared);
-  absl::Status CreateRoce(const DataplaneConfig& config, HpuShared* shared);
-  // Inbound rings for every HPU, for transports that hand frames to the HPU
-  // that owns their state, if the software scheduler did not make them.
-  absl::Status EnsureInboundRings(const DataplaneConfig& config,
-                                  HpuShared* shared);
-  absl::Status SubmitRoceCommand(std::shared_ptr<roce::RoceCommand> command)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks `op` against the QPs and regions (not the peer's side).
-  absl::Status CheckRoceOp(const RoceOp& op) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pins the op's region and submits it as a kPost command.
-  absl::StatusOr<std::shared_ptr<roce::RoceCommand>> PostRoceOp(
-      const RoceOp& op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SnapshotRoce(RoceStats* stats) const;
-  void SnapshotDiad(DiadStats* stats) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishPeers(std::vector<diad::Peer> peers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckDiadRequest(const DiadRequest& request,
-                                const diad::Peer** peer) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes every registered transport's module and opens it (transport.h).
+  absl::Status OpenTransports(const DataplaneConfig& config, HpuShared* shared);
+  // Inbound rings for every HPU (the software scheduler's, or for
+  // transports that hand frames to the HPU owning their state).
+  absl::Status CreateInboundRings(size_t workers);
 
   // Guards what Snapshot reads that the control thread changes.
   mutable absl::Mutex mu_;
@@ -316,24 +225,14 @@ class Dataplane {
   uint64_t region_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t max_regions_ = 0;
   uint64_t region_bytes_limit_ = 0;
-  // DiAD (dataplane_diad.cc).
-  diad::DiadConfig diad_config_;
-  diad::DiadShared diad_shared_;
-  rte_mempool* clone_pool_ = nullptr;
-  std::vector<rte_ring*> command_rings_;
-  std::atomic<uint32_t> diad_pending_ops_{0};
-  std::atomic<const diad::PeerTable*> peers_{nullptr};
-  std::unique_ptr<const diad::PeerTable> current_peers_ ABSL_GUARDED_BY(mu_);
-  uint32_t next_peer_generation_ ABSL_GUARDED_BY(mu_) = 1;
-  // RoCE (dataplane_roce.cc).
-  roce::RoceConfig roce_config_;
-  roce::RoceShared roce_shared_;
-  rte_ring* roce_command_ring_ = nullptr;
-  std::unique_ptr<roce::QpStatus[]> qp_status_;
-  // Submitted commands, kept until HPU 0 is done with them (a waiter may
-  // hold one too).
-  std::vector<std::shared_ptr<roce::RoceCommand>> roce_commands_
-      ABSL_GUARDED_BY(mu_);
+  // The transports (transport.h); the typed pointers are the same modules
+  // (they always exist, off or on).
+  std::vector<std::unique_ptr<TransportModule>> transports_;
+  std::vector<TransportModule*> transport_list_;
+  diad::DiadModule* diad_ = nullptr;
+  roce::RoceModule* roce_ = nullptr;
+  // What TransportEnv::running points to.
+  std::atomic<bool> running_{false};
   bool started_ = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<PortStats> final_device_ ABSL_GUARDED_BY(mu_);

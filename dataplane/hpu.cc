@@ -29,13 +29,15 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
       engine_(index, this, ectx_counters_) {
   std::copy_n(ports.begin(), port_count_, ports_.begin());
   shared_.burst = std::clamp<uint16_t>(shared_.burst, 1, kHpuMaxBurst);
-  if (shared_.diad != nullptr) {
-    diad_ = std::make_unique<diad::DiadEngine>(
-        index_, *shared_.diad, this, &engine_, shared_.diad_epoch_seed);
-  }
-  if (shared_.roce != nullptr) {
-    roce_ = std::make_unique<roce::RoceEngine>(index_, *shared_.roce, this,
-                                               &engine_);
+  for (TransportModule* module : shared_.transports) {
+    std::unique_ptr<TransportEngine> transport =
+        module->CreateEngine(index_, *this, engine_);
+    if (transport == nullptr) continue;  // off in this config
+    if (transport_count_ == kMaxTransports) {
+      // Dataplane::Create never registers more modules than this.
+      continue;
+    }
+    transports_[transport_count_++] = std::move(transport);
   }
 }
 
@@ -48,8 +50,7 @@ int Hpu::Run() {
     // Everything read from the table version is out of use now.
     rte_rcu_qsbr_quiescent(shared_.rcu, index_);
   }
-  if (diad_ != nullptr) diad_->Shutdown();
-  if (roce_ != nullptr) roce_->Shutdown();
+  for (uint32_t t = 0; t < transport_count_; ++t) transports_[t]->Shutdown();
   FlushAll();
   rte_rcu_qsbr_thread_offline(shared_.rcu, index_);
   return 0;
@@ -72,8 +73,7 @@ uint32_t Hpu::PollOnce() {
     received += PollInbound(*table);
     if (index_ == 0) DrainTxRings();
   }
-  if (diad_ != nullptr) diad_->Poll(*table);
-  if (roce_ != nullptr) roce_->Poll();
+  for (uint32_t t = 0; t < transport_count_; ++t) transports_[t]->Poll(*table);
   FlushAll();
   counters_.loops.Add();
   if (received != 0) counters_.busy_loops.Add();
@@ -104,14 +104,7 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
       }
       frame = ParsedFrame();
     }
-    if (diad_ != nullptr && diad_->ForUs(frame)) {
-      diad_->Receive(packet, frame, in, table);
-      continue;
-    }
-    if (roce_ != nullptr && roce_->ForUs(frame)) {
-      roce_->Receive(packet, frame, in, table);
-      continue;
-    }
+    if (DeliverToTransport(packet, frame, in, table)) continue;
     if (scheduled) [[unlikely]] {
       uint32_t target = ScheduleTarget(frame);
       if (target != index_) {
@@ -160,14 +153,7 @@ uint32_t Hpu::PollInbound(const EctxTable& table) {
     ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
                &frame);
     if (frame.frame_class == FrameClass::kDrop) frame = ParsedFrame();
-    if (diad_ != nullptr && diad_->ForUs(frame)) {
-      diad_->Receive(packet, frame, packet->port, table);
-      continue;
-    }
-    if (roce_ != nullptr && roce_->ForUs(frame)) {
-      roce_->Receive(packet, frame, packet->port, table);
-      continue;
-    }
+    if (DeliverToTransport(packet, frame, packet->port, table)) continue;
     ProcessPacket(packet->port, packet, frame, table);
   }
   return count;
@@ -313,11 +299,17 @@ const MemoryRegion* Hpu::BoundMemoryRegion(uint32_t ectx_id,
 }
 
 bool Hpu::PutToPeer(const PeerPut& put) {
-  return diad_ != nullptr && diad_->HandlerPut(put, current_ectx_);
+  for (uint32_t t = 0; t < transport_count_; ++t) {
+    if (transports_[t]->HandlerPut(put, current_ectx_)) return true;
+  }
+  return false;
 }
 
 bool Hpu::GetFromPeer(const PeerGet& get) {
-  return diad_ != nullptr && diad_->HandlerGet(get, current_ectx_);
+  for (uint32_t t = 0; t < transport_count_; ++t) {
+    if (transports_[t]->HandlerGet(get, current_ectx_)) return true;
+  }
+  return false;
 }
 
 bool Hpu::RaiseEvent(uint32_t code, std::span<const uint8_t> data) {

@@ -13,11 +13,10 @@
 
 #include "dataplane/classifier.h"
 #include "dataplane/counter.h"
-#include "dataplane/diad/diad_engine.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/region_table.h"
-#include "dataplane/roce/roce_engine.h"
 #include "dataplane/spin_engine.h"
+#include "dataplane/transport.h"
 #include "handlers/api/context.h"
 
 struct rte_mbuf;
@@ -94,13 +93,11 @@ struct HpuShared {
   uint16_t burst = 32;
   uint32_t hpu_count = 1;
   // Inbound ring of each HPU (MP/SC), for the software scheduler and for
-  // DiAD frames received by an HPU that does not own their channel.
+  // transport frames received by an HPU that does not own their state.
   rte_ring* const* inbound = nullptr;
-  // The DiAD transport, or nullptr when no node address is configured.
-  const diad::DiadShared* diad = nullptr;
-  uint64_t diad_epoch_seed = 0;
-  // The RoCEv2 transport, or nullptr without a `roce` config section.
-  const roce::RoceShared* roce = nullptr;
+  // The transports (transport.h), in the order their engines are asked for
+  // frames; each HPU makes its own engine of each.
+  std::span<TransportModule* const> transports;
 };
 
 class Hpu final : public ActionSink {
@@ -134,8 +131,6 @@ class Hpu final : public ActionSink {
     current_ectx_ = ectx_id;
     RaiseEvent(code, data);
   }
-  const diad::DiadEngine* diad() const { return diad_.get(); }
-  const roce::RoceEngine* roce() const { return roce_.get(); }
   // The memory region behind bound region `index` of ECTX `ectx_id` in the
   // current table version, or nullptr.
   const MemoryRegion* BoundMemoryRegion(uint32_t ectx_id, uint32_t index) const;
@@ -161,6 +156,19 @@ class Hpu final : public ActionSink {
 
   void ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                     const EctxTable& table);
+  // Hands the frame to the transport it is addressed to (the only place
+  // the HPU looks at transports per frame); false if none claims it.
+  bool DeliverToTransport(rte_mbuf* packet, const ParsedFrame& frame,
+                          uint16_t in, const EctxTable& table) {
+    for (uint32_t t = 0; t < transport_count_; ++t) {
+      TransportEngine& transport = *transports_[t];
+      if (transport.ForUs(frame)) {
+        transport.Receive(packet, frame, in, table);
+        return true;
+      }
+    }
+    return false;
+  }
   // Classify, match, run handlers, queue for TX: one frame's whole way.
   void ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
                      const EctxTable& table);
@@ -179,8 +187,9 @@ class Hpu final : public ActionSink {
   std::array<HpuPort, kMaxPorts> ports_;
   rte_ring* events_;
   SpinEngine engine_;
-  std::unique_ptr<diad::DiadEngine> diad_;
-  std::unique_ptr<roce::RoceEngine> roce_;
+  // The engines of the transports that are on, in shared_.transports order.
+  std::array<std::unique_ptr<TransportEngine>, kMaxTransports> transports_;
+  uint32_t transport_count_ = 0;
   // Set around handler invocations so that actions know their origin.
   uint16_t current_in_port_ = kNoPort;
   uint32_t current_ectx_ = 0;

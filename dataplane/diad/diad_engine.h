@@ -29,6 +29,7 @@
 #include "dataplane/diad/peer_table.h"
 #include "dataplane/diad/wire.h"
 #include "dataplane/spin_engine.h"
+#include "dataplane/transport.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -142,18 +143,18 @@ struct DiadShared {
   std::atomic<uint32_t>* pending_ops = nullptr;
 };
 
-class DiadEngine {
+class DiadEngine final : public TransportEngine {
  public:
   DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
              SpinEngine* spin, uint64_t epoch_seed);
-  ~DiadEngine();
+  ~DiadEngine() override;
   DiadEngine(const DiadEngine&) = delete;
   DiadEngine& operator=(const DiadEngine&) = delete;
 
   // Whether the classified frame is addressed to our node: a DiAD frame
   // (UDP to our port) or ICMPv6 for our node address. Cheap: the HPU asks
   // for every IPv6 frame.
-  bool ForUs(const ParsedFrame& frame) const {
+  bool ForUs(const ParsedFrame& frame) const override {
     return frame.layers.is_ipv6 && (frame.dst_addr == config_.node ||
                                     (frame.layers.ip_proto == kIcmpv6 &&
                                      frame.dst_addr == solicited_node_));
@@ -161,15 +162,15 @@ class DiadEngine {
   // Takes a frame ForUs() accepted; always consumes the mbuf (delivered,
   // answered, handed to its HPU, or dropped and counted).
   void Receive(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port,
-               const EctxTable& table);
+               const EctxTable& table) override;
   // Timers, queued sends, ACKs, new submissions, peer table changes. Called
   // once per HPU loop iteration after the receive bursts.
-  void Poll(const EctxTable& table);
+  void Poll(const EctxTable& table) override;
   // Handler actions (handlers/api/context.h): start now or return false.
-  bool HandlerPut(const PeerPut& put, uint32_t ectx_id);
-  bool HandlerGet(const PeerGet& get, uint32_t ectx_id);
+  bool HandlerPut(const PeerPut& put, uint32_t ectx_id) override;
+  bool HandlerGet(const PeerGet& get, uint32_t ectx_id) override;
   // Releases every held mbuf and fails every operation (shutdown).
-  void Shutdown();
+  void Shutdown() override;
 
   const DiadCounters& counters() const { return counters_; }
   const DiadPeerCounters& peer_counters(uint32_t slot) const {

@@ -635,7 +635,7 @@ void RoceEngine::Queue(Qp& qp, const ResponderReply& reply,
   if (qp.reply_count++ == 0) busy_.push_back(qp.qpn - kFirstQpn);
 }
 
-void RoceEngine::Poll() {
+void RoceEngine::Poll(const EctxTable& /*table*/) {
   if (!Owner()) return;
   ApplyCommands();
   if (cm_deadline_us_ != UINT64_MAX) {

@@ -29,6 +29,7 @@
 #include "dataplane/roce/roce_config.h"
 #include "dataplane/roce/wire.h"
 #include "dataplane/spin_engine.h"
+#include "dataplane/transport.h"
 #include "handlers/naaice/function.h"
 
 struct rte_mbuf;
@@ -223,27 +224,27 @@ struct RoceShared {
   QpStatus* qp_status = nullptr;  // config->max_qps entries
 };
 
-class RoceEngine final : public CmAcceptor {
+class RoceEngine final : public CmAcceptor, public TransportEngine {
  public:
   RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
              SpinEngine* spin);
-  ~RoceEngine();
+  ~RoceEngine() override;
   RoceEngine(const RoceEngine&) = delete;
   RoceEngine& operator=(const RoceEngine&) = delete;
 
   // Whether the classified frame is ours: IPv4/IPv6 to one of our
   // addresses, an ARP frame, or ICMPv6 to the solicited-node group of one.
-  bool ForUs(const ParsedFrame& frame) const;
+  bool ForUs(const ParsedFrame& frame) const override;
   // Takes a frame ForUs() accepted; always consumes the mbuf.
   // `table` is the ECTX table version of this poll: RDMA WRITEs into a
   // region an ECTX is bound to run its handlers (sPIN).
   void Receive(rte_mbuf* packet, const ParsedFrame& frame, uint16_t in_port,
-               const EctxTable& table);
+               const EctxTable& table) override;
   // Commands, queued replies (READ responses), coalesced ACKs. Once per
   // HPU loop iteration.
-  void Poll();
+  void Poll(const EctxTable& table) override;
   // Releases pinned regions and queued work (shutdown).
-  void Shutdown();
+  void Shutdown() override;
 
   const RoceCounters& counters() const { return counters_; }
   // The timer clock in nanoseconds (the requesters' and services' time).

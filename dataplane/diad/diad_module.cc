@@ -1,6 +1,6 @@
-// The control side of the DiAD transport: its pools and rings, the
-// published peer table, submitting remote operations and waiting for them,
-// and its counters. The HPU side is dataplane/diad/diad_engine.cc.
+// The control half of the DiAD transport (diad_module.h).
+#include "dataplane/diad/diad_module.h"
+
 #include <arpa/inet.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -14,9 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "dataplane/dataplane.h"
+#include "dataplane/dataplane_config.h"
+#include "dataplane/port.h"
+#include "dataplane/rcu_table.h"
+#include "dataplane/stats.h"
 
-namespace spinnic {
+namespace spinnic::diad {
 namespace {
 
 constexpr uint32_t kCommandRingSize = 4096;
@@ -24,47 +27,47 @@ constexpr uint32_t kCommandRingSize = 4096;
 // on the wire at once, bounded by windows; plenty for any sane config.
 constexpr uint32_t kMinClones = 8192;
 
-std::string NodeText(const diad::NodeAddress& node) {
+std::string NodeText(const NodeAddress& node) {
   char text[INET6_ADDRSTRLEN];
   inet_ntop(AF_INET6, node.data(), text, sizeof text);
   return text;
 }
 
-absl::Status StatusOf(diad::Status status, const DiadRequest& request,
+absl::Status StatusOf(Status status, const DiadRequest& request,
                       uint64_t length) {
   const std::string where =
       absl::StrCat("peer '", request.peer, "' channel ", request.channel);
   switch (status) {
-    case diad::Status::kOk:
+    case Status::kOk:
       return absl::OkStatus();
-    case diad::Status::kBadKey:
+    case Status::kBadKey:
       return absl::NotFoundError(absl::StrCat(
           where, ": no region with rkey ", request.key, " (or no stream ",
           request.key, ") there; check the peer's regions"));
-    case diad::Status::kOutOfBounds:
+    case Status::kOutOfBounds:
       return absl::OutOfRangeError(
           absl::StrFormat("%s: [0x%x, +%u) is outside the region with rkey %u",
                           where, request.address, length, request.key));
-    case diad::Status::kNoAccess:
+    case Status::kNoAccess:
       return absl::PermissionDeniedError(absl::StrCat(
           where, ": the region with rkey ", request.key, " does not grant ",
-          request.kind == diad::DiadOp::Kind::kRead ? "remote_read"
-                                                    : "remote_write"));
-    case diad::Status::kBadLength:
+          request.kind == DiadOp::Kind::kRead ? "remote_read"
+                                              : "remote_write"));
+    case Status::kBadLength:
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": the peer refused the length"));
-    case diad::Status::kRejected:
+    case Status::kRejected:
       return absl::AbortedError(
           absl::StrCat(where, ": a handler on the peer rejected the message"));
-    case diad::Status::kPeerDown:
+    case Status::kPeerDown:
       return absl::UnavailableError(absl::StrCat(
           where,
           ": the peer stopped answering (retries exhausted); check the "
           "link and that the peer runs"));
-    case diad::Status::kPeerReset:
+    case Status::kPeerReset:
       return absl::AbortedError(absl::StrCat(
           where, ": the peer restarted before it answered; retry"));
-    case diad::Status::kAborted:
+    case Status::kAborted:
       return absl::AbortedError(absl::StrCat(
           where, ": aborted (peer removed or dataplane stopping)"));
   }
@@ -72,7 +75,7 @@ absl::Status StatusOf(diad::Status status, const DiadRequest& request,
       absl::StrCat(where, ": unknown status ", static_cast<int>(status)));
 }
 
-bool IsUnicastMac(const diad::MacAddress& mac) {
+bool IsUnicastMac(const MacAddress& mac) {
   bool zero =
       std::all_of(mac.begin(), mac.end(), [](uint8_t b) { return b == 0; });
   return !zero && (mac[0] & 1) == 0;
@@ -80,57 +83,59 @@ bool IsUnicastMac(const diad::MacAddress& mac) {
 
 }  // namespace
 
-absl::Status Dataplane::EnsureInboundRings(const DataplaneConfig& config,
-                                           HpuShared* shared) {
-  const uint32_t workers = static_cast<uint32_t>(config.worker_cores.size());
-  if (workers > 1 && inbound_rings_.empty()) {
-    for (uint32_t w = 0; w < workers; ++w) {
-      std::string name = absl::StrCat("spinnic_in", w);
-      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
-                                       rte_socket_id(), RING_F_SC_DEQ);
-      if (ring == nullptr) {
-        return absl::ResourceExhaustedError("cannot create an inbound ring");
-      }
-      inbound_rings_.push_back(ring);
-    }
-    shared->inbound = inbound_rings_.data();
-  }
-  return absl::OkStatus();
+absl::StatusOr<std::unique_ptr<TransportModule>> DiadModule::Make(
+    const DataplaneConfig& config) {
+  return std::unique_ptr<TransportModule>(new DiadModule(config.diad));
 }
 
-absl::Status Dataplane::CreateDiad(const DataplaneConfig& config,
-                                   HpuShared* shared) {
-  diad_config_ = config.diad;
-  if (!diad_config_.enabled) return absl::OkStatus();
-  if (diad_config_.port >= ports_.size()) {
+DiadModule::~DiadModule() { Close(); }
+
+uint32_t DiadModule::ExtraMbufs() const {
+  // Packets held for retransmission: full windows on a few busy peers.
+  // Beyond that senders wait for buffers (counted, not lost).
+  if (!config_.enabled) return 0;
+  return config_.channel.window_packets * config_.channels *
+         std::min<uint32_t>(config_.max_peers, 4);
+}
+
+uint32_t DiadModule::MinDataRoom(uint32_t /*max_port_mtu*/) const {
+  // DiAD builds each packet in one mbuf: its path MTU sets a floor.
+  if (!config_.enabled) return 0;
+  return RTE_PKTMBUF_HEADROOM + kEthernetBytes + config_.path_mtu;
+}
+
+absl::Status DiadModule::Open(const TransportEnv& env) {
+  env_ = env;
+  if (!config_.enabled) return absl::OkStatus();
+  if (config_.port >= env.ports.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "diad.port: port index ", diad_config_.port, " does not exist"));
+        "diad.port: port index ", config_.port, " does not exist"));
   }
   // A frame larger than the port's MTU is not something the device
   // promises to carry (DPDK 22.11's memif, asked to, delivers phantom
   // frames under load): the path MTU must fit the DiAD port.
-  const Port& port = ports_[diad_config_.port];
-  if (diad_config_.path_mtu + uint32_t{RTE_ETHER_HDR_LEN} > port.max_frame()) {
+  const Port& port = env.ports[config_.port];
+  if (config_.path_mtu + uint32_t{RTE_ETHER_HDR_LEN} > port.max_frame()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "diad.path_mtu ", diad_config_.path_mtu, " is larger than port '",
+        "diad.path_mtu ", config_.path_mtu, " is larger than port '",
         port.name(), "''s MTU ", port.max_frame() - RTE_ETHER_HDR_LEN,
         "; lower diad.path_mtu or raise the port's mtu (if its device "
         "allows)"));
   }
-  if (std::all_of(diad_config_.mac.begin(), diad_config_.mac.end(),
+  if (std::all_of(config_.mac.begin(), config_.mac.end(),
                   [](uint8_t b) { return b == 0; })) {
     rte_ether_addr mac;
-    if (rte_eth_macaddr_get(ports_[diad_config_.port].port_id(), &mac) != 0) {
+    if (rte_eth_macaddr_get(port.port_id(), &mac) != 0) {
       return absl::FailedPreconditionError(
           "cannot read the DiAD port's MAC; set addresses.mac");
     }
-    std::memcpy(diad_config_.mac.data(), mac.addr_bytes, 6);
+    std::memcpy(config_.mac.data(), mac.addr_bytes, 6);
   }
-  const uint32_t workers = static_cast<uint32_t>(config.worker_cores.size());
+  const uint32_t workers = env.hpu_count;
   uint32_t clones = kMinClones;
   clones = std::max<uint32_t>(
-      clones, 2 * diad_config_.channel.window_packets * diad_config_.channels *
-                  std::min<uint32_t>(diad_config_.max_peers, 16));
+      clones, 2 * config_.channel.window_packets * config_.channels *
+                  std::min<uint32_t>(config_.max_peers, 16));
   clone_pool_ = rte_pktmbuf_pool_create("spinnic_clones", clones, 256, 0, 0,
                                         rte_socket_id());
   if (clone_pool_ == nullptr) {
@@ -147,33 +152,26 @@ absl::Status Dataplane::CreateDiad(const DataplaneConfig& config,
     }
     command_rings_.push_back(ring);
   }
-  // Frames for a channel another HPU owns are handed over through the
-  // inbound rings.
-  if (absl::Status status = EnsureInboundRings(config, shared); !status.ok()) {
-    return status;
-  }
   {
     absl::MutexLock lock(&mu_);
-    current_peers_ = std::make_unique<diad::PeerTable>();
+    current_peers_ = std::make_unique<PeerTable>();
     peers_.store(current_peers_.get());
   }
-  diad_shared_.config = &diad_config_;
-  diad_shared_.peers = &peers_;
-  diad_shared_.regions = &regions_;
-  diad_shared_.pool = pool_;
-  diad_shared_.clone_pool = clone_pool_;
-  diad_shared_.commands = command_rings_.data();
-  diad_shared_.inbound =
-      inbound_rings_.empty() ? nullptr : inbound_rings_.data();
-  diad_shared_.hpu_count = workers;
-  diad_shared_.pending_ops = &diad_pending_ops_;
-  shared->diad = &diad_shared_;
-  uint64_t seed = 0;
-  if (getrandom(&seed, sizeof seed, 0) != sizeof seed) {
+  shared_.config = &config_;
+  shared_.peers = &peers_;
+  shared_.regions = env.regions;
+  shared_.pool = env.pool;
+  shared_.clone_pool = clone_pool_;
+  shared_.commands = command_rings_.data();
+  // Frames for a channel another HPU owns are handed over through the
+  // inbound rings.
+  shared_.inbound = env.inbound;
+  shared_.hpu_count = workers;
+  shared_.pending_ops = &pending_ops_;
+  if (getrandom(&epoch_seed_, sizeof epoch_seed_, 0) != sizeof epoch_seed_) {
     return absl::InternalError("getrandom failed: cannot draw DiAD epochs");
   }
-  shared->diad_epoch_seed = seed;
-  for (const diad::PeerConfig& peer : diad_config_.peers) {
+  for (const PeerConfig& peer : config_.peers) {
     absl::Status status = AddPeer(peer);
     if (!status.ok()) {
       return absl::Status(status.code(),
@@ -183,8 +181,26 @@ absl::Status Dataplane::CreateDiad(const DataplaneConfig& config,
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::AddPeer(const diad::PeerConfig& config) {
-  if (!diad_config_.enabled) {
+std::unique_ptr<TransportEngine> DiadModule::CreateEngine(uint32_t hpu_index,
+                                                          Hpu& hpu,
+                                                          SpinEngine& spin) {
+  if (!config_.enabled) return nullptr;
+  auto engine = std::make_unique<DiadEngine>(hpu_index, shared_, &hpu, &spin,
+                                             epoch_seed_);
+  engines_.push_back(engine.get());
+  return engine;
+}
+
+void DiadModule::Close() {
+  engines_.clear();
+  for (rte_ring* ring : command_rings_) rte_ring_free(ring);
+  command_rings_.clear();
+  rte_mempool_free(clone_pool_);
+  clone_pool_ = nullptr;
+}
+
+absl::Status DiadModule::AddPeer(const PeerConfig& config) {
+  if (!config_.enabled) {
     return absl::FailedPreconditionError(
         "DiAD is off: set addresses.diad_node (and addresses.mac) in the "
         "config to give this appliance a node address");
@@ -198,7 +214,7 @@ absl::Status Dataplane::AddPeer(const diad::PeerConfig& config) {
         " is not in fc00::/7 (DiAD nodes use unique local "
         "addresses, e.g. fd00:d1ad::2)"));
   }
-  if (config.node == diad_config_.node) {
+  if (config.node == config_.node) {
     return absl::InvalidArgumentError(
         absl::StrCat("peer '", config.name, "': ", NodeText(config.node),
                      " is this appliance's own node address"));
@@ -209,9 +225,9 @@ absl::Status Dataplane::AddPeer(const diad::PeerConfig& config) {
                      "': the MAC must be a unicast, non-zero address"));
   }
   absl::MutexLock lock(&mu_);
-  std::vector<diad::Peer> peers = current_peers_->peers();
-  std::vector<bool> used(diad_config_.max_peers, false);
-  for (const diad::Peer& peer : peers) {
+  std::vector<Peer> peers = current_peers_->peers();
+  std::vector<bool> used(config_.max_peers, false);
+  for (const Peer& peer : peers) {
     if (peer.name == config.name) {
       return absl::AlreadyExistsError(absl::StrCat(
           "a peer named '", config.name, "' exists; remove it first"));
@@ -226,11 +242,11 @@ absl::Status Dataplane::AddPeer(const diad::PeerConfig& config) {
   auto free_slot = std::find(used.begin(), used.end(), false);
   if (free_slot == used.end()) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("all ", diad_config_.max_peers,
+        absl::StrCat("all ", config_.max_peers,
                      " peer slots are in use (diad.max_peers); remove a peer "
                      "or raise the limit"));
   }
-  diad::Peer peer;
+  Peer peer;
   peer.slot = static_cast<uint32_t>(free_slot - used.begin());
   peer.generation = next_peer_generation_++;
   peer.name = config.name;
@@ -241,14 +257,14 @@ absl::Status Dataplane::AddPeer(const diad::PeerConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::RemovePeer(absl::string_view name) {
+absl::Status DiadModule::RemovePeer(absl::string_view name) {
   absl::MutexLock lock(&mu_);
   if (current_peers_ == nullptr) {
     return absl::NotFoundError(absl::StrCat("no peer named '", name, "'"));
   }
-  std::vector<diad::Peer> peers = current_peers_->peers();
+  std::vector<Peer> peers = current_peers_->peers();
   auto it = std::find_if(peers.begin(), peers.end(),
-                         [&](const diad::Peer& p) { return p.name == name; });
+                         [&](const Peer& p) { return p.name == name; });
   if (it == peers.end()) {
     return absl::NotFoundError(absl::StrCat("no peer named '", name, "'"));
   }
@@ -257,19 +273,18 @@ absl::Status Dataplane::RemovePeer(absl::string_view name) {
   return absl::OkStatus();
 }
 
-std::vector<PeerInfo> Dataplane::ListPeers() const {
+std::vector<PeerInfo> DiadModule::ListPeers() const {
   absl::MutexLock lock(&mu_);
   std::vector<PeerInfo> list;
   if (current_peers_ == nullptr) return list;
-  for (const diad::Peer& peer : current_peers_->peers()) {
+  for (const Peer& peer : current_peers_->peers()) {
     PeerInfo info;
     info.name = peer.name;
     info.slot = peer.slot;
     info.node = peer.node;
     info.mac = peer.mac;
-    for (const auto& hpu : hpus_) {
-      if (hpu->diad() == nullptr) continue;
-      const diad::DiadPeerCounters& c = hpu->diad()->peer_counters(peer.slot);
+    for (const DiadEngine* engine : engines_) {
+      const DiadPeerCounters& c = engine->peer_counters(peer.slot);
       info.channels_down += c.channels_down.load(std::memory_order_relaxed);
       info.in_flight_packets +=
           c.in_flight_packets.load(std::memory_order_relaxed);
@@ -289,15 +304,15 @@ std::vector<PeerInfo> Dataplane::ListPeers() const {
   return list;
 }
 
-absl::Status Dataplane::CheckDiadRequest(const DiadRequest& request,
-                                         const diad::Peer** peer) const {
-  if (!diad_config_.enabled) {
+absl::Status DiadModule::CheckRequest(const DiadRequest& request,
+                                      const Peer** peer) const {
+  if (!config_.enabled) {
     return absl::FailedPreconditionError(
         "DiAD is off: set addresses.diad_node in the config");
   }
   *peer = nullptr;
   std::string known;
-  for (const diad::Peer& p : current_peers_->peers()) {
+  for (const Peer& p : current_peers_->peers()) {
     if (p.name == request.peer) *peer = &p;
     absl::StrAppend(&known, known.empty() ? "" : ", ", p.name);
   }
@@ -306,46 +321,45 @@ absl::Status Dataplane::CheckDiadRequest(const DiadRequest& request,
         absl::StrCat("no peer named '", request.peer,
                      "' (peers: ", known.empty() ? "none" : known, ")"));
   }
-  if (request.channel >= diad_config_.channels) {
+  if (request.channel >= config_.channels) {
     return absl::InvalidArgumentError(absl::StrCat(
         "channel ", request.channel, " does not exist: the ", "appliance has ",
-        diad_config_.channels, " channels per peer (diad.channels)"));
+        config_.channels, " channels per peer (diad.channels)"));
   }
-  uint64_t length = request.kind == diad::DiadOp::Kind::kRead
-                        ? request.read_length
-                        : request.data.size();
-  if (length == 0 || length > diad_config_.max_message_bytes) {
+  uint64_t length = request.kind == DiadOp::Kind::kRead ? request.read_length
+                                                        : request.data.size();
+  if (length == 0 || length > config_.max_message_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "length ", length, ": must be 1..", diad_config_.max_message_bytes,
+        "length ", length, ": must be 1..", config_.max_message_bytes,
         " bytes (diad.max_message_bytes)"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<DiadResult>> Dataplane::DiadExecute(
+absl::StatusOr<std::vector<DiadResult>> DiadModule::Execute(
     std::vector<DiadRequest> requests, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  std::vector<diad::DiadOp*> ops;
+  std::vector<DiadOp*> ops;
   ops.reserve(requests.size());
   {
     absl::MutexLock lock(&mu_);
     for (size_t i = 0; i < requests.size(); ++i) {
-      const diad::Peer* peer = nullptr;
-      absl::Status status = CheckDiadRequest(requests[i], &peer);
+      const Peer* peer = nullptr;
+      absl::Status status = CheckRequest(requests[i], &peer);
       if (!status.ok()) {
-        for (diad::DiadOp* op : ops) delete op;
+        for (DiadOp* op : ops) delete op;
         if (requests.size() == 1) return status;
         return absl::Status(
             status.code(), absl::StrCat("request ", i, ": ", status.message()));
       }
-      auto* op = new diad::DiadOp();
+      auto* op = new DiadOp();
       op->kind = requests[i].kind;
       op->peer_slot = peer->slot;
       op->peer_generation = peer->generation;
       op->channel = requests[i].channel;
       op->key = requests[i].key;
       op->address = requests[i].address;
-      if (op->kind == diad::DiadOp::Kind::kRead) {
+      if (op->kind == DiadOp::Kind::kRead) {
         op->data.assign(requests[i].read_length, '\0');
       } else {
         op->data = std::move(requests[i].data);
@@ -353,14 +367,15 @@ absl::StatusOr<std::vector<DiadResult>> Dataplane::DiadExecute(
       ops.push_back(op);
     }
   }
-  if (!started_ || stop_.load(std::memory_order_relaxed)) {
+  if (env_.running == nullptr ||
+      !env_.running->load(std::memory_order_relaxed)) {
     // Tests drive HPUs by hand; nothing would ever run the operations.
-    for (diad::DiadOp* op : ops) delete op;
+    for (DiadOp* op : ops) delete op;
     return absl::FailedPreconditionError("the dataplane is not running");
   }
   // Submit in order, holding back while too many are pending: the HPUs
   // complete them meanwhile.
-  const uint32_t workers = static_cast<uint32_t>(hpus_.size());
+  const uint32_t workers = env_.hpu_count;
   size_t submitted = 0;
   absl::Duration nap = absl::Microseconds(20);
   std::vector<DiadResult> results(ops.size());
@@ -368,13 +383,13 @@ absl::StatusOr<std::vector<DiadResult>> Dataplane::DiadExecute(
   while (waited < ops.size()) {
     bool progress = false;
     while (submitted < ops.size() && absl::Now() < deadline &&
-           diad_pending_ops_.load(std::memory_order_relaxed) <
-               diad_config_.max_pending_ops) {
-      diad::DiadOp* op = ops[submitted];
+           pending_ops_.load(std::memory_order_relaxed) <
+               config_.max_pending_ops) {
+      DiadOp* op = ops[submitted];
       rte_ring* ring = command_rings_[op->channel % workers];
-      diad_pending_ops_.fetch_add(1, std::memory_order_relaxed);
+      pending_ops_.fetch_add(1, std::memory_order_relaxed);
       if (rte_ring_mp_enqueue(ring, op) != 0) {
-        diad_pending_ops_.fetch_sub(1, std::memory_order_relaxed);
+        pending_ops_.fetch_sub(1, std::memory_order_relaxed);
         break;  // ring full: wait for the HPU to take some
       }
       ++submitted;
@@ -382,11 +397,11 @@ absl::StatusOr<std::vector<DiadResult>> Dataplane::DiadExecute(
     }
     while (waited < submitted &&
            ops[waited]->done.load(std::memory_order_acquire)) {
-      diad::DiadOp* op = ops[waited];
+      DiadOp* op = ops[waited];
       DiadResult& result = results[waited];
       result.status = StatusOf(op->status, requests[waited], op->data.size());
       result.latency_ns = op->latency_ns;
-      if (op->kind == diad::DiadOp::Kind::kRead && result.status.ok()) {
+      if (op->kind == DiadOp::Kind::kRead && result.status.ok()) {
         result.data = std::move(op->data);
       }
       op->Unref();
@@ -418,10 +433,11 @@ absl::StatusOr<std::vector<DiadResult>> Dataplane::DiadExecute(
   return results;
 }
 
-void Dataplane::SnapshotDiad(DiadStats* stats) const {
-  stats->enabled = diad_config_.enabled;
+void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
+  DiadStats* stats = &snapshot.diad;
+  stats->enabled = config_.enabled;
   if (!stats->enabled) return;
-  using C = diad::DiadCounters;
+  using C = DiadCounters;
   static constexpr std::pair<const char*, Counter C::*> kFields[] = {
       {"rx_packets", &C::rx_packets},
       {"rx_bytes", &C::rx_bytes},
@@ -451,22 +467,25 @@ void Dataplane::SnapshotDiad(DiadStats* stats) const {
   };
   for (const auto& [name, field] : kFields) {
     uint64_t sum = 0;
-    for (const auto& hpu : hpus_) {
-      if (hpu->diad() != nullptr) sum += (hpu->diad()->counters().*field).Get();
+    for (const DiadEngine* engine : engines_) {
+      sum += (engine->counters().*field).Get();
     }
     stats->counters.emplace_back(name, sum);
   }
-  for (size_t r = static_cast<size_t>(diad::DiadDrop::kTruncated);
-       r < diad::kDiadDropCount; ++r) {
+  for (size_t r = static_cast<size_t>(DiadDrop::kTruncated); r < kDiadDropCount;
+       ++r) {
     uint64_t sum = 0;
-    for (const auto& hpu : hpus_) {
-      if (hpu->diad() != nullptr) sum += hpu->diad()->counters().drops[r].Get();
+    for (const DiadEngine* engine : engines_) {
+      sum += engine->counters().drops[r].Get();
     }
     stats->counters.emplace_back(
-        absl::StrCat("drop_",
-                     diad::DiadDropName(static_cast<diad::DiadDrop>(r))),
-        sum);
+        absl::StrCat("drop_", DiadDropName(static_cast<DiadDrop>(r))), sum);
   }
 }
 
-}  // namespace spinnic
+void DiadModule::PublishPeers(std::vector<Peer> peers) {
+  PublishRcuTable(env_.rcu, peers_, current_peers_,
+                  std::make_unique<const PeerTable>(std::move(peers)));
+}
+
+}  // namespace spinnic::diad

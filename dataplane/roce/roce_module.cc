@@ -1,6 +1,6 @@
-// The control side of the RoCEv2 transport: its command ring and QP status
-// table, the effective path MTU, creating and destroying queue pairs, and
-// its counters. The HPU side is dataplane/roce/roce_engine.cc.
+// The control half of the RoCEv2 transport (roce_module.h).
+#include "dataplane/roce/roce_module.h"
+
 #include <arpa/inet.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -12,7 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "dataplane/dataplane.h"
+#include "dataplane/dataplane_config.h"
+#include "dataplane/port.h"
+#include "dataplane/stats.h"
 
 namespace spinnic {
 namespace {
@@ -55,19 +57,37 @@ uint32_t RoceMaxPathMtu(uint32_t max_frame) {
   return best;
 }
 
-absl::Status Dataplane::CreateRoce(const DataplaneConfig& config,
-                                   HpuShared* shared) {
-  roce_config_ = config.roce;
-  if (!roce_config_.enabled) return absl::OkStatus();
-  if (roce_config_.port >= ports_.size()) {
+}  // namespace spinnic
+
+namespace spinnic::roce {
+
+absl::StatusOr<std::unique_ptr<TransportModule>> RoceModule::Make(
+    const DataplaneConfig& config) {
+  return std::unique_ptr<TransportModule>(new RoceModule(config.roce));
+}
+
+RoceModule::~RoceModule() { Close(); }
+
+uint32_t RoceModule::MinDataRoom(uint32_t max_port_mtu) const {
+  // RoCE builds every reply in one mbuf: room for the largest frame of the
+  // path MTU the ports allow (up to 4096, plus headers).
+  if (!config_.enabled) return 0;
+  const uint32_t frame = std::min<uint32_t>(max_port_mtu, 4096 + 128) +
+                         RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
+  return RTE_PKTMBUF_HEADROOM + frame;
+}
+
+absl::Status RoceModule::Open(const TransportEnv& env) {
+  if (!config_.enabled) return absl::OkStatus();
+  if (config_.port >= env.ports.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "roce.port: port index ", roce_config_.port, " does not exist"));
+        "roce.port: port index ", config_.port, " does not exist"));
   }
-  const Port& port = ports_[roce_config_.port];
+  const Port& port = env.ports[config_.port];
   // The largest InfiniBand MTU whose packets fit the port (and one mbuf).
   const uint32_t fits = RoceMaxPathMtu(std::min<uint32_t>(
       port.max_frame(),
-      rte_pktmbuf_data_room_size(pool_) - RTE_PKTMBUF_HEADROOM));
+      rte_pktmbuf_data_room_size(env.pool) - RTE_PKTMBUF_HEADROOM));
   if (fits == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("port '", port.name(),
@@ -75,64 +95,73 @@ absl::Status Dataplane::CreateRoce(const DataplaneConfig& config,
                      "path MTU; raise its mtu to at least ",
                      256 + kRoceOverhead));
   }
-  if (roce_config_.path_mtu == 0) {
-    roce_config_.path_mtu = fits;
-  } else if (roce_config_.path_mtu > fits) {
+  if (config_.path_mtu == 0) {
+    config_.path_mtu = fits;
+  } else if (config_.path_mtu > fits) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "roce.path_mtu ", roce_config_.path_mtu, " does not fit port '",
-        port.name(), "' (MTU ", port.max_frame() - RTE_ETHER_HDR_LEN,
+        "roce.path_mtu ", config_.path_mtu, " does not fit port '", port.name(),
+        "' (MTU ", port.max_frame() - RTE_ETHER_HDR_LEN,
         "): the largest that does is ", fits,
         "; lower roce.path_mtu (or leave it 0) or raise the port's mtu to ",
-        roce_config_.path_mtu + kRoceOverhead));
+        config_.path_mtu + kRoceOverhead));
   }
-  if (std::all_of(roce_config_.mac.begin(), roce_config_.mac.end(),
+  if (std::all_of(config_.mac.begin(), config_.mac.end(),
                   [](uint8_t b) { return b == 0; })) {
     rte_ether_addr mac;
     if (rte_eth_macaddr_get(port.port_id(), &mac) != 0) {
       return absl::FailedPreconditionError(
           "cannot read the RoCE port's MAC; set addresses.mac");
     }
-    std::memcpy(roce_config_.mac.data(), mac.addr_bytes, 6);
+    std::memcpy(config_.mac.data(), mac.addr_bytes, 6);
   }
-  roce_command_ring_ = rte_ring_create("spinnic_roce_cmd", kRoceCommandRingSize,
-                                       rte_socket_id(), RING_F_SC_DEQ);
-  if (roce_command_ring_ == nullptr) {
+  command_ring_ = rte_ring_create("spinnic_roce_cmd", kRoceCommandRingSize,
+                                  rte_socket_id(), RING_F_SC_DEQ);
+  if (command_ring_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot create the RoCE command ring (", rte_strerror(rte_errno), ")"));
   }
-  if (absl::Status status = EnsureInboundRings(config, shared); !status.ok()) {
-    return status;
-  }
-  qp_status_ = std::make_unique<roce::QpStatus[]>(roce_config_.max_qps);
-  roce_shared_.config = &roce_config_;
-  roce_shared_.regions = &regions_;
-  roce_shared_.pool = pool_;
-  roce_shared_.commands = roce_command_ring_;
-  roce_shared_.inbound =
-      inbound_rings_.empty() ? nullptr : inbound_rings_.data();
-  roce_shared_.hpu_count = static_cast<uint32_t>(config.worker_cores.size());
-  roce_shared_.qp_status = qp_status_.get();
-  shared->roce = &roce_shared_;
+  qp_status_ = std::make_unique<QpStatus[]>(config_.max_qps);
+  shared_.config = &config_;
+  shared_.regions = env.regions;
+  shared_.pool = env.pool;
+  shared_.commands = command_ring_;
+  shared_.inbound = env.inbound;
+  shared_.hpu_count = env.hpu_count;
+  shared_.qp_status = qp_status_.get();
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::SubmitRoceCommand(
-    std::shared_ptr<roce::RoceCommand> command) {
+std::unique_ptr<TransportEngine> RoceModule::CreateEngine(uint32_t hpu_index,
+                                                          Hpu& hpu,
+                                                          SpinEngine& spin) {
+  if (!config_.enabled) return nullptr;
+  auto engine = std::make_unique<RoceEngine>(hpu_index, shared_, &hpu, &spin);
+  engines_.push_back(engine.get());
+  return engine;
+}
+
+void RoceModule::Close() {
+  engines_.clear();
+  rte_ring_free(command_ring_);
+  command_ring_ = nullptr;
+}
+
+absl::Status RoceModule::SubmitCommand(std::shared_ptr<RoceCommand> command) {
   // Commands the HPU has applied are done with.
-  std::erase_if(roce_commands_, [](const auto& c) {
+  std::erase_if(commands_, [](const auto& c) {
     return c->done.load(std::memory_order_acquire);
   });
-  if (rte_ring_mp_enqueue(roce_command_ring_, command.get()) != 0) {
+  if (rte_ring_mp_enqueue(command_ring_, command.get()) != 0) {
     return absl::UnavailableError(
         "the RoCE HPU is not taking commands (its ring is full); is the "
         "dataplane running? retry shortly");
   }
-  roce_commands_.push_back(std::move(command));
+  commands_.push_back(std::move(command));
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
-  if (!roce_config_.enabled) {
+absl::StatusOr<uint32_t> RoceModule::CreateQp(QpSpec spec) {
+  if (!config_.enabled) {
     return absl::FailedPreconditionError(
         "RoCE is off: add a roce { } section (and addresses.ipv4 or "
         "addresses.ipv6) to the config");
@@ -147,12 +176,12 @@ absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
     return absl::InvalidArgumentError(
         "PSNs are 24 bits: use 0..0xffffff for the starting PSNs");
   }
-  if (roce::PathMtuCode(spec.pmtu) == 0 || spec.pmtu > roce_config_.path_mtu) {
+  if (roce::PathMtuCode(spec.pmtu) == 0 || spec.pmtu > config_.path_mtu) {
     return absl::InvalidArgumentError(
         absl::StrCat("path MTU ", spec.pmtu,
                      " is not allowed; use 256, 512, 1024, 2048 "
                      "or 4096, at most ",
-                     roce_config_.path_mtu, " (roce.path_mtu)"));
+                     config_.path_mtu, " (roce.path_mtu)"));
   }
   if (spec.max_rd_atomic == 0 || spec.max_rd_atomic > 16) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -162,7 +191,7 @@ absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
       std::all_of(spec.local_ip.begin(), spec.local_ip.end(),
                   [](uint8_t b) { return b == 0; });
   bool local_ok = false;
-  for (const roce::Gid& ip : roce_config_.addresses) {
+  for (const roce::Gid& ip : config_.addresses) {
     if (zero_local && SameFamily(ip, spec.remote_ip)) {
       spec.local_ip = ip;
       local_ok = true;
@@ -185,10 +214,10 @@ absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
   }
   absl::MutexLock lock(&mu_);
   uint32_t slot = 0;
-  while (slot < roce_config_.max_qps && !qp_status_[slot].Claim()) ++slot;
-  if (slot == roce_config_.max_qps) {
+  while (slot < config_.max_qps && !qp_status_[slot].Claim()) ++slot;
+  if (slot == config_.max_qps) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("all ", roce_config_.max_qps,
+        absl::StrCat("all ", config_.max_qps,
                      " queue pairs are in use; destroy one or raise "
                      "roce.max_qps"));
   }
@@ -199,18 +228,17 @@ absl::StatusOr<uint32_t> Dataplane::CreateQp(roce::QpSpec spec) {
   command->kind = roce::RoceCommand::Kind::kCreateQp;
   command->qpn = roce::kFirstQpn + slot;
   command->spec = spec;
-  if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) {
+  if (absl::Status s = SubmitCommand(std::move(command)); !s.ok()) {
     qp_status_[slot].claimed.store(0, std::memory_order_release);
     return s;
   }
   return roce::kFirstQpn + slot;
 }
 
-absl::Status Dataplane::DestroyQp(uint32_t qpn) {
+absl::Status RoceModule::DestroyQp(uint32_t qpn) {
   absl::MutexLock lock(&mu_);
   const uint32_t slot = qpn - roce::kFirstQpn;
-  if (!roce_config_.enabled || qpn < roce::kFirstQpn ||
-      slot >= roce_config_.max_qps ||
+  if (!config_.enabled || qpn < roce::kFirstQpn || slot >= config_.max_qps ||
       qp_status_[slot].claimed.load(std::memory_order_acquire) == 0 ||
       qp_status_[slot].destroying.load(std::memory_order_relaxed)) {
     return absl::NotFoundError(
@@ -219,15 +247,14 @@ absl::Status Dataplane::DestroyQp(uint32_t qpn) {
   auto command = std::make_shared<roce::RoceCommand>();
   command->kind = roce::RoceCommand::Kind::kDestroyQp;
   command->qpn = qpn;
-  if (absl::Status s = SubmitRoceCommand(std::move(command)); !s.ok()) return s;
+  if (absl::Status s = SubmitCommand(std::move(command)); !s.ok()) return s;
   qp_status_[slot].destroying.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
-std::vector<QpInfo> Dataplane::ListQps() const {
+std::vector<QpInfo> RoceModule::ListQps() const {
   std::vector<QpInfo> out;
-  for (uint32_t slot = 0; roce_config_.enabled && slot < roce_config_.max_qps;
-       ++slot) {
+  for (uint32_t slot = 0; config_.enabled && slot < config_.max_qps; ++slot) {
     const roce::QpStatus& s = qp_status_[slot];
     if (s.claimed.load(std::memory_order_acquire) == 0 ||
         s.destroying.load(std::memory_order_relaxed)) {
@@ -250,7 +277,7 @@ std::vector<QpInfo> Dataplane::ListQps() const {
   return out;
 }
 
-absl::Status Dataplane::CheckRoceOp(const RoceOp& op) const {
+absl::Status RoceModule::CheckOp(const RoceOp& op) const {
   using Kind = roce::WorkRequest::Kind;
   const bool atomic =
       op.kind == Kind::kCompareSwap || op.kind == Kind::kFetchAdd;
@@ -260,13 +287,13 @@ absl::Status Dataplane::CheckRoceOp(const RoceOp& op) const {
         "original value)");
   }
   const uint32_t slot = op.qpn - roce::kFirstQpn;
-  if (op.qpn < roce::kFirstQpn || slot >= roce_config_.max_qps ||
+  if (op.qpn < roce::kFirstQpn || slot >= config_.max_qps ||
       !qp_status_[slot].in_use.load(std::memory_order_relaxed)) {
     return absl::NotFoundError(absl::StrCat(
         "no queue pair ", op.qpn, " is connected; ListQps shows them"));
   }
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
-      FindRegion(op.region_id);
+      find_region_(op.region_id);
   if (!region.ok()) return region.status();
   const uint64_t size = (*region)->length();
   if (op.offset > size || op.length > size - op.offset) {
@@ -277,10 +304,10 @@ absl::Status Dataplane::CheckRoceOp(const RoceOp& op) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<roce::RoceCommand>> Dataplane::PostRoceOp(
+absl::StatusOr<std::shared_ptr<RoceCommand>> RoceModule::PostOp(
     const RoceOp& op) {
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
-      FindRegion(op.region_id);
+      find_region_(op.region_id);
   if (!region.ok()) return region.status();
   if (!(*region)->Pin()) {
     return absl::FailedPreconditionError(
@@ -300,7 +327,7 @@ absl::StatusOr<std::shared_ptr<roce::RoceCommand>> Dataplane::PostRoceOp(
   wr.imm = op.imm;
   wr.compare = op.compare;
   wr.swap_add = op.swap_add;
-  if (absl::Status s = SubmitRoceCommand(command); !s.ok()) {
+  if (absl::Status s = SubmitCommand(command); !s.ok()) {
     (*region)->Unpin();
     return s;
   }
@@ -356,23 +383,16 @@ absl::StatusOr<RoceOpResult> RoceCommandResult(
 
 }  // namespace
 
-absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
-                                                    absl::Duration timeout) {
-  absl::StatusOr<RoceBatchResult> batch = RoceExecuteMany({op}, timeout);
-  if (!batch.ok()) return batch.status();
-  return std::move(batch->results.front());
-}
-
-absl::StatusOr<RoceBatchResult> Dataplane::RoceExecuteMany(
+absl::StatusOr<RoceBatchResult> RoceModule::ExecuteMany(
     std::vector<RoceOp> ops, absl::Duration timeout) {
-  if (!roce_config_.enabled) {
+  if (!config_.enabled) {
     return absl::FailedPreconditionError(
         "RoCE is off: add a roce { } section to the config");
   }
   {
     absl::MutexLock lock(&mu_);
     for (const RoceOp& op : ops) {
-      if (absl::Status s = CheckRoceOp(op); !s.ok()) return s;
+      if (absl::Status s = CheckOp(op); !s.ok()) return s;
     }
   }
   RoceBatchResult batch;
@@ -383,7 +403,7 @@ absl::StatusOr<RoceBatchResult> Dataplane::RoceExecuteMany(
     std::shared_ptr<roce::RoceCommand> command;
   };
   std::vector<InFlight> in_flight;
-  in_flight.reserve(kRoceWindow);
+  in_flight.reserve(kWindow);
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + timeout;
   size_t next = 0;
@@ -401,13 +421,13 @@ absl::StatusOr<RoceBatchResult> Dataplane::RoceExecuteMany(
       return true;
     });
     if (now >= deadline) break;
-    if (next < ops.size() && in_flight.size() < kRoceWindow) {
+    if (next < ops.size() && in_flight.size() < kWindow) {
       absl::MutexLock lock(&mu_);
-      while (next < ops.size() && in_flight.size() < kRoceWindow) {
+      while (next < ops.size() && in_flight.size() < kWindow) {
         // Re-checked: the QP or region may have gone since.
-        absl::Status check = CheckRoceOp(ops[next]);
+        absl::Status check = CheckOp(ops[next]);
         absl::StatusOr<std::shared_ptr<roce::RoceCommand>> command =
-            check.ok() ? PostRoceOp(ops[next]) : check;
+            check.ok() ? PostOp(ops[next]) : check;
         if (!command.ok()) {
           batch.results[next++] = command.status();
           continue;
@@ -437,8 +457,9 @@ absl::StatusOr<RoceBatchResult> Dataplane::RoceExecuteMany(
   return batch;
 }
 
-void Dataplane::SnapshotRoce(RoceStats* stats) const {
-  stats->enabled = roce_config_.enabled;
+void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
+  RoceStats* stats = &snapshot.roce;
+  stats->enabled = config_.enabled;
   if (!stats->enabled) return;
   using C = roce::RoceCounters;
   static constexpr std::pair<const char*, Counter C::*> kFields[] = {
@@ -478,8 +499,8 @@ void Dataplane::SnapshotRoce(RoceStats* stats) const {
   };
   auto sum = [&](auto get) {
     uint64_t total = 0;
-    for (const auto& hpu : hpus_) {
-      if (hpu->roce() != nullptr) total += get(hpu->roce()->counters()).Get();
+    for (const RoceEngine* engine : engines_) {
+      total += get(engine->counters()).Get();
     }
     return total;
   };
@@ -501,4 +522,4 @@ void Dataplane::SnapshotRoce(RoceStats* stats) const {
   }
 }
 
-}  // namespace spinnic
+}  // namespace spinnic::roce

@@ -1,0 +1,144 @@
+// The control half of the RoCEv2 transport (transport.h): the command ring
+// to HPU 0 (which owns every QP), the QP status table the HPU publishes,
+// the effective path MTU, queue pairs made over gRPC, RDMA operations of
+// ours submitted and waited for, and its counters. The HPU half is
+// RoceEngine (roce_engine.h); docs/roce.md has the design.
+//
+// Threading: every method runs on control threads; QP state changes reach
+// HPU 0 through its command ring.
+#ifndef SPINNIC_DATAPLANE_ROCE_ROCE_MODULE_H_
+#define SPINNIC_DATAPLANE_ROCE_ROCE_MODULE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "dataplane/memory_region.h"
+#include "dataplane/roce/roce_config.h"
+#include "dataplane/roce/roce_engine.h"
+#include "dataplane/transport.h"
+
+namespace spinnic {
+
+// A RoCE queue pair as the control side reports it.
+struct QpInfo {
+  uint32_t qpn = 0;
+  roce::QpSpec spec;
+  roce::QpState state = roce::QpState::kReset;
+  uint32_t expected_psn = 0;  // next PSN the responder expects
+  uint32_t msn = 0;           // messages completed (24 bits)
+  uint64_t packets = 0;       // request packets executed
+  uint64_t naks = 0;          // NAKs and RNR NAKs sent
+  bool from_cm = false;       // connected through the CM (else gRPC)
+  uint16_t cm_port = 0;       // the rdma_cm port it connected to
+  roce::ServiceKind service = roce::ServiceKind::kVerbs;  // what takes SENDs
+};
+
+// One RDMA operation of ours on a RoCE QP (RoceModule::Execute): the local
+// bytes are [offset, offset + length) of registered region `region_id`
+// (atomics: 8 bytes that receive the original value).
+struct RoceOp {
+  uint32_t qpn = 0;
+  roce::WorkRequest::Kind kind = roce::WorkRequest::Kind::kWrite;
+  uint64_t region_id = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint64_t remote_va = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;
+  uint64_t compare = 0;
+  uint64_t swap_add = 0;
+};
+struct RoceOpResult {
+  uint64_t atomic_original = 0;  // atomics
+  // ExecuteMany: from submitting the op to seeing its completion.
+  absl::Duration latency = absl::ZeroDuration();
+};
+// ExecuteMany's answer: one result per op, in the order given, and the wall
+// time from submitting the first op to seeing the last completion.
+struct RoceBatchResult {
+  std::vector<absl::StatusOr<RoceOpResult>> results;
+  absl::Duration elapsed = absl::ZeroDuration();
+};
+
+// The largest InfiniBand path MTU whose RoCE packets fit frames of
+// `max_frame` bytes (Ethernet header included, no VLAN), or 0.
+uint32_t RoceMaxPathMtu(uint32_t max_frame);
+
+}  // namespace spinnic
+
+namespace spinnic::roce {
+
+class RoceModule final : public TransportModule {
+ public:
+  // The registered region with that id, or NOT_FOUND saying so (the
+  // Dataplane's region table, looked up under its lock).
+  using RegionLookup =
+      std::function<absl::StatusOr<std::shared_ptr<const MemoryRegion>>(
+          uint64_t id)>;
+
+  static absl::StatusOr<std::unique_ptr<TransportModule>> Make(
+      const DataplaneConfig& config);
+  ~RoceModule() override;
+
+  // TransportModule.
+  std::string_view name() const override { return "roce"; }
+  uint32_t MinDataRoom(uint32_t max_port_mtu) const override;
+  bool NeedsInboundRings() const override { return config_.enabled; }
+  absl::Status Open(const TransportEnv& env) override;
+  std::unique_ptr<TransportEngine> CreateEngine(uint32_t hpu_index, Hpu& hpu,
+                                                SpinEngine& spin) override;
+  void Snapshot(StatsSnapshot& snapshot) const override;
+  void Close() override;
+
+  // Set by the Dataplane before Open: how operations find their regions.
+  void set_region_lookup(RegionLookup lookup) {
+    find_region_ = std::move(lookup);
+  }
+
+  // Queue pairs created explicitly, for clients that exchange QP numbers
+  // out of band (the CM creates its own). The QP is ready to receive (RTS)
+  // once HPU 0 has applied the command, on its next poll.
+  // FAILED_PRECONDITION without a `roce` section.
+  absl::StatusOr<uint32_t> CreateQp(QpSpec spec);
+  absl::Status DestroyQp(uint32_t qpn);
+  std::vector<QpInfo> ListQps() const;
+  // Runs `ops` pipelined (up to kWindow in flight at once, in order per QP)
+  // and waits up to `timeout` for all; see Dataplane::RoceExecuteMany.
+  static constexpr size_t kWindow = 128;
+  absl::StatusOr<RoceBatchResult> ExecuteMany(std::vector<RoceOp> ops,
+                                              absl::Duration timeout);
+  // The configuration in effect (path_mtu resolved against the port).
+  const RoceConfig& config() const { return config_; }
+
+ private:
+  explicit RoceModule(const RoceConfig& config) : config_(config) {}
+  absl::Status SubmitCommand(std::shared_ptr<RoceCommand> command)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks `op` against the QPs and regions (not the peer's side).
+  absl::Status CheckOp(const RoceOp& op) const;
+  // Pins the op's region and submits it as a kPost command.
+  absl::StatusOr<std::shared_ptr<RoceCommand>> PostOp(const RoceOp& op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  RoceConfig config_;
+  RoceShared shared_;
+  RegionLookup find_region_;
+  rte_ring* command_ring_ = nullptr;
+  std::unique_ptr<QpStatus[]> qp_status_;
+  // One per HPU, for counters; cleared before the HPUs are destroyed.
+  std::vector<const RoceEngine*> engines_;
+  mutable absl::Mutex mu_;
+  // Submitted commands, kept until HPU 0 is done with them (a waiter may
+  // hold one too).
+  std::vector<std::shared_ptr<RoceCommand>> commands_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace spinnic::roce
+
+#endif  // SPINNIC_DATAPLANE_ROCE_ROCE_MODULE_H_
