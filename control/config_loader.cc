@@ -1638,18 +1638,14 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
     h.disable_after_overruns = handler.disable_after_overruns();
     h.priority = handler.priority();
     if (handler.diad().has_stream_id()) {
-      h.diad.kind = DiadBinding::Kind::kStream;
-      h.diad.stream_id = handler.diad().stream_id();
+      h.binding = {diad::kBindStream, handler.diad().stream_id()};
     } else if (handler.diad().has_write_region()) {
-      h.diad.kind = DiadBinding::Kind::kWrite;
-      h.diad.region_id = handler.diad().write_region();
+      h.binding = {kBindRegionWrites, handler.diad().write_region()};
     } else if (handler.roce().has_qpn()) {
-      h.diad.kind = DiadBinding::Kind::kRoceQp;
-      h.diad.qpn = handler.roce().qpn();
+      h.binding = {roce::kBindQp, handler.roce().qpn()};
     } else if (handler.roce().has_naaice_function()) {
-      h.diad.kind = DiadBinding::Kind::kNaaiceFunction;
-      h.diad.function_code =
-          static_cast<uint8_t>(handler.roce().naaice_function());
+      h.binding = {roce::kBindNaaiceFunction,
+                   handler.roce().naaice_function()};
     }
 
     const v1::MatchRule& match = handler.match();

@@ -434,6 +434,78 @@ void Dataplane::ReadDevice(size_t index, PortStats* stats) const {
   }
 }
 
+absl::Status Dataplane::CheckBinding(const HandlerConfig& config,
+                                     const EctxTable& current) const {
+  const MessageBinding& binding = config.binding;
+  const auto fail = [&](absl::StatusCode code, absl::string_view what) {
+    return absl::Status(code,
+                        absl::StrCat("handler '", config.name, "': ", what));
+  };
+  // The transports that deliver this kind: one of them, as configured,
+  // must take the handler.
+  const TransportModule* owner = nullptr;
+  std::vector<absl::Status> refusals;
+  for (const TransportModule* module : transport_list_) {
+    const auto kinds = module->BindingKinds();
+    if (std::find(kinds.begin(), kinds.end(), binding.kind) == kinds.end()) {
+      continue;
+    }
+    absl::Status status = module->CheckBinding(config);
+    if (status.ok()) {
+      if (owner == nullptr) owner = module;
+    } else {
+      refusals.push_back(std::move(status));
+    }
+  }
+  if (owner == nullptr) {
+    if (refusals.size() == 1) {
+      return fail(refusals[0].code(), refusals[0].message());
+    }
+    std::string why;
+    for (const absl::Status& refusal : refusals) {
+      absl::StrAppend(&why, why.empty() ? "" : "; ", refusal.message());
+    }
+    return fail(absl::StatusCode::kFailedPrecondition,
+                refusals.empty()
+                    ? absl::StrCat("binding kind ", binding.kind,
+                                   " belongs to no transport of this build")
+                    : absl::StrCat("takes ",
+                                   binding.kind == kBindRegionWrites
+                                       ? "writes into a region"
+                                       : "transport messages",
+                                   ", but no transport that delivers them is "
+                                   "on: ",
+                                   why));
+  }
+  if (binding.kind == kBindRegionWrites) {
+    absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
+        FindRegion(binding.key);
+    if (!region.ok()) {
+      return fail(
+          region.status().code(),
+          absl::StrCat("diad.write_region: ", region.status().message()));
+    }
+    if (((*region)->access() & kRemoteWrite) == 0) {
+      return fail(absl::StatusCode::kFailedPrecondition,
+                  absl::StrCat("region ", binding.key,
+                               " does not grant remote_write, so no remote "
+                               "write can reach it"));
+    }
+  }
+  for (const auto& ectx : current.ectxs()) {
+    if (ectx->binding() == binding && ectx->name() != config.name) {
+      return fail(
+          absl::StatusCode::kAlreadyExists,
+          absl::StrCat("handler '", ectx->name(), "' already takes ",
+                       binding.kind == kBindRegionWrites
+                           ? absl::StrCat("writes into region ", binding.key)
+                           : owner->DescribeBinding(binding),
+                       "; remove it or use replace"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
                                                 bool replace) {
   absl::MutexLock lock(&mu_);
@@ -473,99 +545,9 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
     }
     regions.push_back(*std::move(region));
   }
-  if (config.diad.kind == DiadBinding::Kind::kRoceQp) {
-    const uint32_t qpn = config.diad.qpn;
-    if (!roce_->config().enabled) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "handler '", config.name,
-          "': takes a RoCE queue pair's messages but RoCE is off (add a roce "
-          "section to the config)"));
-    }
-    if (qpn < roce::kFirstQpn ||
-        qpn - roce::kFirstQpn >= roce_->config().max_qps) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "handler '", config.name, "': roce.qpn ", qpn,
-          " is not a queue pair number of this appliance; use ",
-          roce::kFirstQpn, "..", roce::kFirstQpn + roce_->config().max_qps - 1,
-          " (spinctl qps lists them)"));
-    }
-  } else if (config.diad.kind == DiadBinding::Kind::kNaaiceFunction) {
-    const uint32_t code = config.diad.function_code;
-    if (!roce_->config().enabled || roce_->config().naaice_port == 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "handler '", config.name,
-          "': takes NAAICE calls but no NAAICE port is configured (set "
-          "roce.naaice_port)"));
-    }
-    if (code == 0 || code >= naaice::kFunctionCodes ||
-        config.kind != "naaice_function") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "handler '", config.name,
-          "': a NAAICE function binding needs kind naaice_function and a "
-          "code 1..127, not kind '",
-          config.kind, "' with code ", code));
-    }
-  } else if (config.diad.kind != DiadBinding::Kind::kNone) {
-    // Writes into a region come from DiAD peers or RoCE clients (RDMA
-    // WRITE); streams only from DiAD.
-    const bool transport_on = diad_->config().enabled ||
-                              (config.diad.kind == DiadBinding::Kind::kWrite &&
-                               roce_->config().enabled);
-    if (!transport_on) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "handler '", config.name, "': takes ",
-          config.diad.kind == DiadBinding::Kind::kWrite
-              ? "writes into a region, but neither DiAD (addresses.diad_node) "
-                "nor RoCE (a roce section) is on"
-              : "DiAD stream messages but DiAD is off (no "
-                "addresses.diad_node)"));
-    }
-    if (config.diad.kind == DiadBinding::Kind::kWrite) {
-      absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
-          FindRegion(config.diad.region_id);
-      if (!region.ok()) {
-        return absl::Status(
-            region.status().code(),
-            absl::StrCat("handler '", config.name,
-                         "': diad.write_region: ", region.status().message()));
-      }
-      if (((*region)->access() & kRemoteWrite) == 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "handler '", config.name, "': region ", config.diad.region_id,
-            " does not grant remote_write, so no DiAD write can reach it"));
-      }
-    }
-    for (const auto& ectx : current.ectxs()) {
-      const DiadBinding& other = ectx->diad();
-      bool same = other.kind == config.diad.kind;
-      switch (other.kind) {
-        case DiadBinding::Kind::kStream:
-          same = same && other.stream_id == config.diad.stream_id;
-          break;
-        case DiadBinding::Kind::kRoceQp:
-          same = same && other.qpn == config.diad.qpn;
-          break;
-        case DiadBinding::Kind::kNaaiceFunction:
-          same = same && other.function_code == config.diad.function_code;
-          break;
-        default:
-          same = same && other.region_id == config.diad.region_id;
-          break;
-      }
-      if (same && ectx->name() != config.name) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "handler '", config.name, "': handler '", ectx->name(),
-            "' already takes ",
-            config.diad.kind == DiadBinding::Kind::kStream
-                ? absl::StrCat("stream ", config.diad.stream_id)
-            : config.diad.kind == DiadBinding::Kind::kRoceQp
-                ? absl::StrCat("queue pair ", config.diad.qpn, "'s messages")
-            : config.diad.kind == DiadBinding::Kind::kNaaiceFunction
-                ? absl::StrCat("NAAICE function code ",
-                               config.diad.function_code)
-                : absl::StrCat("writes into region ", config.diad.region_id),
-            "; remove it or use replace"));
-      }
+  if (config.binding.kind != kBindNone) {
+    if (absl::Status status = CheckBinding(config, current); !status.ok()) {
+      return status;
     }
   }
   uint32_t id = 0;

@@ -194,6 +194,11 @@ class Dataplane {
   // The counters of ECTX `id` summed over HPUs (only counter fields set).
   EctxStats SumEctxCounters(uint32_t id) const;
 
+  // A handler's binding (binding.h): a transport that delivers its kind
+  // takes it, its region grants remote writes, no other handler has it.
+  absl::Status CheckBinding(const HandlerConfig& config,
+                            const EctxTable& current) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes every registered transport's module and opens it (transport.h).
   absl::Status OpenTransports(const DataplaneConfig& config, HpuShared* shared);
   // Inbound rings for every HPU (the software scheduler's, or for

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "dataplane/binding.h"
 #include "dataplane/diad/diad_config.h"
 #include "dataplane/match_rule.h"
 #include "dataplane/roce/roce_config.h"
@@ -32,25 +33,6 @@ struct PortConfig {
   bool promiscuous = true;
 };
 
-// Messages of a transport an ECTX takes instead of matching frames: DiAD
-// stream messages to a stream id, DiAD and RDMA writes into a region, a
-// RoCE queue pair's SEND and WRITE messages, or NAAICE calls of a function
-// code.
-struct DiadBinding {
-  enum class Kind : uint8_t {
-    kNone,
-    kStream,
-    kWrite,
-    kRoceQp,
-    kNaaiceFunction,  // NAAICE calls with a function code
-  };
-  Kind kind = Kind::kNone;
-  uint32_t stream_id = 0;     // kStream
-  uint64_t region_id = 0;     // kWrite: a registered region's id
-  uint32_t qpn = 0;           // kRoceQp
-  uint8_t function_code = 0;  // kNaaiceFunction: 1..127
-};
-
 struct HandlerConfig {
   std::string name;
   std::string kind;
@@ -63,7 +45,8 @@ struct HandlerConfig {
   uint32_t priority = 0;
   // Ids of registered memory regions the handler may use (ctx.Regions()).
   std::vector<uint64_t> bound_regions;
-  DiadBinding diad;
+  // A transport's messages it takes instead of matching frames.
+  MessageBinding binding;
 };
 
 struct DataplaneConfig {

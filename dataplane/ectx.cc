@@ -72,11 +72,8 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   ectx->kind_ = kind;
   ectx->instance_ = *std::move(instance);
   ectx->match_ = config.match;
-  ectx->diad_ = config.diad;
-  if (kind->name == "naaice_function") {
-    ectx->naaice_function_ =
-        naaice::FindFunction(params->GetString("function"));
-  }
+  ectx->params_ = *params;
+  ectx->binding_ = config.binding;
   ectx->priority_ = config.priority;
   ectx->cycle_budget_ = config.cycle_budget;
   ectx->disable_after_overruns_ = config.disable_after_overruns;

@@ -17,7 +17,7 @@
 #include "dataplane/match_rule.h"
 #include "dataplane/memory_region.h"
 #include "handlers/api/handler.h"
-#include "handlers/naaice/function.h"
+#include "handlers/api/params.h"
 
 namespace spinnic {
 
@@ -45,9 +45,11 @@ class Ectx {
   const HandlerKind& kind() const { return *kind_; }
   const HandlerInstance& instance() const { return instance_; }
   const MatchRule& match() const { return match_; }
-  // A naaice_function ECTX's kernel (its `function` parameter), or nullptr.
-  naaice::Function naaice_function() const { return naaice_function_; }
-  const DiadBinding& diad() const { return diad_; }
+  // The validated install parameters (what transports that run a kind
+  // themselves, like RoCE's NAAICE functions, read).
+  const HandlerParams& params() const { return params_; }
+  // A transport's messages it takes instead of frames (binding.h).
+  const MessageBinding& binding() const { return binding_; }
   uint32_t priority() const { return priority_; }
   uint64_t cycle_budget() const { return cycle_budget_; }
   std::span<uint8_t> state() const { return {state_, state_size_}; }
@@ -79,8 +81,8 @@ class Ectx {
   const HandlerKind* kind_ = nullptr;
   HandlerInstance instance_;
   MatchRule match_;
-  DiadBinding diad_;
-  naaice::Function naaice_function_ = nullptr;
+  HandlerParams params_;
+  MessageBinding binding_;
   uint32_t priority_ = 0;
   uint64_t cycle_budget_ = 0;
   uint32_t disable_after_overruns_ = 0;

@@ -1,34 +1,26 @@
 #include "dataplane/ectx_table.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 namespace spinnic {
+
+uint64_t EctxTable::NextVersion() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
     : ectxs_(std::move(ectxs)) {
   // Transport-bound ECTXs are found by their stream id or region, never by
   // a frame's headers.
   for (const auto& ectx : ectxs_) {
-    const DiadBinding& diad = ectx->diad();
-    switch (diad.kind) {
-      case DiadBinding::Kind::kNone:
-        matched_.push_back(ectx.get());
-        port_mask_ |= ectx->match().in_port_mask;
-        break;
-      case DiadBinding::Kind::kStream:
-        diad_streams_.emplace(diad.stream_id, ectx.get());
-        break;
-      case DiadBinding::Kind::kWrite:
-        diad_writes_.emplace(diad.region_id, ectx.get());
-        break;
-      case DiadBinding::Kind::kRoceQp:
-        roce_qps_.emplace(diad.qpn, ectx.get());
-        break;
-      case DiadBinding::Kind::kNaaiceFunction:
-        // Overrides the built-in function of that code, if any.
-        naaice_functions_.Register(diad.function_code, ectx->naaice_function());
-        break;
+    if (ectx->binding().kind == kBindNone) {
+      matched_.push_back(ectx.get());
+      port_mask_ |= ectx->match().in_port_mask;
+    } else {
+      bound_.emplace(ectx->binding(), ectx.get());
     }
   }
   if (matched_.size() <= kLinearMax) return;

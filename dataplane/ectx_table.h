@@ -20,6 +20,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
+#include "dataplane/binding.h"
 #include "dataplane/ectx.h"
 
 namespace spinnic {
@@ -48,28 +50,15 @@ class EctxTable {
     return MatchByShape(frame, in_port);
   }
 
-  // The ECTX bound to DiAD stream `stream_id`, or nullptr.
-  const Ectx* FindDiadStream(uint32_t stream_id) const {
-    auto it = diad_streams_.find(stream_id);
-    return it == diad_streams_.end() ? nullptr : it->second;
+  // The ECTX bound to the messages of (kind, key), or nullptr: the
+  // transports' lookup for a message's first packet (binding.h).
+  const Ectx* FindBound(BindingKind kind, uint64_t key) const {
+    auto it = bound_.find(MessageBinding{kind, key});
+    return it == bound_.end() ? nullptr : it->second;
   }
-  // The ECTX bound to DiAD writes into region `region_id`, or nullptr.
-  const Ectx* FindDiadWrite(uint64_t region_id) const {
-    auto it = diad_writes_.find(region_id);
-    return it == diad_writes_.end() ? nullptr : it->second;
-  }
-
-  // The ECTX bound to RoCE queue pair `qpn`'s messages, or nullptr.
-  const Ectx* FindRoceQp(uint32_t qpn) const {
-    auto it = roce_qps_.find(qpn);
-    return it == roce_qps_.end() ? nullptr : it->second;
-  }
-
-  // NAAICE functions by code: the built-in ones, then the installed
-  // naaice_function ECTXs' over them.
-  const naaice::FunctionTable& naaice_functions() const {
-    return naaice_functions_;
-  }
+  // Table versions are numbered in creation order, so that an HPU can tell
+  // a new version from an old one at a reused address (derived caches).
+  uint64_t version() const { return version_; }
 
   const std::vector<std::shared_ptr<const Ectx>>& ectxs() const {
     return ectxs_;
@@ -126,10 +115,14 @@ class EctxTable {
   std::vector<std::shared_ptr<const Ectx>> ectxs_;
   // The ECTXs matched against frames, in match order (indices of shapes).
   std::vector<const Ectx*> matched_;
-  absl::flat_hash_map<uint32_t, const Ectx*> diad_streams_;
-  absl::flat_hash_map<uint64_t, const Ectx*> diad_writes_;
-  absl::flat_hash_map<uint32_t, const Ectx*> roce_qps_;
-  naaice::FunctionTable naaice_functions_ = naaice::BuiltinFunctions();
+  struct BindingHash {
+    size_t operator()(const MessageBinding& b) const {
+      return absl::HashOf(b.kind, b.key);
+    }
+  };
+  absl::flat_hash_map<MessageBinding, const Ectx*, BindingHash> bound_;
+  static uint64_t NextVersion();
+  uint64_t version_ = NextVersion();
   uint64_t port_mask_ = 0;
   // By `first`, so that the search can stop at the first shape that cannot
   // beat what it found.

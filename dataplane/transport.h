@@ -32,9 +32,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "dataplane/binding.h"
 #include "dataplane/classifier.h"
 
 struct rte_mbuf;
@@ -50,6 +53,7 @@ class Port;
 class RegionTable;
 class SpinEngine;
 struct DataplaneConfig;
+struct HandlerConfig;
 struct PeerGet;
 struct PeerPut;
 struct StatsSnapshot;
@@ -127,6 +131,21 @@ class TransportModule {
   virtual std::unique_ptr<TransportEngine> CreateEngine(uint32_t hpu_index,
                                                         Hpu& hpu,
                                                         SpinEngine& spin) = 0;
+  // The binding kinds (binding.h) whose messages it delivers to ECTXs.
+  virtual std::span<const BindingKind> BindingKinds() const { return {}; }
+  // A handler bound to one of them: OK when this transport, as configured,
+  // delivers such messages; else an error naming what to set or change
+  // (the Dataplane adds the handler's name). Regions, and that no other
+  // handler takes the same messages, are the Dataplane's to check.
+  virtual absl::Status CheckBinding(const HandlerConfig& /*handler*/) const {
+    return absl::OkStatus();
+  }
+  // What a binding of one of its kinds takes, for messages: "stream 7".
+  virtual std::string DescribeBinding(const MessageBinding& binding) const {
+    return absl::StrCat("messages of kind ", binding.kind, " key ",
+                        binding.key);
+  }
+
   // Adds its counters to a stats snapshot (any thread; engines' counters
   // are single-writer and read relaxed).
   virtual void Snapshot(StatsSnapshot& /*snapshot*/) const {}

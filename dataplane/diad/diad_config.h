@@ -13,6 +13,11 @@
 
 namespace spinnic::diad {
 
+// Binding kinds DiAD defines (dataplane/binding.h): an ECTX that takes the
+// stream messages to a stream id (key). Writes into a region are the shared
+// kBindRegionWrites.
+inline constexpr uint16_t kBindStream = 0x10;
+
 using NodeAddress = std::array<uint8_t, 16>;
 using MacAddress = std::array<uint8_t, 6>;
 

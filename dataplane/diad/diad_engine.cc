@@ -386,7 +386,7 @@ void DiadEngine::OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
       m.status = Status::kOutOfBounds;
     }
     if (region != nullptr) {
-      if (const Ectx* ectx = table.FindDiadWrite(region->id())) {
+      if (const Ectx* ectx = table.FindBound(kBindRegionWrites, region->id())) {
         m.ectx_id = ectx->id();
       }
     }
@@ -398,7 +398,7 @@ void DiadEngine::OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
   bool deposit = m.status == Status::kOk;
   if (deposit && m.ectx_id != kNoEctx) {
     const Ectx* ectx =
-        region != nullptr ? table.FindDiadWrite(region->id()) : nullptr;
+        region != nullptr ? table.FindBound(kBindRegionWrites, region->id()) : nullptr;
     if (ectx != nullptr && ectx->id() == m.ectx_id) {
       deposit = RunHandlers(m, *ectx, packet, frame, payload_offset, in_port,
                             h.first(), h.last());
@@ -446,7 +446,7 @@ void DiadEngine::OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
     m.type = h.type;
     m.key = h.key;
     m.length = h.msg_length;
-    if (const Ectx* ectx = table.FindDiadStream(h.key)) m.ectx_id = ectx->id();
+    if (const Ectx* ectx = table.FindBound(kBindStream, h.key)) m.ectx_id = ectx->id();
     m.ring = regions->FindByStream(h.key);
     if (m.ring != nullptr) {
       m.deposit = StreamRing(m.ring->bytes())
@@ -461,7 +461,7 @@ void DiadEngine::OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
   }
   bool deposit = true;
   if (m.ectx_id != kNoEctx) {
-    const Ectx* ectx = table.FindDiadStream(h.key);
+    const Ectx* ectx = table.FindBound(kBindStream, h.key);
     if (ectx != nullptr && ectx->id() == m.ectx_id) {
       deposit = RunHandlers(m, *ectx, packet, frame, payload_offset, in_port,
                             h.first(), h.last());
@@ -1049,7 +1049,7 @@ void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
   RxMessage& m = ch.rx_message;
   if (m.active && m.ectx_id != kNoEctx && table != nullptr) {
     const Ectx* ectx =
-        m.type == PacketType::kStream ? table->FindDiadStream(m.key) : nullptr;
+        m.type == PacketType::kStream ? table->FindBound(kBindStream, m.key) : nullptr;
     if (ectx != nullptr && ectx->id() == m.ectx_id) {
       spin_->Abort(*ectx, m.spin, /*flow_control_triggered=*/false);
     }

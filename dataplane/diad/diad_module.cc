@@ -191,6 +191,24 @@ std::unique_ptr<TransportEngine> DiadModule::CreateEngine(uint32_t hpu_index,
   return engine;
 }
 
+std::span<const BindingKind> DiadModule::BindingKinds() const {
+  static constexpr BindingKind kKinds[] = {kBindStream, kBindRegionWrites};
+  return kKinds;
+}
+
+absl::Status DiadModule::CheckBinding(const HandlerConfig& handler) const {
+  if (config_.enabled) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      handler.binding.kind == kBindStream
+          ? "takes DiAD stream messages but DiAD is off (no "
+            "addresses.diad_node)"
+          : "DiAD is off (addresses.diad_node)");
+}
+
+std::string DiadModule::DescribeBinding(const MessageBinding& binding) const {
+  return absl::StrCat("stream ", binding.key);
+}
+
 void DiadModule::Close() {
   engines_.clear();
   for (rte_ring* ring : command_rings_) rte_ring_free(ring);

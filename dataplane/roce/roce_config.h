@@ -10,6 +10,13 @@
 
 namespace spinnic::roce {
 
+// Binding kinds RoCE defines (dataplane/binding.h): an ECTX that takes a
+// queue pair's SEND and WRITE messages (key: QPN), or NAAICE calls of a
+// function code (key: 1..127). RDMA WRITEs into a region are the shared
+// kBindRegionWrites.
+inline constexpr uint16_t kBindQp = 0x20;
+inline constexpr uint16_t kBindNaaiceFunction = 0x21;
+
 struct RoceConfig {
   // On when the config has a `roce` section.
   bool enabled = false;

@@ -183,7 +183,8 @@ class RoceEngine::ServiceActions final : public QpActions {
   uint32_t qpn() const override { return qp_.qpn; }
   RoceCounters& counters() override { return engine_->counters_; }
   const ::spinnic::naaice::FunctionTable& naaice_functions() override {
-    return table_ != nullptr ? table_->naaice_functions() : engine_->functions_;
+    return table_ != nullptr ? engine_->FunctionsFor(*table_)
+                             : engine_->functions_;
   }
 
  private:
@@ -567,9 +568,9 @@ const Ectx* RoceEngine::BoundEctx(const Qp& qp, const EctxTable& table,
   // write_region: ID } takes RDMA WRITEs into that region too), then the
   // QP's own handler (roce { qpn }), which also takes its SENDs.
   if (region != nullptr) {
-    if (const Ectx* ectx = table.FindDiadWrite(region->id())) return ectx;
+    if (const Ectx* ectx = table.FindBound(kBindRegionWrites, region->id())) return ectx;
   }
-  return table.FindRoceQp(qp.qpn);
+  return table.FindBound(kBindQp, qp.qpn);
 }
 
 bool RoceEngine::RunHandlers(Qp& qp, const ResponderPlan& plan,
@@ -1040,6 +1041,21 @@ void RoceEngine::DrainCompletions(Qp& qp) {
 
 // ---------------------------------------------------------------- services
 
+const ::spinnic::naaice::FunctionTable& RoceEngine::FunctionsFor(const EctxTable& table) {
+  if (table.version() != functions_version_) {
+    installed_functions_ = functions_;
+    for (const auto& ectx : table.ectxs()) {
+      if (ectx->binding().kind != kBindNaaiceFunction) continue;
+      // Install checked the kind (naaice_function) and its `function`.
+      installed_functions_.Register(
+          static_cast<uint8_t>(ectx->binding().key),
+          ::spinnic::naaice::FindFunction(ectx->params().GetString("function")));
+    }
+    functions_version_ = table.version();
+  }
+  return installed_functions_;
+}
+
 std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
                                                   uint16_t cm_port,
                                                   const Gid& local_ip) const {
@@ -1063,7 +1079,7 @@ std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
 bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
                              const Arrival& arrival, const uint8_t* payload) {
   if (plan.starts_message) {
-    qp.send_to_handler = arrival.table->FindRoceQp(qp.qpn) != nullptr;
+    qp.send_to_handler = arrival.table->FindBound(kBindQp, qp.qpn) != nullptr;
   }
   if (qp.send_to_handler) {
     // sPIN: the QP's handler takes the SEND in place, packet by packet,

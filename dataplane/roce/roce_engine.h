@@ -309,6 +309,10 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   static constexpr uint32_t kNeighbors = 64;
 
   bool Owner() const { return hpu_index_ == 0; }
+  // NAAICE functions by code under ECTX table `table`: the built-ins, then
+  // the installed naaice_function ECTXs' over them. Rebuilt when the table
+  // version changes (installs are rare; a call is a whole message).
+  const ::spinnic::naaice::FunctionTable& FunctionsFor(const EctxTable& table);
   void HandOff(rte_mbuf* packet, uint16_t in_port);
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);
@@ -403,6 +407,10 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   uint64_t next_generation_ = 0;
   const ::spinnic::naaice::FunctionTable functions_ =
       ::spinnic::naaice::BuiltinFunctions();
+  // functions_ with the installed naaice_function ECTXs of table version
+  // functions_version_ over them (FunctionsFor).
+  ::spinnic::naaice::FunctionTable installed_functions_;
+  uint64_t functions_version_ = 0;
   CmActionList cm_actions_;
   uint64_t cm_deadline_us_ = UINT64_MAX;
   uint32_t gsi_psn_ = 0;

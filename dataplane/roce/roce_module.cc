@@ -15,6 +15,7 @@
 #include "dataplane/dataplane_config.h"
 #include "dataplane/port.h"
 #include "dataplane/stats.h"
+#include "handlers/naaice/function.h"
 
 namespace spinnic {
 namespace {
@@ -138,6 +139,56 @@ std::unique_ptr<TransportEngine> RoceModule::CreateEngine(uint32_t hpu_index,
   auto engine = std::make_unique<RoceEngine>(hpu_index, shared_, &hpu, &spin);
   engines_.push_back(engine.get());
   return engine;
+}
+
+std::span<const BindingKind> RoceModule::BindingKinds() const {
+  static constexpr BindingKind kKinds[] = {kBindQp, kBindNaaiceFunction,
+                                           kBindRegionWrites};
+  return kKinds;
+}
+
+absl::Status RoceModule::CheckBinding(const HandlerConfig& handler) const {
+  const uint64_t key = handler.binding.key;
+  switch (handler.binding.kind) {
+    case kBindQp:
+      if (!config_.enabled) {
+        return absl::FailedPreconditionError(
+            "takes a RoCE queue pair's messages but RoCE is off (add a roce "
+            "section to the config)");
+      }
+      if (key < kFirstQpn || key - kFirstQpn >= config_.max_qps) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("roce.qpn ", key,
+                         " is not a queue pair number of this appliance; use ",
+                         kFirstQpn, "..", kFirstQpn + config_.max_qps - 1,
+                         " (spinctl qps lists them)"));
+      }
+      return absl::OkStatus();
+    case kBindNaaiceFunction:
+      if (!config_.enabled || config_.naaice_port == 0) {
+        return absl::FailedPreconditionError(
+            "takes NAAICE calls but no NAAICE port is configured (set "
+            "roce.naaice_port)");
+      }
+      if (key == 0 || key >= ::spinnic::naaice::kFunctionCodes ||
+          handler.kind != "naaice_function") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a NAAICE function binding needs kind naaice_function and a "
+            "code 1..127, not kind '",
+            handler.kind, "' with code ", key));
+      }
+      return absl::OkStatus();
+    default:
+      return config_.enabled ? absl::OkStatus()
+                             : absl::FailedPreconditionError(
+                                   "RoCE is off (a roce section)");
+  }
+}
+
+std::string RoceModule::DescribeBinding(const MessageBinding& binding) const {
+  return binding.kind == kBindQp
+             ? absl::StrCat("queue pair ", binding.key, "'s messages")
+             : absl::StrCat("NAAICE function code ", binding.key);
 }
 
 void RoceModule::Close() {

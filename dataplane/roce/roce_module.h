@@ -93,6 +93,9 @@ class RoceModule final : public TransportModule {
   absl::Status Open(const TransportEnv& env) override;
   std::unique_ptr<TransportEngine> CreateEngine(uint32_t hpu_index, Hpu& hpu,
                                                 SpinEngine& spin) override;
+  std::span<const BindingKind> BindingKinds() const override;
+  absl::Status CheckBinding(const HandlerConfig& handler) const override;
+  std::string DescribeBinding(const MessageBinding& binding) const override;
   void Snapshot(StatsSnapshot& snapshot) const override;
   void Close() override;
 

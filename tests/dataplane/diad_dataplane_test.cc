@@ -476,8 +476,7 @@ TEST_F(DiadDataplaneTest, StreamMessagesRunHandlersOrLandInTheStreamRing) {
   HandlerConfig handler;
   handler.name = "on-stream-7";
   handler.kind = "null";
-  handler.diad.kind = DiadBinding::Kind::kStream;
-  handler.diad.stream_id = 7;
+  handler.binding = {diad::kBindStream, 7};
   ASSERT_TRUE(dataplane().InstallEctx(handler).ok());
   for (uint32_t i = 0; i < 5; ++i) {
     SendMessage(PacketType::kStream, 100 + i, 7, 0, Pattern(3000, i));

@@ -349,8 +349,7 @@ TEST_F(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
   handler.kind = "xor_payload";
   handler.params["key"] = "5a";
   handler.params["fix_checksum"] = "false";
-  handler.diad.kind = DiadBinding::Kind::kWrite;
-  handler.diad.region_id = region.id;
+  handler.binding = {kBindRegionWrites, region.id};
   absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(handler);
   ASSERT_TRUE(installed.ok()) << installed.status();
   const Bytes data = Pattern(2 * kPmtu + 300, 8);
@@ -440,8 +439,7 @@ TEST_F(RoceDataplaneTest, SendMessagesRunTheQpsHandlerInPlace) {
   HandlerConfig handler;
   handler.name = "count-sends";
   handler.kind = "count";
-  handler.diad.kind = DiadBinding::Kind::kRoceQp;
-  handler.diad.qpn = qpn_;
+  handler.binding = {roce::kBindQp, qpn_};
   absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(handler);
   ASSERT_TRUE(installed.ok()) << installed.status();
   const Bytes data = Pattern(2 * kPmtu + 10, 6);
@@ -1143,8 +1141,7 @@ TEST_F(RoceRequesterTest, NaaiceCallsAFunctionInstalledAsAnEctx) {
   handler.name = "sum40";
   handler.kind = "naaice_function";
   handler.params["function"] = "vector_sum";
-  handler.diad.kind = DiadBinding::Kind::kNaaiceFunction;
-  handler.diad.function_code = 40;
+  handler.binding = {roce::kBindNaaiceFunction, 40};
   absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(handler);
   ASSERT_TRUE(installed.ok()) << installed.status();
   NaaiceResult result;

@@ -1034,8 +1034,8 @@ TEST(RoceConfigTest, QueuePairHandlers) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
   ASSERT_TRUE(dp.ok()) << dp.status();
-  EXPECT_EQ(dp->handlers[0].diad.kind, DiadBinding::Kind::kRoceQp);
-  EXPECT_EQ(dp->handlers[0].diad.qpn, 256u);
+  EXPECT_EQ(dp->handlers[0].binding.kind, roce::kBindQp);
+  EXPECT_EQ(dp->handlers[0].binding.key, 256u);
   EXPECT_TRUE(ErrorIs(
       Check(
           Lines({kWire, kWorker, kRoceAddress,
@@ -1065,8 +1065,8 @@ TEST(RoceConfigTest, NaaiceFunctionHandlers) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
   ASSERT_TRUE(dp.ok()) << dp.status();
-  EXPECT_EQ(dp->handlers[0].diad.kind, DiadBinding::Kind::kNaaiceFunction);
-  EXPECT_EQ(dp->handlers[0].diad.function_code, 40);
+  EXPECT_EQ(dp->handlers[0].binding.kind, roce::kBindNaaiceFunction);
+  EXPECT_EQ(dp->handlers[0].binding.key, 40u);
   EXPECT_TRUE(ErrorIs(
       Check(Lines(
           {kWire, kWorker, kRoceAddress, "roce { naaice_port: 12345 }",
