@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "dataplane/common/byte_order.h"
 #include "dataplane/roce/ib_types.h"
 
 namespace spinnic::roce {
@@ -131,19 +132,14 @@ bool VerifyIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span) {
   uint32_t icrc = 0;
   if (!ComputeIcrc(frame, length, span, &icrc)) return false;
   const uint8_t* p = frame + span.icrc_offset;
-  const uint32_t wire = uint32_t{p[0]} | uint32_t{p[1]} << 8 |
-                        uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-  return wire == icrc;
+  return LoadLe32(p) == icrc;
 }
 
 bool WriteIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span) {
   uint32_t icrc = 0;
   if (!ComputeIcrc(frame, length, span, &icrc)) return false;
   uint8_t* p = frame + span.icrc_offset;
-  p[0] = static_cast<uint8_t>(icrc);
-  p[1] = static_cast<uint8_t>(icrc >> 8);
-  p[2] = static_cast<uint8_t>(icrc >> 16);
-  p[3] = static_cast<uint8_t>(icrc >> 24);
+  StoreLe32(p, icrc);
   return true;
 }
 
