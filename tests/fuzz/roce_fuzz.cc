@@ -25,6 +25,7 @@
 #include "dataplane/common/byte_order.h"
 #include "dataplane/roce/icrc.h"
 #include "dataplane/roce/wire.h"
+#include "tests/common/icrc_reference.h"
 
 namespace spinnic::roce {
 namespace {

@@ -34,6 +34,7 @@
 #include "dataplane/common/byte_order.h"
 #include "dataplane/roce/icrc.h"
 #include "tests/common/hex.h"
+#include "tests/common/icrc_reference.h"
 
 // From rte_vect.h, which DPDK 22.11 declares experimental and without
 // extern "C" for C++.
