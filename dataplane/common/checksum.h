@@ -56,10 +56,27 @@ inline uint64_t Add(uint64_t acc, const uint8_t* p, size_t n) {
     p += 8;
     n -= 8;
   }
-  // The tail, zero-padded to eight bytes in memory order: the same words in
-  // either byte order, and an odd last byte is paired with a zero byte.
+  // The tail (0..7 bytes) in fixed-size pieces (no memcpy call of a variable
+  // length), each at an even offset, so each adds whole 16-bit words; an odd
+  // last byte is paired with a zero byte, in either byte order.
   uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
+  if (n & 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    tail = v;
+    p += 4;
+  }
+  if (n & 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    tail += v;
+    p += 2;
+  }
+  if (n & 1) {
+    uint16_t v = 0;
+    std::memcpy(&v, p, 1);
+    tail += v;
+  }
   return AddCarry(acc, tail);
 }
 
