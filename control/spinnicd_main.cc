@@ -32,6 +32,7 @@
 #include "control/config_loader.h"
 #include "control/grpc/control_server.h"
 #include "control/stats_format.h"
+#include "dataplane/common/log.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/telemetry.h"
 #include "handlers/api/handler.h"
@@ -91,9 +92,13 @@ std::atomic<bool> g_print_stats{false};
 void OnSignal(int signal) { g_signal.store(signal); }
 void OnPrintStats(int) { g_print_stats.store(true); }
 
+// What spinnicd is doing, for the operator: rte_log (stderr, and syslog once
+// the EAL runs). Counters and --check_config's verdict are output (stdout).
 void Log(absl::string_view line) {
-  std::printf("spinnicd: %s\n", std::string(line).c_str());
-  std::fflush(stdout);
+  SPINNIC_LOG(NOTICE, control, "spinnicd: %s", std::string(line).c_str());
+}
+void LogError(absl::string_view line) {
+  SPINNIC_LOG(ERR, control, "spinnicd: %s", std::string(line).c_str());
 }
 
 void ListHandlers() {
@@ -199,28 +204,28 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<ConfigOverrides> overrides = OverridesFromFlags(positional);
   if (!overrides.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(overrides.status().message()).c_str());
+    SPINNIC_LOG(ERR, control, "%s",
+                std::string(overrides.status().message()).c_str());
     return kExitBadConfig;
   }
   absl::StatusOr<std::optional<ControlServerOptions>> control_options =
       ControlOptionsFromFlags();
   if (!control_options.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(control_options.status().message()).c_str());
+    SPINNIC_LOG(ERR, control, "%s",
+                std::string(control_options.status().message()).c_str());
     return kExitBadConfig;
   }
   std::string config_path = absl::GetFlag(FLAGS_config);
   absl::StatusOr<v1::Config> config = LoadConfig(config_path, *overrides);
   if (!config.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(config.status().message()).c_str());
+    SPINNIC_LOG(ERR, control, "%s",
+                std::string(config.status().message()).c_str());
     return kExitBadConfig;
   }
   absl::StatusOr<DataplaneConfig> dataplane_config = ToDataplaneConfig(*config);
   if (!dataplane_config.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(dataplane_config.status().message()).c_str());
+    SPINNIC_LOG(ERR, control, "%s",
+                std::string(dataplane_config.status().message()).c_str());
     return kExitBadConfig;
   }
   if (absl::GetFlag(FLAGS_check_config)) {
@@ -232,7 +237,7 @@ int Run(int argc, char** argv) {
   std::vector<std::string> eal_args = BuildEalArgs(*config);
   Log(absl::StrCat("EAL arguments: ", absl::StrJoin(eal_args, " ")));
   if (absl::Status status = InitEal(eal_args); !status.ok()) {
-    Log(status.message());
+    LogError(status.message());
     return kExitFailure;
   }
   // Lets operators capture any port with dpdk-dumpcap / dpdk-pdump. Needs
@@ -247,7 +252,7 @@ int Run(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
         Dataplane::Create(*dataplane_config);
     if (!dataplane.ok()) {
-      Log(dataplane.status().message());
+      LogError(dataplane.status().message());
       rte_eal_cleanup();
       return kExitFailure;
     }
@@ -262,12 +267,12 @@ int Run(int argc, char** argv) {
         Log(absl::StrCat("control API on ", control->Describe()));
       } else {
         // Stops at once below: the dataplane still shuts down cleanly.
-        Log(started.status().message());
+        LogError(started.status().message());
         exit_code = kExitFailure;
       }
     }
     if (absl::Status status = dp.Start(); !status.ok()) {
-      Log(status.message());
+      LogError(status.message());
       rte_eal_cleanup();
       return kExitFailure;
     }
@@ -329,7 +334,7 @@ int Run(int argc, char** argv) {
       std::ofstream json(json_path);
       json << FormatStatsJson(final_stats);
       if (!json) {
-        Log(absl::StrCat("cannot write ", json_path));
+        LogError(absl::StrCat("cannot write ", json_path));
         exit_code = kExitFailure;
       }
     }

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dataplane/common/byte_order.h"
+
 // The parser reads only through the bounds it has proven, so every access is
 // preceded by a length check against either the frame end or the IP end
 // (whichever is tighter). It allocates nothing and throws nothing, so that it
@@ -44,10 +46,6 @@ constexpr uint8_t kProtoIcmpv6 = 58;
 constexpr uint8_t kProtoDestOpts = 60;
 
 constexpr uint16_t kIpv4FragOffsetMask = 0x1fff;
-
-inline uint16_t LoadBe16(const uint8_t* p) {
-  return static_cast<uint16_t>((uint16_t{p[0]} << 8) | p[1]);
-}
 
 inline void Drop(ParsedFrame* out, DropReason reason) {
   out->frame_class = FrameClass::kDrop;

@@ -13,15 +13,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "dataplane/classifier.h"
+#include "dataplane/common/byte_order.h"
 
 namespace spinnic {
-
-// Big-endian 64-bit load (one bswap, not a byte loop: this is per packet).
-inline uint64_t LoadBe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return be64toh(v);
-}
 
 // The top `bits` bits set, for 0 <= bits <= 64 (a shift by 64 is undefined).
 inline uint64_t HighMask(uint32_t bits) {
@@ -36,10 +30,8 @@ inline std::array<uint8_t, 16> MaskedAddress(
   uint64_t lo =
       LoadBe64(address.data() + 8) & HighMask(bits > 64 ? bits - 64 : 0);
   std::array<uint8_t, 16> out;
-  hi = htobe64(hi);
-  lo = htobe64(lo);
-  std::memcpy(out.data(), &hi, 8);
-  std::memcpy(out.data() + 8, &lo, 8);
+  StoreBe64(out.data(), hi);
+  StoreBe64(out.data() + 8, lo);
   return out;
 }
 

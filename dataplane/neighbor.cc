@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dataplane/common/byte_order.h"
+#include "dataplane/common/checksum.h"
 #include "handlers/api/net.h"
 
 // Every read is checked against the IP end (NS/NA) or the frame end (ARP),
@@ -39,14 +41,6 @@ constexpr Ipv6Address kAllNodes = {0xff, 0x02, 0, 0, 0, 0, 0, 0,
                                    0,    0,    0, 0, 0, 0, 0, 1};
 constexpr MacAddress kBroadcastMac = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-inline uint16_t Load16(const uint8_t* p) {
-  return static_cast<uint16_t>(uint16_t{p[0]} << 8 | p[1]);
-}
-inline void Store16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-
 inline bool IsMulticastMac(const uint8_t* mac) { return (mac[0] & 1) != 0; }
 inline bool IsMulticastIpv6(const uint8_t* ip) { return ip[0] == 0xff; }
 inline bool IsUnspecified(const uint8_t* ip) {
@@ -70,12 +64,11 @@ bool IsOurs(const uint8_t* address,
 // it is: 0 over a message whose checksum is right when the field is zeroed.
 uint16_t Icmpv6Sum(const uint8_t* src, const uint8_t* dst, const uint8_t* icmp,
                    uint32_t icmp_length) {
-  uint64_t sum = icmp_length + uint64_t{net::kProtoIcmpv6};
-  for (int i = 0; i < 16; i += 2) sum += Load16(src + i) + Load16(dst + i);
-  uint32_t i = 0;
-  for (; i + 1 < icmp_length; i += 2) sum += Load16(icmp + i);
-  if (i < icmp_length) sum += uint32_t{icmp[i]} << 8;
-  return net::Fold(sum);
+  uint64_t sum = checksum::Add(0, src, 16);
+  sum = checksum::Add(sum, dst, 16);
+  sum = checksum::AddBe32(sum, icmp_length);
+  sum = checksum::AddBe32(sum, net::kProtoIcmpv6);
+  return checksum::Fold(checksum::Add(sum, icmp, icmp_length));
 }
 
 inline uint16_t Icmpv6Checksum(const uint8_t* src, const uint8_t* dst,
@@ -123,9 +116,9 @@ void WriteL2(const uint8_t* request, uint32_t l2, const uint8_t* dst_mac,
 }
 
 void WriteIpv6(const uint8_t* src, const uint8_t* dst, uint8_t* ip) {
-  Store16(ip, 0x6000);  // version 6, traffic class 0, flow label 0
-  Store16(ip + 2, 0);
-  Store16(ip + 4, kNdMessageBytes);
+  StoreBe16(ip, 0x6000);  // version 6, traffic class 0, flow label 0
+  StoreBe16(ip + 2, 0);
+  StoreBe16(ip + 4, kNdMessageBytes);
   ip[6] = net::kProtoIcmpv6;
   ip[7] = kNdHopLimit;
   std::memcpy(ip + 8, src, 16);
@@ -139,9 +132,9 @@ NeighborResult HandleArp(std::span<const uint8_t> frame, uint32_t l2,
     return Malformed(NeighborError::kTruncated);
   }
   const uint8_t* arp = frame.data() + l2;
-  const uint16_t op = Load16(arp + 6);
-  if (Load16(arp) != kArpHardwareEthernet ||
-      Load16(arp + 2) != kEtherTypeIpv4 || arp[4] != 6 || arp[5] != 4 ||
+  const uint16_t op = LoadBe16(arp + 6);
+  if (LoadBe16(arp) != kArpHardwareEthernet ||
+      LoadBe16(arp + 2) != kEtherTypeIpv4 || arp[4] != 6 || arp[5] != 4 ||
       (op != kArpRequest && op != kArpReply)) {
     return Malformed(NeighborError::kBadArp);
   }
@@ -157,7 +150,7 @@ NeighborResult HandleArp(std::span<const uint8_t> frame, uint32_t l2,
     WriteL2(frame.data(), l2, sha, local.mac, out);
     uint8_t* r = out + l2;
     std::memcpy(r, arp, 6);  // htype, ptype, hlen, plen: checked above
-    Store16(r + 6, kArpReply);
+    StoreBe16(r + 6, kArpReply);
     std::memcpy(r + 8, local.mac.data(), 6);
     std::memcpy(r + 14, tpa, 4);
     std::memcpy(r + 18, sha, 6);
@@ -262,15 +255,15 @@ NeighborResult HandleNd(std::span<const uint8_t> frame,
   uint8_t* na = out + l3 + kIpv6Bytes;
   na[0] = kTypeNa;
   na[1] = 0;
-  Store16(na + 2, 0);
+  StoreBe16(na + 2, 0);
   na[4] = static_cast<uint8_t>(kNaFlagOverride | (dad ? 0 : kNaFlagSolicited));
   na[5] = na[6] = na[7] = 0;
   std::memcpy(na + 8, target, 16);
   na[24] = kOptTargetLinkLayer;
   na[25] = 1;
   std::memcpy(na + 26, local.mac.data(), 6);
-  Store16(na + 2,
-          Icmpv6Checksum(out + l3 + 8, out + l3 + 24, na, kNdMessageBytes));
+  StoreBe16(na + 2,
+            Icmpv6Checksum(out + l3 + 8, out + l3 + 24, na, kNdMessageBytes));
   NeighborResult result = Verdict(NeighborVerdict::kAnswer);
   result.reply_length = length;
   return result;
@@ -375,7 +368,7 @@ uint32_t BuildNeighborSolicitation(const MacAddress& src_mac,
                               target[13], target[14], target[15]};
   std::memcpy(f, dst_mac, 6);
   std::memcpy(f + 6, src_mac.data(), 6);
-  Store16(f + 12, kEtherTypeIpv6);
+  StoreBe16(f + 12, kEtherTypeIpv6);
   uint8_t* ip = f + kEthBytes;
   WriteIpv6(src_ip.data(), group.data(), ip);
   uint8_t* ns = ip + kIpv6Bytes;
@@ -386,8 +379,8 @@ uint32_t BuildNeighborSolicitation(const MacAddress& src_mac,
   ns[24] = kOptSourceLinkLayer;
   ns[25] = 1;
   std::memcpy(ns + 26, src_mac.data(), 6);
-  Store16(ns + 2,
-          Icmpv6Checksum(src_ip.data(), group.data(), ns, kNdMessageBytes));
+  StoreBe16(ns + 2,
+            Icmpv6Checksum(src_ip.data(), group.data(), ns, kNdMessageBytes));
   return kNeighborSolicitationBytes;
 }
 
@@ -397,13 +390,13 @@ uint32_t BuildArpRequest(const MacAddress& src_mac, const Ipv4Address& src_ip,
   uint8_t* f = out.data();
   std::memcpy(f, kBroadcastMac.data(), 6);
   std::memcpy(f + 6, src_mac.data(), 6);
-  Store16(f + 12, kEtherTypeArp);
+  StoreBe16(f + 12, kEtherTypeArp);
   uint8_t* arp = f + kEthBytes;
-  Store16(arp, kArpHardwareEthernet);
-  Store16(arp + 2, kEtherTypeIpv4);
+  StoreBe16(arp, kArpHardwareEthernet);
+  StoreBe16(arp + 2, kEtherTypeIpv4);
   arp[4] = 6;
   arp[5] = 4;
-  Store16(arp + 6, kArpRequest);
+  StoreBe16(arp + 6, kArpRequest);
   std::memcpy(arp + 8, src_mac.data(), 6);
   std::memcpy(arp + 14, src_ip.data(), 4);
   std::memset(arp + 18, 0, 6);

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "dataplane/common/byte_order.h"
 #include "handlers/api/handler.h"
 
 namespace spinnic {
@@ -157,7 +158,7 @@ class CountHandler {
       return 0;
     }
     std::span<const uint8_t> bytes = packet.Bytes();
-    return uint32_t{bytes[at]} << 8 | bytes[at + 1];
+    return LoadBe16(bytes.data() + at);
   }
 
   const CountKey key_;

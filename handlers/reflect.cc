@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "dataplane/common/checksum.h"
 #include "handlers/api/handler.h"
 #include "handlers/api/net.h"
 
@@ -120,12 +121,7 @@ class ReflectHandler {
   // Sets the checksum of the ICMPv4 message `icmp` from its bytes.
   static void RecomputeIcmpChecksum(std::span<uint8_t> icmp) {
     net::Store16(icmp, 2, 0);
-    uint64_t sum = 0;
-    for (size_t i = 0; i + 1 < icmp.size(); i += 2) {
-      sum += net::Load16(icmp, static_cast<uint32_t>(i));
-    }
-    if (icmp.size() % 2 != 0) sum += uint64_t{icmp.back()} << 8;
-    net::Store16(icmp, 2, static_cast<uint16_t>(~net::Fold(sum)));
+    net::Store16(icmp, 2, checksum::Compute(icmp.data(), icmp.size()));
   }
 };
 

@@ -47,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "dataplane/common/byte_order.h"
 #include "handlers/api/handler.h"
 
 namespace spinnic {
@@ -82,11 +83,6 @@ struct alignas(64) Slot {
 static_assert(sizeof(Slot) == 64, "one cache line per HPU");
 
 constexpr uint32_t kSlotsAt = 64;
-
-uint32_t LoadBe32(std::span<const uint8_t> bytes, size_t at) {
-  return (uint32_t{bytes[at]} << 24) | (uint32_t{bytes[at + 1]} << 16) |
-         (uint32_t{bytes[at + 2]} << 8) | uint32_t{bytes[at + 3]};
-}
 
 class StreamCheckHandler {
  public:
@@ -217,8 +213,8 @@ class StreamCheckHandler {
     }
     std::span<const uint8_t> bytes = packet.Bytes();
     const size_t header = layers.payload_offset - kDiadHeaderBytes;
-    *length = LoadBe32(bytes, header + kMsgLengthAt);
-    *offset = LoadBe32(bytes, header + kMsgOffsetAt);
+    *length = LoadBe32(bytes.data() + header + kMsgLengthAt);
+    *offset = LoadBe32(bytes.data() + header + kMsgOffsetAt);
     return true;
   }
 };

@@ -1,9 +1,11 @@
 // Checksum and CRC helpers per byte, at 64 B, 1 KiB and 9 KiB:
-//   - the Internet checksum as a handler computes it with handlers/api/net.h
-//     (net::Load16 over the bytes, net::Fold; net.h has no full-sum helper,
-//     this is reflect.cc's loop) and RFC 1624's incremental update
-//     (net::UpdateChecksum, per call);
-//   - DPDK's rte_raw_cksum (the same sum, host-order words);
+//   - the Internet checksum: the project's one copy (checksum::Compute,
+//     dataplane/common/checksum.h: native order, 8 bytes per load); the
+//     big-endian word loop (net::Load16 over the bytes, net::Fold) that
+//     reflect.cc, neighbor.cc and the RoCE wire format each had a copy of
+//     before, kept here as the baseline; DPDK's rte_raw_cksum (the same sum,
+//     host-order words) and rte_ipv4_cksum (a 20-byte header); RFC 1624's
+//     incremental update (net::UpdateChecksum, per call);
 //   - rte_hash_crc (CRC32-C), with the SSE4.2 instruction and in software;
 //   - rte_net_crc_calc(RTE_NET_CRC32_ETH), the CRC the RoCEv2 ICRC is built
 //     on, with each of its algorithms: scalar (table), SSE4.2 + PCLMULQDQ,
@@ -32,15 +34,16 @@
 
 #include "absl/status/status.h"
 #include "bench/micro/bench_util.h"
+#include "dataplane/common/checksum.h"
 #include "dataplane/dataplane.h"
 #include "handlers/api/net.h"
 
 namespace spinnic {
 namespace {
 
-// The Internet checksum (RFC 1071) over `bytes`, the way a handler writes
-// it with net.h: big-endian words, an odd last byte as a high byte, folded
-// and complemented.
+// The Internet checksum (RFC 1071) over `bytes`, one big-endian word at a
+// time (an odd last byte as a high byte), folded and complemented: the
+// removed copies' loop, the baseline and the self-check's reference.
 uint16_t NetChecksum(std::span<const uint8_t> bytes) {
   uint64_t sum = 0;
   const uint32_t n = static_cast<uint32_t>(bytes.size());
@@ -68,6 +71,21 @@ void Sizes(benchmark::internal::Benchmark* b) {
   bench::FixedIterationsIfRequested(b);
 }
 
+// An IPv4 header (20), a small packet, a full one and a jumbo.
+void ChecksumSizes(benchmark::internal::Benchmark* b) {
+  b->Arg(20)->Arg(64)->Arg(1500)->Arg(9216);
+  bench::FixedIterationsIfRequested(b);
+}
+
+void BM_Checksum(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(checksum::Compute(bytes.data(), bytes.size()));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_Checksum)->Apply(ChecksumSizes);
+
 void BM_NetChecksum(benchmark::State& state) {
   const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
   for (auto _ : state) {
@@ -75,7 +93,7 @@ void BM_NetChecksum(benchmark::State& state) {
   }
   ReportBytes(state, bytes.size());
 }
-BENCHMARK(BM_NetChecksum)->Apply(Sizes);
+BENCHMARK(BM_NetChecksum)->Apply(ChecksumSizes);
 
 // One 16-bit word of the covered bytes changed: the checksum's update, per
 // call. Each update feeds the next (a latency chain, as when a handler
@@ -101,7 +119,20 @@ void BM_RteRawCksum(benchmark::State& state) {
   }
   ReportBytes(state, bytes.size());
 }
-BENCHMARK(BM_RteRawCksum)->Apply(Sizes);
+BENCHMARK(BM_RteRawCksum)->Apply(ChecksumSizes);
+
+// rte_ipv4_cksum over a 20-byte header, against checksum::Compute at 20
+// bytes above (BM_Checksum/20).
+void BM_RteIpv4Cksum(benchmark::State& state) {
+  std::vector<uint8_t> bytes = RandomBytes(20);
+  bytes[0] = 0x45;  // version 4, IHL 5
+  const auto* header = reinterpret_cast<const rte_ipv4_hdr*>(bytes.data());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(rte_ipv4_cksum(header));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_RteIpv4Cksum)->Apply(bench::FixedIterationsIfRequested);
 
 // CRC32-C; `alg` is CRC32_SSE42_x64 (the default on x86-64: the crc32
 // instruction, 8 bytes at a time) or CRC32_SW (tables).
@@ -200,8 +231,17 @@ bool SelfCheck() {
   // RFC 1071's example words 0001 f203 f4f5 f6f7: sum ddf2, checksum 220d.
   const uint8_t rfc1071[] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
   expect("NetChecksum(RFC 1071 example)", NetChecksum(rfc1071), 0x220d);
+  expect("checksum::Compute(RFC 1071 example)",
+         checksum::Compute(rfc1071, sizeof(rfc1071)), 0x220d);
+  for (size_t n = 0; n <= 200; ++n) {
+    const std::vector<uint8_t> bytes = RandomBytes(n);
+    expect("checksum::Compute vs NetChecksum",
+           checksum::Compute(bytes.data(), bytes.size()), NetChecksum(bytes));
+  }
   for (size_t n : {size_t{64}, size_t{1023}, size_t{9216}}) {
     const std::vector<uint8_t> bytes = RandomBytes(n);
+    expect("checksum::Compute vs NetChecksum",
+           checksum::Compute(bytes.data(), bytes.size()), NetChecksum(bytes));
     // rte_raw_cksum sums host-order (little-endian) words: byte-swapped.
     expect("rte_raw_cksum vs NetChecksum",
            static_cast<uint16_t>(

@@ -34,6 +34,7 @@
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/icrc.h"
+#include "tests/common/icrc_reference.h"
 
 namespace spinnic::roce {
 namespace {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "dataplane/common/byte_order.h"
 
 namespace spinnic::spinctl {
 namespace {
@@ -14,20 +15,11 @@ constexpr uint32_t kMagicNano = 0xa1b23c4d;
 // same bytes in either byte order).
 constexpr uint32_t kPcapngBlockType = 0x0a0d0d0a;
 
-uint32_t LoadLittle32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-         uint32_t{p[3]} << 24;
-}
-uint32_t LoadBig32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         uint32_t{p[3]};
-}
-
 }  // namespace
 
 absl::StatusOr<PcapReader> PcapReader::Open(std::span<const uint8_t> file) {
   if (file.empty()) return absl::InvalidArgumentError("the file is empty");
-  if (file.size() >= 4 && LoadLittle32(file.data()) == kPcapngBlockType) {
+  if (file.size() >= 4 && LoadLe32(file.data()) == kPcapngBlockType) {
     return absl::InvalidArgumentError(
         "this is a pcapng file; only classic pcap is read (convert it: "
         "editcap -F pcap IN OUT, or tcpdump/tshark -F pcap)");
@@ -41,8 +33,8 @@ absl::StatusOr<PcapReader> PcapReader::Open(std::span<const uint8_t> file) {
   // load gives a known magic is the file's order (our host's does not
   // matter).
   PcapFileHeader header;
-  const uint32_t big = LoadBig32(file.data());
-  const uint32_t little = LoadLittle32(file.data());
+  const uint32_t big = LoadBe32(file.data());
+  const uint32_t little = LoadLe32(file.data());
   bool little_endian_file;
   if (little == kMagicMicro || little == kMagicNano) {
     little_endian_file = true;
@@ -88,7 +80,7 @@ absl::StatusOr<PcapReader> PcapReader::Open(std::span<const uint8_t> file) {
 
 uint32_t PcapReader::Load32(size_t offset) const {
   const uint8_t* p = file_.data() + offset;
-  return little_endian_ ? LoadLittle32(p) : LoadBig32(p);
+  return little_endian_ ? LoadLe32(p) : LoadBe32(p);
 }
 
 bool PcapReader::Next(PcapRecord* record) {

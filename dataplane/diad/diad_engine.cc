@@ -1,12 +1,12 @@
 #include "dataplane/diad/diad_engine.h"
 
-#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/common/clock.h"
 #include "dataplane/diad/stream_ring.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
@@ -116,18 +116,10 @@ DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
                      config_.node[13],
                      config_.node[14],
                      config_.node[15]};
-  // ns = tsc * 10^9 / hz, as a 32.32 fixed-point multiplier.
   down_after_ns_ = DownAfterNs(config_.channel);
-  ns_per_tsc_q32_ = static_cast<uint64_t>(
-      (static_cast<__uint128_t>(1'000'000'000ull) << 32) / rte_get_tsc_hz());
 }
 
 DiadEngine::~DiadEngine() { Shutdown(); }
-
-uint64_t DiadEngine::NowNs() const {
-  return static_cast<uint64_t>(
-      (static_cast<__uint128_t>(rte_rdtsc()) * ns_per_tsc_q32_) >> 32);
-}
 
 uint32_t DiadEngine::NextEpoch() {
   uint32_t epoch = 0;
@@ -217,7 +209,7 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   DiadPeerCounters& pc = peer_counters_[ch->slot];
   pc.rx_packets.Add();
   pc.rx_bytes.Add(packet->pkt_len);
-  const uint64_t now = NowNs();
+  const uint64_t now = clock::NowNanos();
 
   switch (ch->session.Check(h.src_epoch, h.dst_epoch)) {
     case Session::Verdict::kOk:
@@ -599,7 +591,7 @@ void DiadEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
 void DiadEngine::Poll(const EctxTable& table) {
   SyncPeers(table);
   TakeCommands();
-  const uint64_t now = NowNs();
+  const uint64_t now = clock::NowNanos();
   for (const std::unique_ptr<Channel>& ch : channels_) {
     if (ch->generation != 0) PumpChannel(*ch, now, table);
   }
@@ -846,7 +838,7 @@ void DiadEngine::TakeCommands() {
   const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
   for (unsigned i = 0; i < count; ++i) {
     DiadOp* op = ops[i];
-    op->start_tsc = rte_rdtsc();
+    op->start_tsc = clock::Ticks();
     const Peer* peer = peers->FindBySlot(op->peer_slot);
     Channel* ch = peer != nullptr && peer->generation == op->peer_generation &&
                           op->channel < config_.channels
@@ -896,10 +888,7 @@ void DiadEngine::Finish(Channel& ch, uint32_t txn, const Txn& t,
 
 void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
   op->status = status;
-  op->latency_ns = static_cast<uint64_t>(
-      (static_cast<__uint128_t>(rte_rdtsc() - op->start_tsc) *
-       ns_per_tsc_q32_) >>
-      32);
+  op->latency_ns = clock::TicksToNanos(clock::Ticks() - op->start_tsc);
   DiadPeerCounters& pc = peer_counters_[ch.slot];
   if (status == Status::kOk) {
     counters_.ops_completed.Add();
@@ -958,7 +947,7 @@ bool DiadEngine::HandlerPut(const PeerPut& put, uint32_t ectx_id) {
   Txn t;
   t.ectx_id = ectx_id;
   const uint32_t txn = ch->txns.Begin(type, t);
-  const uint64_t now = NowNs();
+  const uint64_t now = clock::NowNanos();
   Header h;
   h.type = type;
   h.txn = txn;
@@ -1014,7 +1003,7 @@ bool DiadEngine::HandlerGet(const PeerGet& get, uint32_t ectx_id) {
   h.key = get.rkey;
   h.address = get.address;
   h.msg_length = get.length;
-  if (!SendSequenced(*ch, h, {}, txn, false, NowNs())) {
+  if (!SendSequenced(*ch, h, {}, txn, false, clock::NowNanos())) {
     Finish(*ch, txn, ch->txns.End(txn), Status::kAborted);
     counters_.handler_refused.Add();
     return false;

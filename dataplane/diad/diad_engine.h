@@ -243,7 +243,6 @@ class DiadEngine final : public TransportEngine {
     uint64_t last_probe_ns = 0;
   };
 
-  uint64_t NowNs() const;
   uint32_t NextEpoch();
   Channel* ChannelFor(const Peer& peer, uint16_t channel);
   void SyncPeers(const EctxTable& table);
@@ -319,8 +318,7 @@ class DiadEngine final : public TransportEngine {
   Endpoint self_;
   // ff02::1:ffXX:XXXX for our node address: where solicitations for it go.
   NodeAddress solicited_node_{};
-  uint64_t ns_per_tsc_q32_ = 0;  // nanoseconds per TSC tick, 32.32 fixed
-  uint64_t down_after_ns_ = 0;   // DownAfterNs(config_.channel)
+  uint64_t down_after_ns_ = 0;  // DownAfterNs(config_.channel)
   DiadCounters counters_;
   std::vector<DiadPeerCounters> peer_counters_;
 };

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dataplane/common/byte_order.h"
+#include "dataplane/common/checksum.h"
 #include "handlers/api/net.h"
 
 // Every read is preceded by a bounds check in 64-bit arithmetic (offsets
@@ -19,93 +21,15 @@ constexpr uint8_t kHopLimit = 64;
 // Smallest UDP datagram that holds a DiAD header.
 constexpr uint32_t kMinUdpLength = kUdpBytes + kHeaderBytes;
 
-inline uint16_t Load16(const uint8_t* p) {
-  return static_cast<uint16_t>(uint16_t{p[0]} << 8 | p[1]);
-}
-inline uint32_t Load32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         p[3];
-}
-inline uint64_t Load64(const uint8_t* p) {
-  return uint64_t{Load32(p)} << 32 | Load32(p + 4);
-}
-inline void Store16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-inline void Store32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-inline void Store64(uint8_t* p, uint64_t v) {
-  Store32(p, static_cast<uint32_t>(v >> 32));
-  Store32(p + 4, static_cast<uint32_t>(v));
-}
-
-// Adds `v` to the one's complement accumulator `acc` with end-around carry.
-// 2^64 = 1 (mod 2^16 - 1), so a carry out of bit 63 is worth 1 in the
-// 16-bit one's complement sum.
-inline uint64_t AddCarry(uint64_t acc, uint64_t v) {
-  acc += v;
-  return acc + (acc < v ? 1 : 0);
-}
-
-// One's complement sum (RFC 1071) of `n` bytes at `p`, in native byte order:
-// eight bytes per load, four loads per iteration into two accumulators.
-// Words are taken from `p` on (an odd trailing byte is padded with zero), so
-// every segment but the last must have an even length.
-uint64_t SumNative(const uint8_t* p, size_t n, uint64_t acc) {
-  uint64_t acc2 = 0;
-  while (n >= 32) {
-    uint64_t a, b, c, d;
-    std::memcpy(&a, p, 8);
-    std::memcpy(&b, p + 8, 8);
-    std::memcpy(&c, p + 16, 8);
-    std::memcpy(&d, p + 24, 8);
-    acc = AddCarry(AddCarry(acc, a), b);
-    acc2 = AddCarry(AddCarry(acc2, c), d);
-    p += 32;
-    n -= 32;
-  }
-  acc = AddCarry(acc, acc2);
-  while (n >= 8) {
-    uint64_t a;
-    std::memcpy(&a, p, 8);
-    acc = AddCarry(acc, a);
-    p += 8;
-    n -= 8;
-  }
-  // The tail, zero-padded to eight bytes in memory order: the same words in
-  // either byte order, and an odd last byte is paired with a zero byte.
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  return AddCarry(acc, tail);
-}
-
-// The folded 16-bit one's complement sum, big-endian (the checksum field's
-// order): a native sum is the byte-swapped big-endian one (RFC 1071 2.(B)).
-inline uint16_t FoldBigEndian(uint64_t native_sum) {
-  const uint16_t folded = net::Fold(native_sum);
-  if constexpr (std::endian::native == std::endian::little) {
-    return static_cast<uint16_t>(folded << 8 | folded >> 8);
-  }
-  return folded;
-}
-
 // Sum of the IPv6 pseudo-header (RFC 8200 8.1: source, destination,
 // upper-layer length, next header 17) and the `udp_length` bytes of the UDP
 // datagram at `udp`, checksum field as it is. The caller proved both ranges.
 uint16_t UdpSum(const uint8_t* ip, const uint8_t* udp, uint32_t udp_length) {
-  uint8_t tail[8];
-  Store32(tail, udp_length);
-  tail[4] = tail[5] = tail[6] = 0;
-  tail[7] = net::kProtoUdp;
-  uint64_t sum = SumNative(ip + 8, 32, 0);
-  sum = SumNative(tail, sizeof(tail), sum);
-  sum = SumNative(udp, udp_length, sum);
-  return FoldBigEndian(sum);
+  uint64_t sum = checksum::Add(0, ip + 8, 32);
+  sum = checksum::AddBe32(sum, udp_length);
+  sum = checksum::AddBe32(sum, net::kProtoUdp);
+  sum = checksum::Add(sum, udp, udp_length);
+  return checksum::Fold(sum);
 }
 
 // The flow label of a channel's packets (RFC 6437): a 20-bit hash of the
@@ -206,17 +130,17 @@ void StoreHeader(const Header& header, uint8_t* out) {
   out[0] = static_cast<uint8_t>(kVersion << 4 |
                                 (static_cast<uint8_t>(header.type) & 0x0f));
   out[1] = header.flags;
-  Store16(out + offsetof(WireHeader, channel), header.channel);
-  Store32(out + offsetof(WireHeader, src_epoch), header.src_epoch);
-  Store32(out + offsetof(WireHeader, dst_epoch), header.dst_epoch);
-  Store32(out + offsetof(WireHeader, seq), header.seq);
-  Store32(out + offsetof(WireHeader, ack), header.ack);
-  Store32(out + offsetof(WireHeader, txn), header.txn);
-  Store32(out + offsetof(WireHeader, key), header.key);
-  Store64(out + offsetof(WireHeader, address), header.address);
-  Store32(out + offsetof(WireHeader, msg_length), header.msg_length);
-  Store32(out + offsetof(WireHeader, msg_offset), header.msg_offset);
-  Store16(out + offsetof(WireHeader, payload_length), header.payload_length);
+  StoreBe16(out + offsetof(WireHeader, channel), header.channel);
+  StoreBe32(out + offsetof(WireHeader, src_epoch), header.src_epoch);
+  StoreBe32(out + offsetof(WireHeader, dst_epoch), header.dst_epoch);
+  StoreBe32(out + offsetof(WireHeader, seq), header.seq);
+  StoreBe32(out + offsetof(WireHeader, ack), header.ack);
+  StoreBe32(out + offsetof(WireHeader, txn), header.txn);
+  StoreBe32(out + offsetof(WireHeader, key), header.key);
+  StoreBe64(out + offsetof(WireHeader, address), header.address);
+  StoreBe32(out + offsetof(WireHeader, msg_length), header.msg_length);
+  StoreBe32(out + offsetof(WireHeader, msg_offset), header.msg_offset);
+  StoreBe16(out + offsetof(WireHeader, payload_length), header.payload_length);
   out[offsetof(WireHeader, status)] = static_cast<uint8_t>(header.status);
   out[offsetof(WireHeader, reserved)] = 0;
 }
@@ -224,17 +148,17 @@ void StoreHeader(const Header& header, uint8_t* out) {
 void LoadHeader(const uint8_t* in, Header* out) {
   out->type = static_cast<PacketType>(in[0] & 0x0f);
   out->flags = in[1];
-  out->channel = Load16(in + offsetof(WireHeader, channel));
-  out->src_epoch = Load32(in + offsetof(WireHeader, src_epoch));
-  out->dst_epoch = Load32(in + offsetof(WireHeader, dst_epoch));
-  out->seq = Load32(in + offsetof(WireHeader, seq));
-  out->ack = Load32(in + offsetof(WireHeader, ack));
-  out->txn = Load32(in + offsetof(WireHeader, txn));
-  out->key = Load32(in + offsetof(WireHeader, key));
-  out->address = Load64(in + offsetof(WireHeader, address));
-  out->msg_length = Load32(in + offsetof(WireHeader, msg_length));
-  out->msg_offset = Load32(in + offsetof(WireHeader, msg_offset));
-  out->payload_length = Load16(in + offsetof(WireHeader, payload_length));
+  out->channel = LoadBe16(in + offsetof(WireHeader, channel));
+  out->src_epoch = LoadBe32(in + offsetof(WireHeader, src_epoch));
+  out->dst_epoch = LoadBe32(in + offsetof(WireHeader, dst_epoch));
+  out->seq = LoadBe32(in + offsetof(WireHeader, seq));
+  out->ack = LoadBe32(in + offsetof(WireHeader, ack));
+  out->txn = LoadBe32(in + offsetof(WireHeader, txn));
+  out->key = LoadBe32(in + offsetof(WireHeader, key));
+  out->address = LoadBe64(in + offsetof(WireHeader, address));
+  out->msg_length = LoadBe32(in + offsetof(WireHeader, msg_length));
+  out->msg_offset = LoadBe32(in + offsetof(WireHeader, msg_offset));
+  out->payload_length = LoadBe16(in + offsetof(WireHeader, payload_length));
   out->status = static_cast<Status>(in[offsetof(WireHeader, status)]);
 }
 
@@ -250,14 +174,14 @@ ParseError ParseFrame(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
   const uint8_t* ip6 = frame + ip_offset;
   const uint8_t* u = frame + udp_offset;
   const uint8_t* h = u + kUdpBytes;
-  const uint32_t udp_length = Load16(u + 4);
-  const uint64_t ip_end = ip + kIpv6Bytes + Load16(ip6 + 4);
+  const uint32_t udp_length = LoadBe16(u + 4);
+  const uint64_t ip_end = ip + kIpv6Bytes + LoadBe16(ip6 + 4);
   if (ip_end > length || udp_length < kMinUdpLength ||
       udp + udp_length > ip_end) {
     return ParseError::kTruncated;
   }
   // IPv6 has no UDP checksum-less mode (RFC 8200 8.1): 0 is refused.
-  if (Load16(u + 6) == 0 || UdpSum(ip6, u, udp_length) != 0xffff) {
+  if (LoadBe16(u + 6) == 0 || UdpSum(ip6, u, udp_length) != 0xffff) {
     return ParseError::kBadChecksum;
   }
   if ((h[0] >> 4) != kVersion) return ParseError::kBadVersion;
@@ -278,7 +202,7 @@ ParseError ParseFrame(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
     return ParseError::kBadLength;
   }
   if (out->channel >= kMaxChannels ||
-      Load16(u) != kChannelPortBase + out->channel) {
+      LoadBe16(u) != kChannelPortBase + out->channel) {
     return ParseError::kChannelMismatch;
   }
   *payload_offset = udp_offset + kMinUdpLength;
@@ -290,13 +214,13 @@ void SetUdpChecksum(uint8_t* frame, uint32_t length) {
   constexpr uint32_t kUdp = kEthernetBytes + kIpv6Bytes;
   if (length < kUdp + kUdpBytes) return;
   uint8_t* u = frame + kUdp;
-  const uint32_t udp_length = Load16(u + 4);
+  const uint32_t udp_length = LoadBe16(u + 4);
   if (udp_length < kUdpBytes || udp_length > length - kUdp) return;
-  Store16(u + 6, 0);
+  StoreBe16(u + 6, 0);
   const uint16_t sum =
       static_cast<uint16_t>(~UdpSum(frame + kIp, u, udp_length));
   // A computed 0 goes out as 0xffff: 0 would mean "no checksum".
-  Store16(u + 6, sum == 0 ? 0xffff : sum);
+  StoreBe16(u + 6, sum == 0 ? 0xffff : sum);
 }
 
 uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
@@ -311,21 +235,21 @@ uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
   uint8_t* eth = out;
   std::memcpy(eth, dst.mac.data(), 6);
   std::memcpy(eth + 6, src.mac.data(), 6);
-  Store16(eth + 12, kEtherTypeIpv6);
+  StoreBe16(eth + 12, kEtherTypeIpv6);
 
   uint8_t* ip6 = eth + kEthernetBytes;
-  Store32(ip6, uint32_t{6} << 28 | FlowLabel(header.channel));
-  Store16(ip6 + 4, static_cast<uint16_t>(udp_length));
+  StoreBe32(ip6, uint32_t{6} << 28 | FlowLabel(header.channel));
+  StoreBe16(ip6 + 4, static_cast<uint16_t>(udp_length));
   ip6[6] = net::kProtoUdp;
   ip6[7] = kHopLimit;
   std::memcpy(ip6 + 8, src.ip.data(), 16);
   std::memcpy(ip6 + 24, dst.ip.data(), 16);
 
   uint8_t* u = ip6 + kIpv6Bytes;
-  Store16(u, static_cast<uint16_t>(kChannelPortBase + header.channel));
-  Store16(u + 2, udp_port);
-  Store16(u + 4, static_cast<uint16_t>(udp_length));
-  Store16(u + 6, 0);
+  StoreBe16(u, static_cast<uint16_t>(kChannelPortBase + header.channel));
+  StoreBe16(u + 2, udp_port);
+  StoreBe16(u + 4, static_cast<uint16_t>(udp_length));
+  StoreBe16(u + 6, 0);
 
   Header copy = header;
   copy.payload_length = static_cast<uint16_t>(payload_bytes);

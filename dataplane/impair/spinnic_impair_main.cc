@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "dataplane/common/log.h"
 #include "dataplane/impair/impair_stage.h"
 #include "dataplane/impair/impairment_model.h"
 
@@ -99,7 +100,7 @@ std::atomic<int> g_signal{0};
 void OnSignal(int signal) { g_signal.store(signal); }
 
 void Log(absl::string_view line) {
-  std::printf("%s: %s\n", kProgram, std::string(line).c_str());
+  std::printf("%s: %s", kProgram, std::string(line).c_str());
   std::fflush(stdout);
 }
 
@@ -474,8 +475,8 @@ std::string CountersLine(const char* name, const Direction& d) {
 int Run(int argc, char** argv) {
   absl::StatusOr<ParsedArgs> args = ParseArgs(argc, argv);
   if (!args.ok()) {
-    std::fprintf(stderr, "%s: %s\n", kProgram,
-                 std::string(args.status().message()).c_str());
+    SPINNIC_LOG(ERR, impair, "%s: %s", kProgram,
+                std::string(args.status().message()).c_str());
     return kExitBadFlags;
   }
   if (args->help) {
@@ -484,8 +485,8 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<Settings> settings = SettingsFromFlags(*args);
   if (!settings.ok()) {
-    std::fprintf(stderr, "%s: %s\n", kProgram,
-                 std::string(settings.status().message()).c_str());
+    SPINNIC_LOG(ERR, impair, "%s: %s", kProgram,
+                std::string(settings.status().message()).c_str());
     return kExitBadFlags;
   }
   const Settings& s = *settings;
@@ -501,8 +502,8 @@ int Run(int argc, char** argv) {
   std::vector<char*> eal_argv;
   for (std::string& a : eal_args) eal_argv.push_back(a.data());
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "%s: EAL init failed: %s\n", kProgram,
-                 rte_strerror(rte_errno));
+    SPINNIC_LOG(ERR, impair, "%s: EAL init failed: %s", kProgram,
+                rte_strerror(rte_errno));
     return kExitFailure;
   }
 
@@ -522,10 +523,10 @@ int Run(int argc, char** argv) {
       "impair_pool", mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
       static_cast<int>(rte_socket_id()));
   if (pool == nullptr) {
-    std::fprintf(stderr,
-                 "%s: cannot create a pool of %u mbufs (%s); give the EAL "
-                 "more memory (-m) or lower --queue_capacity / --mbufs\n",
-                 kProgram, mbufs, rte_strerror(rte_errno));
+    SPINNIC_LOG(ERR, impair,
+                "%s: cannot create a pool of %u mbufs (%s); give the EAL "
+                "more memory (-m) or lower --queue_capacity / --mbufs",
+                kProgram, mbufs, rte_strerror(rte_errno));
     rte_eal_cleanup();
     return kExitFailure;
   }
@@ -533,8 +534,8 @@ int Run(int argc, char** argv) {
     absl::Status st = OpenPort(p == 0 ? "port_a" : "port_b", s.port[p], pool,
                                s.descriptors, &ports[p]);
     if (!st.ok()) {
-      std::fprintf(stderr, "%s: %s\n", kProgram,
-                   std::string(st.message()).c_str());
+      SPINNIC_LOG(ERR, impair, "%s: %s", kProgram,
+                  std::string(st.message()).c_str());
       exit_code = kExitFailure;
     }
   }
@@ -628,8 +629,8 @@ int Run(int argc, char** argv) {
       file << json;
       file.close();
       if (!file) {
-        std::fprintf(stderr, "%s: cannot write --stats_json '%s'\n", kProgram,
-                     s.stats_json.c_str());
+        SPINNIC_LOG(ERR, impair, "%s: cannot write --stats_json '%s'", kProgram,
+                    s.stats_json.c_str());
         exit_code = kExitFailure;
       }
     }

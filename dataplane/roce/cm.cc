@@ -5,38 +5,11 @@
 #include <cstring>
 #include <limits>
 
+#include "dataplane/common/byte_order.h"
+
 namespace spinnic::roce {
 namespace {
 
-// ----- Big-endian helpers; callers have bounds-checked the 256 bytes -----
-uint16_t Load16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
-uint32_t Load24(const uint8_t* p) {
-  return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2];
-}
-uint32_t Load32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         p[3];
-}
-uint64_t Load64(const uint8_t* p) {
-  return uint64_t{Load32(p)} << 32 | Load32(p + 4);
-}
-void Store16(uint8_t* p, uint16_t v) {
-  p[0] = uint8_t(v >> 8);
-  p[1] = uint8_t(v);
-}
-void Store24(uint8_t* p, uint32_t v) {
-  p[0] = uint8_t(v >> 16);
-  p[1] = uint8_t(v >> 8);
-  p[2] = uint8_t(v);
-}
-void Store32(uint8_t* p, uint32_t v) {
-  Store16(p, uint16_t(v >> 16));
-  Store16(p + 2, uint16_t(v));
-}
-void Store64(uint8_t* p, uint64_t v) {
-  Store32(p, uint32_t(v >> 32));
-  Store32(p + 4, uint32_t(v));
-}
 template <size_t N>
 void LoadBytes(const uint8_t (&in)[N], std::array<uint8_t, N>* out) {
   std::memcpy(out->data(), in, N);
@@ -47,11 +20,11 @@ void StoreBytes(const std::array<uint8_t, N>& in, uint8_t (&out)[N]) {
 }
 
 void LoadPath(const cm_wire::Path& w, CmPath* p) {
-  p->local_lid = Load16(w.local_lid);
-  p->remote_lid = Load16(w.remote_lid);
+  p->local_lid = LoadBe16(w.local_lid);
+  p->remote_lid = LoadBe16(w.remote_lid);
   LoadBytes(w.local_gid, &p->local_gid);
   LoadBytes(w.remote_gid, &p->remote_gid);
-  uint32_t flow = Load32(w.flow_label_rate);
+  uint32_t flow = LoadBe32(w.flow_label_rate);
   p->flow_label = flow >> 12;
   p->packet_rate = flow & 0x3f;
   p->traffic_class = w.traffic_class;
@@ -61,12 +34,12 @@ void LoadPath(const cm_wire::Path& w, CmPath* p) {
   p->local_ack_timeout = w.local_ack_timeout >> 3;
 }
 void StorePath(const CmPath& p, cm_wire::Path* w) {
-  Store16(w->local_lid, p.local_lid);
-  Store16(w->remote_lid, p.remote_lid);
+  StoreBe16(w->local_lid, p.local_lid);
+  StoreBe16(w->remote_lid, p.remote_lid);
   StoreBytes(p.local_gid, w->local_gid);
   StoreBytes(p.remote_gid, w->remote_gid);
-  Store32(w->flow_label_rate,
-          (p.flow_label & 0xfffff) << 12 | (p.packet_rate & 0x3f));
+  StoreBe32(w->flow_label_rate,
+            (p.flow_label & 0xfffff) << 12 | (p.packet_rate & 0x3f));
   w->traffic_class = p.traffic_class;
   w->hop_limit = p.hop_limit;
   w->sl_subnet_local = uint8_t((p.sl & 0xf) << 4 | (p.subnet_local ? 8 : 0));
@@ -74,25 +47,25 @@ void StorePath(const CmPath& p, cm_wire::Path* w) {
 }
 
 void LoadReq(const cm_wire::Req& w, CmReq* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->vendor_id = Load24(w.vendor_id);
-  m->service_id = Load64(w.service_id);
-  m->local_ca_guid = Load64(w.local_ca_guid);
-  m->local_qkey = Load32(w.local_qkey);
-  m->local_qpn = Load24(w.local_qpn_responder_resources);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->vendor_id = LoadBe24(w.vendor_id);
+  m->service_id = LoadBe64(w.service_id);
+  m->local_ca_guid = LoadBe64(w.local_ca_guid);
+  m->local_qkey = LoadBe32(w.local_qkey);
+  m->local_qpn = LoadBe24(w.local_qpn_responder_resources);
   m->responder_resources = w.local_qpn_responder_resources[3];
-  m->local_eecn = Load24(w.local_eecn_initiator_depth);
+  m->local_eecn = LoadBe24(w.local_eecn_initiator_depth);
   m->initiator_depth = w.local_eecn_initiator_depth[3];
-  m->remote_eecn = Load24(w.remote_eecn_timeout_type_fc);
+  m->remote_eecn = LoadBe24(w.remote_eecn_timeout_type_fc);
   uint8_t b = w.remote_eecn_timeout_type_fc[3];
   m->remote_cm_response_timeout = b >> 3;
   m->transport_service_type = (b >> 1) & 3;
   m->end_to_end_flow_control = (b & 1) != 0;
-  m->starting_psn = Load24(w.psn_timeout_retry);
+  m->starting_psn = LoadBe24(w.psn_timeout_retry);
   b = w.psn_timeout_retry[3];
   m->local_cm_response_timeout = b >> 3;
   m->retry_count = b & 7;
-  m->partition_key = Load16(w.partition_key);
+  m->partition_key = LoadBe16(w.partition_key);
   m->path_mtu = w.mtu_rdc_rnr >> 4;
   m->rdc_exists = (w.mtu_rdc_rnr & 8) != 0;
   m->rnr_retry_count = w.mtu_rdc_rnr & 7;
@@ -105,24 +78,24 @@ void LoadReq(const cm_wire::Req& w, CmReq* m) {
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreReq(const CmReq& m, cm_wire::Req* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store24(w->vendor_id, m.vendor_id);
-  Store64(w->service_id, m.service_id);
-  Store64(w->local_ca_guid, m.local_ca_guid);
-  Store32(w->local_qkey, m.local_qkey);
-  Store24(w->local_qpn_responder_resources, m.local_qpn);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe24(w->vendor_id, m.vendor_id);
+  StoreBe64(w->service_id, m.service_id);
+  StoreBe64(w->local_ca_guid, m.local_ca_guid);
+  StoreBe32(w->local_qkey, m.local_qkey);
+  StoreBe24(w->local_qpn_responder_resources, m.local_qpn);
   w->local_qpn_responder_resources[3] = m.responder_resources;
-  Store24(w->local_eecn_initiator_depth, m.local_eecn);
+  StoreBe24(w->local_eecn_initiator_depth, m.local_eecn);
   w->local_eecn_initiator_depth[3] = m.initiator_depth;
-  Store24(w->remote_eecn_timeout_type_fc, m.remote_eecn);
+  StoreBe24(w->remote_eecn_timeout_type_fc, m.remote_eecn);
   w->remote_eecn_timeout_type_fc[3] =
       uint8_t((m.remote_cm_response_timeout & 0x1f) << 3 |
               (m.transport_service_type & 3) << 1 |
               (m.end_to_end_flow_control ? 1 : 0));
-  Store24(w->psn_timeout_retry, m.starting_psn);
+  StoreBe24(w->psn_timeout_retry, m.starting_psn);
   w->psn_timeout_retry[3] =
       uint8_t((m.local_cm_response_timeout & 0x1f) << 3 | (m.retry_count & 7));
-  Store16(w->partition_key, m.partition_key);
+  StoreBe16(w->partition_key, m.partition_key);
   w->mtu_rdc_rnr = uint8_t((m.path_mtu & 0xf) << 4 | (m.rdc_exists ? 8 : 0) |
                            (m.rnr_retry_count & 7));
   w->max_cm_retries_srq_ext =
@@ -135,46 +108,46 @@ void StoreReq(const CmReq& m, cm_wire::Req* w) {
 }
 
 void LoadMra(const cm_wire::Mra& w, CmMra* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->remote_comm_id = Load32(w.remote_comm_id);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->remote_comm_id = LoadBe32(w.remote_comm_id);
   m->message_mraed = w.message_mraed >> 6;
   m->service_timeout = w.service_timeout >> 3;
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreMra(const CmMra& m, cm_wire::Mra* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store32(w->remote_comm_id, m.remote_comm_id);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe32(w->remote_comm_id, m.remote_comm_id);
   w->message_mraed = uint8_t((m.message_mraed & 3) << 6);
   w->service_timeout = uint8_t((m.service_timeout & 0x1f) << 3);
   StoreBytes(m.private_data, w->private_data);
 }
 
 void LoadRej(const cm_wire::Rej& w, CmRej* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->remote_comm_id = Load32(w.remote_comm_id);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->remote_comm_id = LoadBe32(w.remote_comm_id);
   m->message_rejected = w.message_rejected >> 6;
   m->reject_info_length = w.reject_info_length >> 1;
-  m->reason = Load16(w.reason);
+  m->reason = LoadBe16(w.reason);
   LoadBytes(w.ari, &m->ari);
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreRej(const CmRej& m, cm_wire::Rej* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store32(w->remote_comm_id, m.remote_comm_id);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe32(w->remote_comm_id, m.remote_comm_id);
   w->message_rejected = uint8_t((m.message_rejected & 3) << 6);
   w->reject_info_length = uint8_t((m.reject_info_length & 0x7f) << 1);
-  Store16(w->reason, m.reason);
+  StoreBe16(w->reason, m.reason);
   StoreBytes(m.ari, w->ari);
   StoreBytes(m.private_data, w->private_data);
 }
 
 void LoadRep(const cm_wire::Rep& w, CmRep* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->remote_comm_id = Load32(w.remote_comm_id);
-  m->local_qkey = Load32(w.local_qkey);
-  m->local_qpn = Load24(w.local_qpn);
-  m->local_eecn = Load24(w.local_eecn);
-  m->starting_psn = Load24(w.starting_psn);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->remote_comm_id = LoadBe32(w.remote_comm_id);
+  m->local_qkey = LoadBe32(w.local_qkey);
+  m->local_qpn = LoadBe24(w.local_qpn);
+  m->local_eecn = LoadBe24(w.local_eecn);
+  m->starting_psn = LoadBe24(w.starting_psn);
   m->vendor_id =
       uint32_t{w.vendor_id_h} << 16 | w.vendor_id_m << 8 | w.vendor_id_l;
   m->responder_resources = w.responder_resources;
@@ -184,16 +157,16 @@ void LoadRep(const cm_wire::Rep& w, CmRep* m) {
   m->end_to_end_flow_control = (w.ack_delay_failover_fc & 1) != 0;
   m->rnr_retry_count = w.rnr_retry_srq >> 5;
   m->srq = (w.rnr_retry_srq & 0x10) != 0;
-  m->local_ca_guid = Load64(w.local_ca_guid);
+  m->local_ca_guid = LoadBe64(w.local_ca_guid);
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreRep(const CmRep& m, cm_wire::Rep* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store32(w->remote_comm_id, m.remote_comm_id);
-  Store32(w->local_qkey, m.local_qkey);
-  Store24(w->local_qpn, m.local_qpn);
-  Store24(w->local_eecn, m.local_eecn);
-  Store24(w->starting_psn, m.starting_psn);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe32(w->remote_comm_id, m.remote_comm_id);
+  StoreBe32(w->local_qkey, m.local_qkey);
+  StoreBe24(w->local_qpn, m.local_qpn);
+  StoreBe24(w->local_eecn, m.local_eecn);
+  StoreBe24(w->starting_psn, m.starting_psn);
   w->vendor_id_h = uint8_t(m.vendor_id >> 16);
   w->vendor_id_m = uint8_t(m.vendor_id >> 8);
   w->vendor_id_l = uint8_t(m.vendor_id);
@@ -203,42 +176,42 @@ void StoreRep(const CmRep& m, cm_wire::Rep* w) {
                                      (m.failover_accepted & 3) << 1 |
                                      (m.end_to_end_flow_control ? 1 : 0));
   w->rnr_retry_srq = uint8_t((m.rnr_retry_count & 7) << 5 | (m.srq ? 0x10 : 0));
-  Store64(w->local_ca_guid, m.local_ca_guid);
+  StoreBe64(w->local_ca_guid, m.local_ca_guid);
   StoreBytes(m.private_data, w->private_data);
 }
 
 void LoadRtu(const cm_wire::Rtu& w, CmRtu* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->remote_comm_id = Load32(w.remote_comm_id);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->remote_comm_id = LoadBe32(w.remote_comm_id);
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreRtu(const CmRtu& m, cm_wire::Rtu* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store32(w->remote_comm_id, m.remote_comm_id);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe32(w->remote_comm_id, m.remote_comm_id);
   StoreBytes(m.private_data, w->private_data);
 }
 
 void LoadDreq(const cm_wire::Dreq& w, CmDreq* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->remote_comm_id = Load32(w.remote_comm_id);
-  m->remote_qpn = Load24(w.remote_qpn);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->remote_comm_id = LoadBe32(w.remote_comm_id);
+  m->remote_qpn = LoadBe24(w.remote_qpn);
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreDreq(const CmDreq& m, cm_wire::Dreq* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store32(w->remote_comm_id, m.remote_comm_id);
-  Store24(w->remote_qpn, m.remote_qpn);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe32(w->remote_comm_id, m.remote_comm_id);
+  StoreBe24(w->remote_qpn, m.remote_qpn);
   StoreBytes(m.private_data, w->private_data);
 }
 
 void LoadDrep(const cm_wire::Drep& w, CmDrep* m) {
-  m->local_comm_id = Load32(w.local_comm_id);
-  m->remote_comm_id = Load32(w.remote_comm_id);
+  m->local_comm_id = LoadBe32(w.local_comm_id);
+  m->remote_comm_id = LoadBe32(w.remote_comm_id);
   LoadBytes(w.private_data, &m->private_data);
 }
 void StoreDrep(const CmDrep& m, cm_wire::Drep* w) {
-  Store32(w->local_comm_id, m.local_comm_id);
-  Store32(w->remote_comm_id, m.remote_comm_id);
+  StoreBe32(w->local_comm_id, m.local_comm_id);
+  StoreBe32(w->remote_comm_id, m.remote_comm_id);
   StoreBytes(m.private_data, w->private_data);
 }
 
@@ -365,12 +338,12 @@ CmParseError ParseMadHeader(std::span<const uint8_t> bytes, MadHeader* out) {
   out->mgmt_class = p[1];
   out->class_version = p[2];
   out->method = p[3];
-  out->status = Load16(p + 4);
-  out->class_specific = Load16(p + 6);
-  out->transaction_id = Load64(p + 8);
-  out->attribute_id = Load16(p + 16);
-  out->reserved = Load16(p + 18);
-  out->attribute_modifier = Load32(p + 20);
+  out->status = LoadBe16(p + 4);
+  out->class_specific = LoadBe16(p + 6);
+  out->transaction_id = LoadBe64(p + 8);
+  out->attribute_id = LoadBe16(p + 16);
+  out->reserved = LoadBe16(p + 18);
+  out->attribute_modifier = LoadBe32(p + 20);
   if (out->base_version != kMadBaseVersion) {
     return CmParseError::kBadBaseVersion;
   }
@@ -427,12 +400,12 @@ void BuildCmMad(const CmMad& mad, std::span<uint8_t, kMadBytes> out) {
   p[1] = h.mgmt_class;
   p[2] = h.class_version;
   p[3] = h.method;
-  Store16(p + 4, h.status);
-  Store16(p + 6, h.class_specific);
-  Store64(p + 8, h.transaction_id);
-  Store16(p + 16, static_cast<uint16_t>(AttrOf(mad.message)));
-  Store16(p + 18, h.reserved);
-  Store32(p + 20, h.attribute_modifier);
+  StoreBe16(p + 4, h.status);
+  StoreBe16(p + 6, h.class_specific);
+  StoreBe64(p + 8, h.transaction_id);
+  StoreBe16(p + 16, static_cast<uint16_t>(AttrOf(mad.message)));
+  StoreBe16(p + 18, h.reserved);
+  StoreBe32(p + 20, h.attribute_modifier);
   uint8_t* data = p + kMadHeaderBytes;
   std::visit(
       [data](const auto& m) {
@@ -490,7 +463,7 @@ bool ParseRdmaCmHeader(std::span<const uint8_t> private_data,
   RdmaCmHeader h;
   h.cma_version = p[0];
   h.ip_version = p[1] >> 4;
-  h.src_port = Load16(p + 2);
+  h.src_port = LoadBe16(p + 2);
   std::memcpy(h.src_addr.data(), p + 4, 16);
   std::memcpy(h.dst_addr.data(), p + 20, 16);
   if (h.cma_version != kRdmaCmVersion) return false;
@@ -505,7 +478,7 @@ void BuildRdmaCmHeader(const RdmaCmHeader& header,
   uint8_t* p = private_data.data();
   p[0] = header.cma_version;
   p[1] = uint8_t(header.ip_version << 4);
-  Store16(p + 2, header.src_port);
+  StoreBe16(p + 2, header.src_port);
   std::memcpy(p + 4, header.src_addr.data(), 16);
   std::memcpy(p + 20, header.dst_addr.data(), 16);
 }
@@ -818,7 +791,7 @@ void CmService::SendCached(const Connection& c, CmActionList* actions) {
   a->peer = c.peer;
   a->local_comm_id = c.local_comm_id;
   a->local_qpn = c.local_qpn;
-  uint16_t attr = Load16(c.last_sent.data() + 16);
+  uint16_t attr = LoadBe16(c.last_sent.data() + 16);
   if (attr >= 0x10 && attr <= 0x16) ++stats_.sent[attr - 0x10];
 }
 
@@ -837,7 +810,7 @@ void CmService::SendRej(
   // The spec's ARI for "timeout" is the rejecting CA's GUID (the kernel
   // sends it; see the fixture's REJ).
   if (reason == CmRejReason::kTimeout) {
-    Store64(rej.ari.data(), config_.local_ca_guid);
+    StoreBe64(rej.ari.data(), config_.local_ca_guid);
     rej.reject_info_length = 8;
   }
   if (private_data != nullptr) rej.private_data = *private_data;
@@ -1172,9 +1145,9 @@ CmResult CmService::HandleDreq(const CmPeer& from, const CmMad& mad,
       return CmResult::kHandled;
     case CmConnState::kTimeWait:
       // Our DREP was lost: the same DREP again, with this DREQ's TID.
-      if (Load16(c->last_sent.data() + 16) ==
+      if (LoadBe16(c->last_sent.data() + 16) ==
           static_cast<uint16_t>(CmAttr::kDrep)) {
-        Store64(c->last_sent.data() + 8, mad.header.transaction_id);
+        StoreBe64(c->last_sent.data() + 8, mad.header.transaction_id);
         SendCached(*c, actions);
       } else {
         SendMad(from, c->local_comm_id, c->local_qpn, reply, actions,

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "dataplane/common/byte_order.h"
 #include "dataplane/roce/ib_types.h"
 
 namespace spinnic::roce {
@@ -28,23 +29,6 @@ constexpr std::array<MaskedByte, 4> kIpv4Masked = {
     {{1, 0xff}, {8, 0xff}, {10, 0xff}, {11, 0xff}}};
 constexpr std::array<MaskedByte, 5> kIpv6Masked = {
     {{0, 0x0f}, {1, 0xff}, {2, 0xff}, {3, 0xff}, {7, 0xff}}};
-
-constexpr std::array<uint32_t, 256> MakeCrcTable() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t crc = i;
-    for (int bit = 0; bit < 8; ++bit) {
-      crc = (crc & 1) != 0 ? (crc >> 1) ^ 0xedb88320u : crc >> 1;
-    }
-    table[i] = crc;
-  }
-  return table;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
-
-inline uint32_t CrcUpdate(uint32_t crc, uint8_t byte) {
-  return kCrcTable[(crc ^ byte) & 0xff] ^ (crc >> 8);
-}
 
 uint8_t IpVersion(const uint8_t* frame, const IcrcSpan& span) {
   return frame[span.ip_offset] >> 4;
@@ -131,55 +115,14 @@ bool VerifyIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span) {
   uint32_t icrc = 0;
   if (!ComputeIcrc(frame, length, span, &icrc)) return false;
   const uint8_t* p = frame + span.icrc_offset;
-  const uint32_t wire = uint32_t{p[0]} | uint32_t{p[1]} << 8 |
-                        uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-  return wire == icrc;
+  return LoadLe32(p) == icrc;
 }
 
 bool WriteIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span) {
   uint32_t icrc = 0;
   if (!ComputeIcrc(frame, length, span, &icrc)) return false;
   uint8_t* p = frame + span.icrc_offset;
-  p[0] = static_cast<uint8_t>(icrc);
-  p[1] = static_cast<uint8_t>(icrc >> 8);
-  p[2] = static_cast<uint8_t>(icrc >> 16);
-  p[3] = static_cast<uint8_t>(icrc >> 24);
-  return true;
-}
-
-uint32_t Crc32Reference(const uint8_t* data, uint32_t length) {
-  uint32_t crc = 0xffffffffu;
-  for (uint32_t i = 0; i < length; ++i) crc = CrcUpdate(crc, data[i]);
-  return ~crc;
-}
-
-bool ComputeIcrcReference(const uint8_t* frame, uint32_t length,
-                          const IcrcSpan& span, uint32_t* icrc) {
-  if (!IcrcSpanValid(frame, length, span)) return false;
-  const bool ipv4 = IpVersion(frame, span) == 4;
-  const uint32_t udp_checksum = span.udp_offset + kUdpChecksumOffset;
-  const uint32_t bth_variant = span.udp_offset + kUdpBytes + kBthVariantByte;
-  uint32_t crc = 0xffffffffu;
-  for (uint32_t i = 0; i < kIcrcLrhBytes; ++i) crc = CrcUpdate(crc, 0xff);
-  for (uint32_t i = span.ip_offset; i < span.icrc_offset; ++i) {
-    uint8_t byte = frame[i];
-    if (i < span.udp_offset) {
-      const uint32_t at = i - span.ip_offset;
-      if (ipv4) {
-        for (const MaskedByte& m : kIpv4Masked) {
-          if (m.offset == at) byte |= m.mask;
-        }
-      } else {
-        for (const MaskedByte& m : kIpv6Masked) {
-          if (m.offset == at) byte |= m.mask;
-        }
-      }
-    } else if (i == udp_checksum || i == udp_checksum + 1 || i == bth_variant) {
-      byte = 0xff;
-    }
-    crc = CrcUpdate(crc, byte);
-  }
-  *icrc = ~crc;
+  StoreLe32(p, icrc);
   return true;
 }
 

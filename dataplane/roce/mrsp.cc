@@ -1,20 +1,9 @@
 #include "dataplane/roce/mrsp.h"
 
+#include "dataplane/common/byte_order.h"
+
 namespace spinnic::roce::mrsp {
 namespace {
-
-uint64_t LoadBe(const uint8_t* p, size_t bytes) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < bytes; ++i) value = value << 8 | p[i];
-  return value;
-}
-
-void StoreBe(uint64_t value, size_t bytes, uint8_t* p) {
-  for (size_t i = bytes; i-- > 0;) {
-    p[i] = static_cast<uint8_t>(value);
-    value >>= 8;
-  }
-}
 
 // Offsets inside an advertise+request entry (24 bytes).
 constexpr size_t kRequestFlags = 0;
@@ -210,10 +199,10 @@ size_t BuildAdvertiseRequest(std::span<const RegionRequest> regions,
   uint8_t* p = out + kHeaderBytes;
   for (const RegionRequest& r : regions) {
     p[kRequestFlags] = r.flags;
-    StoreBe(r.naa_address, 7, p + kRequestNaaAddress);
-    StoreBe(r.host_address, 8, p + kRequestHostAddress);
-    StoreBe(r.rkey, 4, p + kRequestRkey);
-    StoreBe(r.size, 4, p + kRequestSize);
+    StoreBe(p + kRequestNaaAddress, 7, r.naa_address);
+    StoreBe(p + kRequestHostAddress, 8, r.host_address);
+    StoreBe(p + kRequestRkey, 4, r.rkey);
+    StoreBe(p + kRequestSize, 4, r.size);
     p += kRequestEntryBytes;
   }
   return length;
@@ -230,9 +219,9 @@ size_t BuildAdvertise(std::span<const RegionAdvert> regions, uint8_t* out,
   StoreListHeader(MessageType::kAdvertise, regions.size(), out);
   uint8_t* p = out + kHeaderBytes;
   for (const RegionAdvert& r : regions) {
-    StoreBe(r.address, 8, p + kAdvertAddress);
-    StoreBe(r.rkey, 4, p + kAdvertRkey);
-    StoreBe(r.size, 4, p + kAdvertSize);
+    StoreBe(p + kAdvertAddress, 8, r.address);
+    StoreBe(p + kAdvertRkey, 4, r.rkey);
+    StoreBe(p + kAdvertSize, 4, r.size);
     p += kAdvertEntryBytes;
   }
   return length;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/common/clock.h"
 #include "dataplane/roce/roce_engine.h"
 
 namespace spinnic::roce {
@@ -40,9 +41,9 @@ void NaaiceService::OnWriteImm(uint32_t immediate, uint32_t msn,
   // them on a worker of their own is the next step, docs/naaice.md.)
   const naaice::RunRequest& run = step.run;
   RoceCounters& counters = qp.counters();
-  const uint64_t start = RoceEngine::NowNanos();
+  const uint64_t start = clock::NowNanos();
   const uint8_t code = run.function(run.inputs, run.outputs, run.params);
-  counters.naaice_function_ns.Add(RoceEngine::NowNanos() - start);
+  counters.naaice_function_ns.Add(clock::NowNanos() - start);
   counters.naaice_calls.Add();
   if (code != 0) counters.naaice_errors.Add();
   WriteBack(session_.OnFunctionDone(code), qp);

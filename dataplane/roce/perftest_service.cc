@@ -1,25 +1,12 @@
 #include "dataplane/roce/perftest_service.h"
 
-#include <rte_byteorder.h>
-
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/common/byte_order.h"
+
 namespace spinnic::roce {
-namespace {
-
-void Put32(uint8_t* out, uint32_t v) {
-  v = rte_cpu_to_be_32(v);
-  std::memcpy(out, &v, 4);
-}
-
-uint32_t Get32(const uint8_t* in) {
-  uint32_t v;
-  std::memcpy(&v, in, 4);
-  return rte_be_to_cpu_32(v);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // Layout (perftest_communication.c, the rdma_cm exchange): lid, out_reads,
 // qpn, psn, rkey, 4 bytes of padding, vaddr (8), gid (16), srqn,
@@ -28,32 +15,29 @@ void WritePingpongDest(const PingpongDest& dest,
                        std::span<uint8_t, kPingpongDestBytes> out) {
   uint8_t* p = out.data();
   std::memset(p, 0, kPingpongDestBytes);
-  Put32(p + 0, dest.lid);
-  Put32(p + 4, dest.out_reads);
-  Put32(p + 8, dest.qpn);
-  Put32(p + 12, dest.psn);
-  Put32(p + 16, dest.rkey);
-  const uint64_t vaddr = rte_cpu_to_be_64(dest.vaddr);
-  std::memcpy(p + 24, &vaddr, 8);
+  StoreBe32(p + 0, dest.lid);
+  StoreBe32(p + 4, dest.out_reads);
+  StoreBe32(p + 8, dest.qpn);
+  StoreBe32(p + 12, dest.psn);
+  StoreBe32(p + 16, dest.rkey);
+  StoreBe64(p + 24, dest.vaddr);
   std::memcpy(p + 32, dest.gid.data(), 16);
-  Put32(p + 48, dest.srqn);
-  Put32(p + 52, dest.gid_index);
+  StoreBe32(p + 48, dest.srqn);
+  StoreBe32(p + 52, dest.gid_index);
 }
 
 bool ParsePingpongDest(std::span<const uint8_t> bytes, PingpongDest* dest) {
   if (bytes.size() != kPingpongDestBytes) return false;
   const uint8_t* p = bytes.data();
-  dest->lid = Get32(p + 0);
-  dest->out_reads = Get32(p + 4);
-  dest->qpn = Get32(p + 8);
-  dest->psn = Get32(p + 12);
-  dest->rkey = Get32(p + 16);
-  uint64_t vaddr;
-  std::memcpy(&vaddr, p + 24, 8);
-  dest->vaddr = rte_be_to_cpu_64(vaddr);
+  dest->lid = LoadBe32(p + 0);
+  dest->out_reads = LoadBe32(p + 4);
+  dest->qpn = LoadBe32(p + 8);
+  dest->psn = LoadBe32(p + 12);
+  dest->rkey = LoadBe32(p + 16);
+  dest->vaddr = LoadBe64(p + 24);
   std::memcpy(dest->gid.data(), p + 32, 16);
-  dest->srqn = Get32(p + 48);
-  dest->gid_index = Get32(p + 52);
+  dest->srqn = LoadBe32(p + 48);
+  dest->gid_index = LoadBe32(p + 52);
   return true;
 }
 

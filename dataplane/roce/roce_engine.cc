@@ -1,6 +1,5 @@
 #include "dataplane/roce/roce_engine.h"
 
-#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_random.h>
 #include <rte_ring.h>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "dataplane/common/clock.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
@@ -241,17 +241,6 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
   }
 }
 
-uint64_t RoceEngine::NowNanos() {
-  // Cycles to nanoseconds without overflowing for centuries of uptime.
-  const uint64_t hz = rte_get_timer_hz();
-  const uint64_t cycles = rte_get_timer_cycles();
-  return cycles / hz * 1000000000 + cycles % hz * 1000000000 / hz;
-}
-
-uint64_t RoceEngine::NowMicros() {
-  return rte_get_timer_cycles() / (rte_get_timer_hz() / 1000000);
-}
-
 RoceEngine::~RoceEngine() { Shutdown(); }
 
 bool RoceEngine::ForUs(const ParsedFrame& frame) const {
@@ -386,7 +375,7 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
     return;
   }
   if (qp->awaiting_rtu &&
-      cm_->NotifyRcPacket(qp->qpn, NowMicros(), &cm_actions_)) {
+      cm_->NotifyRcPacket(qp->qpn, clock::NowMicros(), &cm_actions_)) {
     qp->awaiting_rtu = false;
     RunCmActions();
   }
@@ -640,7 +629,7 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
   if (!Owner()) return;
   ApplyCommands();
   if (cm_deadline_us_ != UINT64_MAX) {
-    const uint64_t now = NowMicros();
+    const uint64_t now = clock::NowMicros();
     if (now >= cm_deadline_us_) {
       while (cm_->OnTimer(now, &cm_actions_)) RunCmActions();
       RunCmActions();
@@ -667,7 +656,7 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
   // Our requests after the replies: an ACK queued in this poll leaves
   // before a result write that follows it.
   if (!requesting_.empty()) {
-    const uint64_t now = NowNanos();
+    const uint64_t now = clock::NowNanos();
     size_t kept = 0;
     for (size_t i = 0; i < requesting_.size(); ++i) {
       Qp& qp = qps_[requesting_[i]];
@@ -812,7 +801,7 @@ void RoceEngine::ApplyCommands() {
       } else if (qps_[slot].in_use) {
         // A connection the CM made is closed with a DREQ (the CM then
         // destroys the QP); one made over gRPC goes at once.
-        if (!cm_->Disconnect(command->qpn, NowMicros(), &cm_actions_)) {
+        if (!cm_->Disconnect(command->qpn, clock::NowMicros(), &cm_actions_)) {
           DestroyQp(qps_[slot]);
         }
         RunCmActions();
@@ -988,8 +977,8 @@ void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
     return;
   }
   Placement placement;
-  const ResponseVerdict verdict =
-      qp.requester->OnResponse(ResponsePacketOf(p), NowNanos(), &placement);
+  const ResponseVerdict verdict = qp.requester->OnResponse(
+      ResponsePacketOf(p), clock::NowNanos(), &placement);
   if (verdict == ResponseVerdict::kReadData && placement.length != 0) {
     // The local bytes of a READ: inside the pinned region it was posted
     // with (the requester checked the length against the WR).
@@ -1176,8 +1165,9 @@ void RoceEngine::ReceiveGsi(const Packet& p, const uint8_t* frame) {
   CmPeer peer;
   peer.gid = p.src_ip;
   peer.qpn = p.ext.deth.src_qp;
-  const CmResult result = cm_->HandleMad(
-      peer, {frame + p.payload_offset, kMadBytes}, NowMicros(), &cm_actions_);
+  const CmResult result =
+      cm_->HandleMad(peer, {frame + p.payload_offset, kMadBytes},
+                     clock::NowMicros(), &cm_actions_);
   if (result == CmResult::kParseError) counters_.Drop(RoceDrop::kBadMad);
   if (result == CmResult::kRejected) counters_.cm_rejects.Add();
   RunCmActions();

@@ -247,8 +247,6 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   void Shutdown() override;
 
   const RoceCounters& counters() const { return counters_; }
-  // The timer clock in nanoseconds (the requesters' and services' time).
-  static uint64_t NowNanos();
   const Responder* responder(uint32_t qpn) const;
   // The connection manager (HPU 0 only; nullptr elsewhere).
   const CmService* cm() const { return cm_.get(); }
@@ -384,7 +382,6 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   void Learn(const Gid& ip, const uint8_t* mac);
   const Mac* Lookup(const Gid& ip) const;
   const Gid* LocalFor(const Gid& remote) const;
-  static uint64_t NowMicros();
   void Publish(const Qp& qp);
   Qp* FindQp(uint32_t qpn);
 

@@ -1,33 +1,24 @@
 #include "dataplane/roce/rping_service.h"
 
-#include <rte_byteorder.h>
-
 #include <algorithm>
 #include <cstring>
+
+#include "dataplane/common/byte_order.h"
 
 namespace spinnic::roce {
 
 bool ParseRpingInfo(std::span<const uint8_t> bytes, RpingInfo* info) {
   if (bytes.size() != kRpingMessageBytes) return false;
-  uint64_t buf;
-  uint32_t rkey;
-  uint32_t size;
-  std::memcpy(&buf, bytes.data(), 8);
-  std::memcpy(&rkey, bytes.data() + 8, 4);
-  std::memcpy(&size, bytes.data() + 12, 4);
-  info->buf = rte_be_to_cpu_64(buf);
-  info->rkey = rte_be_to_cpu_32(rkey);
-  info->size = rte_be_to_cpu_32(size);
+  info->buf = LoadBe64(bytes.data());
+  info->rkey = LoadBe32(bytes.data() + 8);
+  info->size = LoadBe32(bytes.data() + 12);
   return true;
 }
 
 void WriteRpingInfo(const RpingInfo& info, std::span<uint8_t, 16> out) {
-  const uint64_t buf = rte_cpu_to_be_64(info.buf);
-  const uint32_t rkey = rte_cpu_to_be_32(info.rkey);
-  const uint32_t size = rte_cpu_to_be_32(info.size);
-  std::memcpy(out.data(), &buf, 8);
-  std::memcpy(out.data() + 8, &rkey, 4);
-  std::memcpy(out.data() + 12, &size, 4);
+  StoreBe64(out.data(), info.buf);
+  StoreBe32(out.data() + 8, info.rkey);
+  StoreBe32(out.data() + 12, info.size);
 }
 
 RpingService::RpingService(uint32_t qpn) : QpService(qpn, kRpingBufferBytes) {

@@ -1,8 +1,6 @@
 #include "dataplane/roce/verbs_service.h"
 
-#include <rte_byteorder.h>
-
-#include <cstring>
+#include "dataplane/common/byte_order.h"
 
 namespace spinnic::roce {
 
@@ -16,10 +14,8 @@ VerbsService::VerbsService(uint32_t qpn, uint64_t region_bytes)
 
 size_t VerbsService::RepPrivateData(std::span<uint8_t> out) {
   if (region_.id == 0 || out.size() < kVerbsPrivateDataBytes) return 0;
-  const uint64_t address = rte_cpu_to_be_64(region_.address);
-  const uint32_t rkey = rte_cpu_to_be_32(region_.rkey);
-  std::memcpy(out.data(), &address, 8);
-  std::memcpy(out.data() + 8, &rkey, 4);
+  StoreBe64(out.data(), region_.address);
+  StoreBe32(out.data() + 8, region_.rkey);
   return kVerbsPrivateDataBytes;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 
+#include "dataplane/common/byte_order.h"
 #include "handlers/api/packet.h"
 
 namespace spinnic::net {
@@ -33,13 +34,12 @@ inline constexpr uint8_t kIcmpv6EchoReply = 129;    // ICMPv6 echo reply
 
 // The big-endian 16-bit word at bytes[at]; the caller checks the bounds.
 inline uint16_t Load16(std::span<const uint8_t> bytes, uint32_t at) {
-  return static_cast<uint16_t>(bytes[at] << 8 | bytes[at + 1]);
+  return LoadBe16(bytes.data() + at);
 }
 
 // Writes `value` big-endian at bytes[at]; the caller checks the bounds.
 inline void Store16(std::span<uint8_t> bytes, uint32_t at, uint16_t value) {
-  bytes[at] = static_cast<uint8_t>(value >> 8);
-  bytes[at + 1] = static_cast<uint8_t>(value);
+  StoreBe16(bytes.data() + at, value);
 }
 
 // Folds a plain sum of 16-bit words to 16 bits with end-around carry.

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "dataplane/common/byte_order.h"
 #include "handlers/api/context.h"
 #include "handlers/api/handler.h"
 #include "handlers/api/packet.h"
@@ -102,9 +103,7 @@ class FakeActionSink final : public ActionSink {
 // link the dataplane should prefer ParseFrame.
 inline PacketLayers LayersForTest(std::span<const uint8_t> frame) {
   PacketLayers layers;
-  auto u16 = [&](size_t at) -> uint16_t {
-    return static_cast<uint16_t>(frame[at] << 8 | frame[at + 1]);
-  };
+  auto u16 = [&](size_t at) -> uint16_t { return LoadBe16(frame.data() + at); };
   if (frame.size() < 14) return layers;
   size_t at = 12;
   uint16_t ethertype = u16(at);

@@ -30,6 +30,8 @@
 #include <span>
 #include <string_view>
 
+#include "dataplane/common/byte_order.h"
+
 namespace spinnic::naaice {
 
 using InputRegions = std::span<const std::span<const uint8_t>>;
@@ -69,18 +71,9 @@ inline constexpr uint8_t kCodeMatVec = 17;
 
 // Little-endian element access at any alignment (regions are byte arrays
 // the host filled; its doubles are little-endian on every NAAICE host).
-inline uint64_t LoadU64Le(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
-inline void StoreU64Le(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-inline uint32_t LoadU32Le(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-         uint32_t{p[3]} << 24;
-}
+inline uint64_t LoadU64Le(const uint8_t* p) { return LoadLe64(p); }
+inline void StoreU64Le(uint8_t* p, uint64_t v) { StoreLe64(p, v); }
+inline uint32_t LoadU32Le(const uint8_t* p) { return LoadLe32(p); }
 inline double LoadF64Le(const uint8_t* p) {
   return std::bit_cast<double>(LoadU64Le(p));
 }

@@ -34,6 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dataplane/classifier.h"
+#include "dataplane/common/clock.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/impair/impair_stage.h"
 #include "dataplane/impair/impairment_model.h"
@@ -96,7 +97,7 @@ class EalEnvironment : public ::testing::Environment {
 };
 
 // The engine's clock, which the client's timers run on too.
-uint64_t NowNs() { return roce::RoceEngine::NowNanos(); }
+uint64_t NowNs() { return clock::NowNanos(); }
 
 Bytes Pattern(size_t length, uint32_t seed) {
   Bytes bytes(length);

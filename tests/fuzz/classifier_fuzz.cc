@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dataplane/classifier.h"
+#include "dataplane/common/byte_order.h"
 #include "dataplane/match_rule.h"
 
 namespace spinnic {
@@ -50,10 +51,6 @@ bool Same(const ParsedFrame& a, const ParsedFrame& b) {
     same = a.src_addr == b.src_addr && a.dst_addr == b.dst_addr;
   }
   return same;
-}
-
-uint16_t LoadBe16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
 }
 
 void CheckInvariants(const ParsedFrame& f, const uint8_t* data, size_t size) {

@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "dataplane/classifier.h"
+#include "dataplane/common/byte_order.h"
 #include "dataplane/roce/icrc.h"
 #include "dataplane/roce/wire.h"
+#include "tests/common/icrc_reference.h"
 
 namespace spinnic::roce {
 namespace {
@@ -37,9 +39,7 @@ namespace {
     }                                                                       \
   } while (0)
 
-uint16_t Get16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
+uint16_t Get16(const uint8_t* p) { return LoadBe16(p); }
 
 void CheckRebuild(const std::vector<uint8_t>& frame, const Packet& p) {
   FrameParams params;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "dataplane/common/checksum.h"
 
 namespace spinnic::gen {
 namespace {
@@ -12,15 +13,6 @@ constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 constexpr uint16_t kEtherTypeVlan = 0x8100;
 constexpr uint16_t kEtherTypeQinQ = 0x88a8;
 constexpr uint8_t kProtoUdp = 17;
-
-// The IPv4 header checksum of `header` (its checksum field included as it
-// is; zero it first to compute a fresh one).
-uint16_t Ipv4Checksum(const uint8_t* header, size_t bytes) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < bytes; i += 2) sum += LoadBe16(header + i);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
 
 }  // namespace
 
@@ -124,7 +116,7 @@ absl::Status BuildProbeFrame(const FrameSpec& spec, absl::Span<uint8_t> out) {
   StoreBe16(ip + 14, static_cast<uint16_t>(spec.src_ip));
   StoreBe16(ip + 16, static_cast<uint16_t>(spec.dst_ip >> 16));
   StoreBe16(ip + 18, static_cast<uint16_t>(spec.dst_ip));
-  StoreBe16(ip + 10, Ipv4Checksum(ip, kIpv4HeaderBytes));
+  StoreBe16(ip + 10, checksum::Compute(ip, kIpv4HeaderBytes));
 
   uint8_t* udp = ip + kIpv4HeaderBytes;
   StoreBe16(udp, spec.src_port);

@@ -35,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "dataplane/common/byte_order.h"
 
 namespace spinnic::gen {
 
@@ -124,28 +125,6 @@ struct FrameSpec {
 // INVALID_ARGUMENT if the size is out of [kMinFrameBytes, kMaxFrameBytes]
 // or `out` is too small.
 absl::Status BuildProbeFrame(const FrameSpec& spec, absl::Span<uint8_t> out);
-
-inline void StoreBe16(uint8_t* at, uint16_t value) {
-  at[0] = static_cast<uint8_t>(value >> 8);
-  at[1] = static_cast<uint8_t>(value);
-}
-
-inline void StoreBe64(uint8_t* at, uint64_t value) {
-  for (int i = 7; i >= 0; --i) {
-    at[i] = static_cast<uint8_t>(value);
-    value >>= 8;
-  }
-}
-
-inline uint16_t LoadBe16(const uint8_t* at) {
-  return static_cast<uint16_t>(at[0] << 8 | at[1]);
-}
-
-inline uint64_t LoadBe64(const uint8_t* at) {
-  uint64_t value = 0;
-  for (int i = 0; i < 8; ++i) value = value << 8 | at[i];
-  return value;
-}
 
 // Hot path: turns a frame built by BuildProbeFrame (`frame` holds at least
 // kMinFrameBytes) into the probe of `stream`: UDP src port base + stream,

@@ -31,8 +31,10 @@
 #include <vector>
 
 #include "dataplane/classifier.h"
+#include "dataplane/common/byte_order.h"
 #include "dataplane/roce/icrc.h"
 #include "tests/common/hex.h"
+#include "tests/common/icrc_reference.h"
 
 // From rte_vect.h, which DPDK 22.11 declares experimental and without
 // extern "C" for C++.
@@ -47,13 +49,8 @@ using testing_hex::FromHex;
 using testing_hex::ToHex;
 using Bytes = std::vector<uint8_t>;
 
-uint16_t Get16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-void Put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
+uint16_t Get16(const uint8_t* p) { return LoadBe16(p); }
+void Put16(uint8_t* p, uint16_t v) { StoreBe16(p, v); }
 
 // ----- A tiny classic-pcap reader (both byte orders, us/ns timestamps) -----
 
