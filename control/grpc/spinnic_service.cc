@@ -4,29 +4,20 @@
 // control/roce/roce_rpcs.cc; shared helpers in service_internal.h.
 #include "control/grpc/spinnic_service.h"
 
-#include <arpa/inet.h>
 #include <rte_version.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <limits>
-#include <thread>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/clock.h"
-#include "control/config_loader.h"
 #include "control/grpc/service_internal.h"
 #include "dataplane/diad/diad_engine.h"
 #include "dataplane/roce/roce_engine.h"
-#include "dataplane/roce/wire.h"
 #include "dataplane/spin_engine.h"
-#include "handlers/api/handler.h"
 
 namespace spinnic {
 namespace {
