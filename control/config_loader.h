@@ -138,6 +138,17 @@ absl::StatusOr<v1::Config> LoadConfig(absl::string_view path,
 // way ValidateConfig does.
 absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config);
 
+// Checks one handler (what InstallHandler sends) as ValidateConfig checks
+// an entry of `handlers`, against `running`, a validated config: its name,
+// kind, params, state and match rule (against running's ports), its DiAD
+// or RoCE binding (against running's sections). Not against running's
+// other handlers: a name in use is the dataplane's to refuse or replace
+// (InstallHandlerRequest.replace). Then converts it as
+// ToDataplaneConfig does (bound_regions are left empty). Errors are
+// ValidateConfig's without locations, the handler's path `handlers[0]`.
+absl::StatusOr<HandlerConfig> ToHandlerConfig(const v1::HandlerInstall& handler,
+                                              const v1::Config& running);
+
 // The argv for rte_eal_init: "spinnicd", then "--lcores" "0@<main_lcore>,
 // 1@<workers[0]>,2@<workers[1]>,..." (EAL lcore ids are dense: 0 is the main
 // lcore, worker i is lcore i + 1), "--main-lcore" "0", then eal_args as

@@ -188,6 +188,38 @@ void ForwardEvents(Dataplane& dataplane, ControlServer* control,
   }
 }
 
+// Serves from `start` until a stop signal or runtime.duration_s, printing
+// the counters every runtime.stats_interval_ms and on SIGUSR1, and
+// forwarding the dataplane's events to `control` (may be null).
+void ServeUntilStopped(Dataplane& dp, ControlServer* control,
+                       const v1::Config& config, absl::Time start,
+                       std::vector<Event>& events) {
+  const absl::Duration duration = absl::Seconds(config.runtime().duration_s());
+  const absl::Duration interval =
+      absl::Milliseconds(config.runtime().stats_interval_ms());
+  absl::Time next_stats = start + interval;
+  StatsSnapshot previous = dp.Snapshot();
+  absl::Time previous_time = start;
+  while (g_signal.load() == 0) {
+    absl::SleepFor(absl::Milliseconds(50));
+    absl::Time now = absl::Now();
+    ForwardEvents(dp, control, events);
+    if (duration > absl::ZeroDuration() && now - start >= duration) break;
+    const bool on_demand = g_print_stats.exchange(false);
+    if (on_demand || (interval > absl::ZeroDuration() && now >= next_stats)) {
+      StatsSnapshot snapshot = dp.Snapshot();
+      double elapsed = absl::ToDoubleSeconds(now - previous_time);
+      std::printf("--- %.1f s\n%s", absl::ToDoubleSeconds(now - start),
+                  FormatStatsText(snapshot, &previous, elapsed).c_str());
+      std::fflush(stdout);
+      previous = std::move(snapshot);
+      previous_time = now;
+      if (!on_demand) next_stats += interval;
+      if (next_stats < now) next_stats = now + interval;
+    }
+  }
+}
+
 int Run(int argc, char** argv) {
   // Before anything else, so that a stop request during start-up is honoured
   // once the dataplane runs instead of killing the process half set up.
@@ -290,31 +322,9 @@ int Run(int argc, char** argv) {
         "; Ctrl-C to stop"));
 
     const absl::Time start = absl::Now();
-    const absl::Duration duration =
-        absl::Seconds(config->runtime().duration_s());
-    const absl::Duration interval =
-        absl::Milliseconds(config->runtime().stats_interval_ms());
-    absl::Time next_stats = start + interval;
-    StatsSnapshot previous = dp.Snapshot();
-    absl::Time previous_time = start;
     std::vector<Event> events;
-    while (exit_code == 0 && g_signal.load() == 0) {
-      absl::SleepFor(absl::Milliseconds(50));
-      absl::Time now = absl::Now();
-      ForwardEvents(dp, control.get(), events);
-      if (duration > absl::ZeroDuration() && now - start >= duration) break;
-      const bool on_demand = g_print_stats.exchange(false);
-      if (on_demand || (interval > absl::ZeroDuration() && now >= next_stats)) {
-        StatsSnapshot snapshot = dp.Snapshot();
-        double elapsed = absl::ToDoubleSeconds(now - previous_time);
-        std::printf("--- %.1f s\n%s", absl::ToDoubleSeconds(now - start),
-                    FormatStatsText(snapshot, &previous, elapsed).c_str());
-        std::fflush(stdout);
-        previous = std::move(snapshot);
-        previous_time = now;
-        if (!on_demand) next_stats += interval;
-        if (next_stats < now) next_stats = now + interval;
-      }
+    if (exit_code == 0) {
+      ServeUntilStopped(dp, control.get(), *config, start, events);
     }
     if (int signal = g_signal.load(); signal != 0) {
       Log(absl::StrCat("signal ", signal, ": stopping"));

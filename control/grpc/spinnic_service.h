@@ -2,6 +2,9 @@
 // a running Dataplane. Handler calls are validated exactly like the config
 // file's `handlers` entries and answered with canonical status codes; a
 // failed call changes nothing. Runs on gRPC's threads, never on an HPU.
+// Implemented one feature per file: spinnic_service.cc (GetInfo, events),
+// handler_rpcs.cc, region_rpcs.cc, stats_rpcs.cc, control/diad/diad_rpcs.cc,
+// control/roce/roce_rpcs.cc.
 #ifndef SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
 #define SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
 

@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "control/diad/diad_config.h"
 #include "dataplane/ectx.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace spinnic {
@@ -1307,6 +1309,136 @@ TEST(OverridesTest, AppliedWithoutLocations) {
   EXPECT_EQ(config.eal_args_size(), 2);
   // Runtime untouched when not overridden.
   EXPECT_FALSE(config.has_runtime());
+}
+
+// --- One handler (gRPC InstallHandler) and one peer (AddPeer): checked
+// alone against a running config, with the errors the whole config gets.
+
+// A running config with DiAD, RoCE (NAAICE on) and a handler of its own.
+v1::Config RunningConfig() {
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+      Lines({kWire, kHost, kPair, kWorker,
+             R"(addresses { ipv4: "192.0.2.10" diad_node: "fd00:d1ad::1" })",
+             "diad { }", "roce { naaice_port: 12345 }",
+             R"(handlers { name: "running" kind: "count" })"}),
+      kSource);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(ValidateConfig(parsed->config).ok())
+      << ValidateConfig(parsed->config);
+  return parsed->config;
+}
+
+v1::HandlerInstall HandlerText(absl::string_view text) {
+  v1::HandlerInstall handler;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(text),
+                                                            &handler))
+      << text;
+  return handler;
+}
+
+TEST(ToHandlerConfigTest, SameResultAsTheWholeConfig) {
+  const v1::Config running = RunningConfig();
+  for (
+      absl::string_view text : {
+          R"(name: "ok" kind: "count")",
+          R"(name: "m" kind: "count" match { in_ports: "host0" ip_proto: 17 dst_port { first: 53 } })",
+          R"(name: "s" kind: "count" diad { stream_id: 7 })",
+          R"(name: "q" kind: "count" roce { qpn: 256 })",
+          R"(name: "f" kind: "naaice_function" roce { naaice_function: 40 })",
+          R"(kind: "count")",
+          R"(name: "bad name" kind: "count")",
+          R"(name: "k" kind: "no_such_kind")",
+          R"(name: "p" kind: "count" params { key: "nope" value: "1" })",
+          R"(name: "z" kind: "count" state_size: 100000)",
+          R"(name: "i" kind: "count" match { in_ports: "nowhere" })",
+          R"(name: "e" kind: "count" match { ethertype: 0x100 })",
+          R"(name: "d" kind: "count" diad { })",
+          R"(name: "dm" kind: "count" match { ip_proto: 1 } diad { stream_id: 1 })",
+          R"(name: "r" kind: "count" roce { qpn: 1 })",
+          R"(name: "rf" kind: "count" roce { naaice_function: 40 })",
+          R"(name: "nf" kind: "naaice_function")",
+          R"(name: "nc" kind: "naaice_function" roce { naaice_function: 200 })",
+      }) {
+    const v1::HandlerInstall handler = HandlerText(text);
+    v1::Config whole = running;
+    whole.clear_handlers();
+    *whole.add_handlers() = handler;
+    absl::StatusOr<DataplaneConfig> expected = ToDataplaneConfig(whole);
+    absl::StatusOr<HandlerConfig> got = ToHandlerConfig(handler, running);
+    ASSERT_EQ(got.status(), expected.status()) << text;
+    if (!got.ok()) continue;
+    const HandlerConfig& want = expected->handlers[0];
+    EXPECT_EQ(got->name, want.name);
+    EXPECT_EQ(got->kind, want.kind);
+    EXPECT_EQ(got->params, want.params);
+    EXPECT_EQ(got->state_size, want.state_size);
+    EXPECT_EQ(got->match.in_port_mask, want.match.in_port_mask) << text;
+    EXPECT_EQ(got->match.ip_proto, want.match.ip_proto);
+    EXPECT_EQ(got->match.dst_port_first, want.match.dst_port_first);
+    EXPECT_EQ(got->match.dst_port_last, want.match.dst_port_last);
+    EXPECT_EQ(got->binding.kind, want.binding.kind) << text;
+    EXPECT_EQ(got->binding.key, want.binding.key) << text;
+  }
+}
+
+TEST(ToHandlerConfigTest, ErrorsNameTheHandlerAsTheFirstEntry) {
+  EXPECT_TRUE(ErrorIs(
+      ToHandlerConfig(HandlerText(R"(name: "k" kind: "no_such_kind")"),
+                      RunningConfig())
+          .status(),
+      "handlers[0].kind: \"no_such_kind\" is not a compiled-in handler kind"));
+  EXPECT_TRUE(ErrorIs(
+      ToHandlerConfig(
+          HandlerText(R"(name: "i" kind: "count" match { in_ports: "x" })"),
+          RunningConfig())
+          .status(),
+      "handlers[0].match.in_ports[0]: no port is named \"x\"; ports are: "
+      "wire0, host0"));
+}
+
+TEST(ToHandlerConfigTest, DoesNotCheckTheRunningHandlers) {
+  // The running config's own handler, installed again (a replace): the
+  // name is the dataplane's to refuse or replace, not a config error.
+  const v1::Config running = RunningConfig();
+  absl::StatusOr<HandlerConfig> again =
+      ToHandlerConfig(running.handlers(0), running);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->name, "running");
+  // A running config that is not checked again: another handler in it
+  // that would no longer validate does not matter.
+  v1::Config with_bad = running;
+  with_bad.add_handlers()->set_name("bad name");
+  EXPECT_TRUE(
+      ToHandlerConfig(HandlerText(R"(name: "ok" kind: "count")"), with_bad)
+          .ok());
+}
+
+TEST(ToPeerConfigTest, SameResultAsTheWholeConfig) {
+  const v1::Config running = RunningConfig();
+  for (absl::string_view text : {
+           R"(name: "b" node: "fd00:d1ad::2" mac: "02:00:00:00:00:02")",
+           R"(node: "fd00:d1ad::2" mac: "02:00:00:00:00:02")",
+           R"(name: "b c" node: "fd00:d1ad::2" mac: "02:00:00:00:00:02")",
+           R"(name: "b" node: "2001:db8::2" mac: "02:00:00:00:00:02")",
+           R"(name: "b" node: "fd00:d1ad::1" mac: "02:00:00:00:00:02")",
+           R"(name: "b" node: "fd00:d1ad::2" mac: "01:00:00:00:00:02")",
+           R"(name: "b" node: "fd00:d1ad::2")",
+       }) {
+    v1::DiadPeer peer;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(text),
+                                                              &peer));
+    v1::Config whole = running;
+    whole.clear_handlers();
+    whole.mutable_diad()->clear_peers();
+    *whole.mutable_diad()->add_peers() = peer;
+    absl::StatusOr<DataplaneConfig> expected = ToDataplaneConfig(whole);
+    absl::StatusOr<diad::PeerConfig> got = ToPeerConfig(peer, running);
+    ASSERT_EQ(got.status(), expected.status()) << text;
+    if (!got.ok()) continue;
+    EXPECT_EQ(got->name, expected->diad.peers[0].name);
+    EXPECT_EQ(got->node, expected->diad.peers[0].node);
+    EXPECT_EQ(got->mac, expected->diad.peers[0].mac);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,275 @@
+#include "control/diad/diad_config.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace spinnic {
+namespace config_internal {
+namespace {
+
+absl::Status CheckDiadNode(const v1::Config& config, const Reporter& r) {
+  if (!config.addresses().diad_node().empty()) {
+    const FieldPath p = FieldPath().F("addresses").F("diad_node");
+    in6_addr v6;
+    if (absl::StrContains(config.addresses().diad_node(), '/') ||
+        inet_pton(AF_INET6, config.addresses().diad_node().c_str(), &v6) != 1) {
+      return r.Error(p, absl::StrCat(Quote(config.addresses().diad_node()),
+                                     " is not an IPv6 address; write a node "
+                                     "address in fc00::/7 without prefix "
+                                     "length, e.g. \"fd00:d1ad::1\""));
+    }
+    if ((v6.s6_addr[0] & 0xfe) != 0xfc) {
+      return r.Error(p, absl::StrCat(Quote(config.addresses().diad_node()),
+                                     " is not in fc00::/7; DiAD node "
+                                     "addresses are unique local addresses, "
+                                     "e.g. \"fd00:d1ad::1\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// diad.peers[index] at `p`. `names` and `nodes` (may be null) hold the
+// peers before it; its own are added.
+absl::Status CheckDiadPeer(
+    const v1::DiadPeer& peer, int index, const FieldPath& p,
+    const std::array<uint8_t, 16>& own, const Reporter& r,
+    absl::flat_hash_map<std::string, int>* names,
+    absl::flat_hash_map<std::array<uint8_t, 16>, int>* nodes) {
+  if (peer.name().empty()) {
+    return r.Error(p.F("name"), "missing; give the peer a name, e.g. \"b\"");
+  }
+  if (std::string bad = CheckName(peer.name(), 64, true); !bad.empty()) {
+    return r.Error(p.F("name"), bad);
+  }
+  if (names != nullptr && !names->emplace(peer.name(), index).second) {
+    return r.Error(p.F("name"), absl::StrCat(Quote(peer.name()),
+                                             " is used twice; peer "
+                                             "names must be unique"));
+  }
+  std::array<uint8_t, 16> node{};
+  if (!ParseNode(peer.node(), &node) || (node[0] & 0xfe) != 0xfc) {
+    return r.Error(p.F("node"),
+                   absl::StrCat(Quote(peer.node()),
+                                " is not a node address; write an IPv6 "
+                                "address in fc00::/7, e.g. \"fd00:d1ad::2\""));
+  }
+  if (node == own) {
+    return r.Error(
+        p.F("node"),
+        absl::StrCat(Quote(peer.node()), " is this appliance's own diad_node"));
+  }
+  if (nodes != nullptr && !nodes->emplace(node, index).second) {
+    return r.Error(p.F("node"), absl::StrCat(Quote(peer.node()),
+                                             " is listed for two peers"));
+  }
+  std::array<uint8_t, 6> mac{};
+  bool zero = true;
+  if (ParseMac(peer.mac(), &mac)) {
+    for (uint8_t b : mac) zero &= b == 0;
+  }
+  if (zero || (mac[0] & 1) != 0) {
+    return r.Error(
+        p.F("mac"),
+        absl::StrCat(Quote(peer.mac()),
+                     " is not a unicast MAC; write six hex bytes "
+                     "separated by ':', e.g. \"02:00:00:00:00:02\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDiadSection(const v1::Config& config, const Reporter& r) {
+  const FieldPath d = FieldPath().F("diad");
+  const v1::Diad& diad = config.diad();
+  if (!config.has_diad()) return absl::OkStatus();
+  if (config.addresses().diad_node().empty()) {
+    return r.Error(d,
+                   "is set but addresses.diad_node is not; give the "
+                   "appliance a node address, e.g. addresses { diad_node: "
+                   "\"fd00:d1ad::1\" }");
+  }
+  if (!diad.port().empty()) {
+    bool found = false;
+    for (const v1::Port& port : config.ports())
+      found |= port.name() == diad.port();
+    if (!found) {
+      return r.Error(d.F("port"), absl::StrCat(Quote(diad.port()),
+                                               " is not a port; use one of ",
+                                               PortNameList(config)));
+    }
+  }
+  if (diad.udp_port() > 65535 || diad.udp_port() == 4791) {
+    return r.Error(d.F("udp_port"),
+                   absl::StrCat(diad.udp_port(),
+                                " is not usable; use 1..65535 except 4791 "
+                                "(RoCEv2), or 0 for 4792"));
+  }
+  if (diad.path_mtu() != 0 &&
+      (diad.path_mtu() < 1280 || diad.path_mtu() > 9000)) {
+    return r.Error(d.F("path_mtu"),
+                   absl::StrCat(diad.path_mtu(),
+                                " is outside 1280..9000 (IPv6 needs 1280); "
+                                "or 0 for 1500"));
+  }
+  auto range = [&](const char* field, uint64_t value, uint64_t max,
+                   bool power_of_two, const char* zero) -> absl::Status {
+    if (value > max || (power_of_two && value != 0 &&
+                        !IsPowerOfTwo(static_cast<uint32_t>(value)))) {
+      return r.Error(d.F(field),
+                     absl::StrCat(value, " is not allowed; use ",
+                                  power_of_two ? "a power of two in " : "",
+                                  "1..", max, ", or 0 for ", zero));
+    }
+    return absl::OkStatus();
+  };
+  for (absl::Status s :
+       {range("channels", diad.channels(), diad::kMaxChannels, false, "4"),
+        range("max_peers", diad.max_peers(), 4096, false, "64"),
+        range("max_message_bytes", diad.max_message_bytes(), 1u << 30, false,
+              "16 MiB"),
+        range("window_packets", diad.window_packets(), 32768, true, "256"),
+        range("max_transactions", diad.max_transactions(), 1024, true, "16"),
+        range("ack_every", diad.ack_every(), 32768, false, "16"),
+        range("max_retries", diad.max_retries(), 64, false, "8")}) {
+    if (!s.ok()) return s;
+  }
+  const uint32_t rto = diad.rto_us() != 0 ? diad.rto_us() : 1000;
+  const uint32_t rto_max = diad.rto_max_us() != 0 ? diad.rto_max_us() : 16000;
+  if (rto_max < rto) {
+    return r.Error(d.F("rto_max_us"),
+                   absl::StrCat(rto_max, " is below rto_us (", rto,
+                                "); the timeout only grows"));
+  }
+  std::array<uint8_t, 16> own{};
+  ParseNode(config.addresses().diad_node(), &own);
+  absl::flat_hash_map<std::string, int> names;
+  absl::flat_hash_map<std::array<uint8_t, 16>, int> nodes;
+  for (int i = 0; i < diad.peers_size(); ++i) {
+    if (absl::Status s = CheckDiadPeer(diad.peers(i), i, d.At("peers", i), own,
+                                       r, &names, &nodes);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+diad::PeerConfig ConvertPeer(const v1::DiadPeer& peer) {
+  diad::PeerConfig p;
+  p.name = peer.name();
+  ParseNode(peer.node(), &p.node);
+  ParseMac(peer.mac(), &p.mac);
+  return p;
+}
+
+}  // namespace
+
+absl::Status CheckDiad(const v1::Config& config, const Reporter& r) {
+  if (absl::Status s = CheckDiadNode(config, r); !s.ok()) return s;
+  for (int i = 0; i < config.handlers_size(); ++i) {
+    if (absl::Status s = CheckDiadBinding(config, config.handlers(i),
+                                          FieldPath().At("handlers", i), r);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return CheckDiadSection(config, r);
+}
+
+absl::Status CheckDiadBinding(const v1::Config& config,
+                              const v1::HandlerInstall& handler,
+                              const FieldPath& p, const Reporter& r) {
+  if (!handler.has_diad()) return absl::OkStatus();
+  if (config.addresses().diad_node().empty()) {
+    return r.Error(p.F("diad"), "needs DiAD: set addresses.diad_node");
+  }
+  if (handler.diad().stream_id() == 0 && handler.diad().write_region() == 0) {
+    return r.Error(p.F("diad"),
+                   "names neither a stream nor a region; write diad { "
+                   "stream_id: N } (N > 0) or, over gRPC once the "
+                   "region is registered, diad { write_region: ID }");
+  }
+  if (handler.has_match()) {
+    return r.Error(p.F("match"),
+                   "a handler that takes DiAD messages matches no frames; "
+                   "remove `match` or `diad`");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
+  if (config.addresses().diad_node().empty()) return absl::OkStatus();
+  diad::DiadConfig& d = out->diad;
+  const v1::Diad& c = config.diad();
+  d.enabled = true;
+  ParseNode(config.addresses().diad_node(), &d.node);
+  if (!config.addresses().mac().empty()) {
+    ParseMac(config.addresses().mac(), &d.mac);
+  }  // else: the DiAD port's own MAC, filled in by the dataplane
+  d.port = kNoPort;
+  for (size_t i = 0; i < out->ports.size(); ++i) {
+    if (c.port().empty() ? out->ports[i].role == PortRole::kWire
+                         : out->ports[i].name == c.port()) {
+      d.port = static_cast<uint16_t>(i);
+      break;
+    }
+  }
+  if (d.port == kNoPort) {
+    return absl::InvalidArgumentError(
+        "diad: no wire port to reach peers through; add a port with role "
+        "PORT_ROLE_WIRE or set diad.port");
+  }
+  auto or_default = [](uint64_t value, uint64_t fallback) {
+    return value != 0 ? value : fallback;
+  };
+  d.udp_port = static_cast<uint16_t>(or_default(c.udp_port(), d.udp_port));
+  d.path_mtu = static_cast<uint16_t>(or_default(c.path_mtu(), d.path_mtu));
+  d.channels = static_cast<uint16_t>(or_default(c.channels(), d.channels));
+  d.max_peers = static_cast<uint32_t>(or_default(c.max_peers(), d.max_peers));
+  d.max_message_bytes = static_cast<uint32_t>(
+      or_default(c.max_message_bytes(), d.max_message_bytes));
+  diad::ChannelConfig& ch = d.channel;
+  ch.window_packets =
+      static_cast<uint32_t>(or_default(c.window_packets(), ch.window_packets));
+  ch.window_bytes = or_default(c.window_bytes(), ch.window_bytes);
+  ch.max_transactions = static_cast<uint32_t>(
+      or_default(c.max_transactions(), ch.max_transactions));
+  ch.ack_every = static_cast<uint32_t>(or_default(c.ack_every(), ch.ack_every));
+  ch.ack_delay_ns =
+      or_default(uint64_t{c.ack_delay_us()} * 1000, ch.ack_delay_ns);
+  ch.rto_ns = or_default(uint64_t{c.rto_us()} * 1000, ch.rto_ns);
+  ch.rto_max_ns = or_default(uint64_t{c.rto_max_us()} * 1000, ch.rto_max_ns);
+  ch.max_retries =
+      static_cast<uint32_t>(or_default(c.max_retries(), ch.max_retries));
+  ch.nack_interval_ns =
+      or_default(uint64_t{c.nack_interval_us()} * 1000, ch.nack_interval_ns);
+  for (const v1::DiadPeer& peer : c.peers()) {
+    d.peers.push_back(ConvertPeer(peer));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace config_internal
+
+absl::StatusOr<diad::PeerConfig> ToPeerConfig(const v1::DiadPeer& peer,
+                                              const v1::Config& running) {
+  using config_internal::FieldPath;
+  const config_internal::Reporter r(nullptr);
+  std::array<uint8_t, 16> own{};
+  config_internal::ParseNode(running.addresses().diad_node(), &own);
+  if (absl::Status s = config_internal::CheckDiadPeer(
+          peer, 0, FieldPath().F("diad").At("peers", 0), own, r, nullptr,
+          nullptr);
+      !s.ok()) {
+    return s;
+  }
+  return config_internal::ConvertPeer(peer);
+}
+
+}  // namespace spinnic

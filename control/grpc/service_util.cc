@@ -1,0 +1,63 @@
+// Helpers the SpinnicService RPC files share (service_internal.h).
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "control/grpc/service_internal.h"
+
+namespace spinnic {
+namespace {
+
+// A remote operation's timeout when the request gives none.
+constexpr absl::Duration kDefaultDiadTimeout = absl::Seconds(10);
+
+}  // namespace
+
+// absl and gRPC share the canonical code numbering.
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+std::string NodeText(const diad::NodeAddress& node) {
+  char text[INET6_ADDRSTRLEN];
+  return inet_ntop(AF_INET6, node.data(), text, sizeof text) ? text : "?";
+}
+
+std::string MacText(const diad::MacAddress& m) {
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+                         m[3], m[4], m[5]);
+}
+
+// "192.0.2.12" for an IPv4-mapped address, else IPv6 text.
+std::string GidText(const roce::Gid& ip) {
+  char text[INET6_ADDRSTRLEN];
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0,    0,
+                                          0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(ip.data(), kMapped, sizeof kMapped) == 0) {
+    return inet_ntop(AF_INET, ip.data() + 12, text, sizeof text) ? text : "?";
+  }
+  return inet_ntop(AF_INET6, ip.data(), text, sizeof text) ? text : "?";
+}
+
+absl::Duration DiadTimeout(uint32_t timeout_ms) {
+  return timeout_ms == 0 ? kDefaultDiadTimeout : absl::Milliseconds(timeout_ms);
+}
+
+// Nearest-rank percentile of sorted `values` (not empty).
+uint64_t Percentile(const std::vector<uint64_t>& values, int percent) {
+  size_t rank = (values.size() * static_cast<size_t>(percent) + 99) / 100;
+  return values[std::max<size_t>(rank, 1) - 1];
+}
+
+uint64_t ElapsedNs(absl::Time start) {
+  return static_cast<uint64_t>(absl::ToInt64Nanoseconds(absl::Now() - start));
+}
+
+}  // namespace spinnic

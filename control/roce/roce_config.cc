@@ -1,0 +1,258 @@
+#include "control/roce/roce_config.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "dataplane/roce/ib_types.h"
+
+namespace spinnic::config_internal {
+namespace {
+
+absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
+  if (!config.has_roce()) return absl::OkStatus();
+  const FieldPath d = FieldPath().F("roce");
+  const v1::Roce& roce = config.roce();
+  if (config.addresses().ipv4().empty() && config.addresses().ipv6().empty()) {
+    return r.Error(d,
+                   "is set but the appliance has no address for RDMA "
+                   "clients to reach; add addresses { ipv4: \"192.0.2.10\" } "
+                   "and/or addresses { ipv6: \"fd00:1::10\" }");
+  }
+  if (!roce.port().empty()) {
+    bool found = false;
+    for (const v1::Port& port : config.ports())
+      found |= port.name() == roce.port();
+    if (!found) {
+      return r.Error(d.F("port"), absl::StrCat(Quote(roce.port()),
+                                               " is not a port; use one of ",
+                                               PortNameList(config)));
+    }
+  }
+  if (roce.path_mtu() != 0 && roce::PathMtuCode(roce.path_mtu()) == 0) {
+    return r.Error(d.F("path_mtu"),
+                   absl::StrCat(roce.path_mtu(),
+                                " is not an InfiniBand path MTU; use 256, "
+                                "512, 1024, 2048 or 4096, or 0 for 4096"));
+  }
+  absl::flat_hash_map<uint32_t, int> ports;
+  for (int i = 0; i < roce.listen_ports_size(); ++i) {
+    const uint32_t port = roce.listen_ports(i);
+    if (port == 0 || port > 65535) {
+      return r.Error(d.At("listen_ports", i),
+                     absl::StrCat(port, " is not a port; use 1..65535"));
+    }
+    if (auto [it, inserted] = ports.emplace(port, i); !inserted) {
+      return r.Error(d.At("listen_ports", i),
+                     absl::StrCat(port, " is listed twice; remove one"));
+    }
+  }
+  auto range = [&](const char* field, uint64_t value, uint64_t min,
+                   uint64_t max, const char* zero) -> absl::Status {
+    if (value != 0 && (value < min || value > max)) {
+      return r.Error(d.F(field),
+                     absl::StrCat(value, " is not allowed; use ", min, "..",
+                                  max, ", or 0 for ", zero));
+    }
+    return absl::OkStatus();
+  };
+  for (absl::Status s :
+       {range("max_qps", roce.max_qps(), 1, 65536, "256"),
+        range("ack_every", roce.ack_every(), 1, 4096, "16"),
+        range("local_ack_timeout", roce.local_ack_timeout(), 1, 31,
+              "14 (about 67 ms)"),
+        range("min_rnr_timer", roce.min_rnr_timer(), 1, 31, "12 (0.64 ms)"),
+        range("max_rd_atomic", roce.max_rd_atomic(), 1, 16, "16"),
+        range("receive_depth", roce.receive_depth(), 1, 4096, "64")}) {
+    if (!s.ok()) return s;
+  }
+  {
+    // One service per port: each of these selects what a connection does.
+    const std::pair<const char*, uint32_t> service_ports[] = {
+        {"naaice_port", roce.naaice_port()},
+        {"rping_port", roce.rping_port()},
+        {"perftest_port", roce.perftest_port()}};
+    for (size_t i = 0; i < std::size(service_ports); ++i) {
+      const auto& [field, port] = service_ports[i];
+      if (port > 65535) {
+        return r.Error(d.F(field), absl::StrCat(port,
+                                                " is not a port; use "
+                                                "1..65535, or 0 for off"));
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (port != 0 && port == service_ports[j].second) {
+          return r.Error(
+              d.F(field),
+              absl::StrCat(port, " is already ", service_ports[j].first,
+                           "; give each service its own port"));
+        }
+      }
+    }
+  }
+  if (roce.connection_region_bytes() > (uint64_t{1} << 32)) {
+    return r.Error(d.F("connection_region_bytes"),
+                   absl::StrCat(roce.connection_region_bytes(),
+                                " is more than 4 GiB per connection; lower "
+                                "it (0: 1 MiB)"));
+  }
+  if (roce.naaice_max_bytes() > (uint64_t{1} << 34)) {
+    return r.Error(d.F("naaice_max_bytes"),
+                   absl::StrCat(roce.naaice_max_bytes(),
+                                " is more than 16 GiB per connection; lower "
+                                "it (0: 64 MiB)"));
+  }
+  if (roce.has_retry_count() && roce.retry_count() > 7) {
+    return r.Error(d.F("retry_count"),
+                   absl::StrCat(roce.retry_count(),
+                                " is not allowed; the CM carries 3 bits: "
+                                "use 0..7"));
+  }
+  if (roce.has_rnr_retry() && roce.rnr_retry() > 7) {
+    return r.Error(d.F("rnr_retry"),
+                   absl::StrCat(roce.rnr_retry(),
+                                " is not allowed; use 0..7 (7: retry "
+                                "forever)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
+  for (int i = 0; i < config.handlers_size(); ++i) {
+    if (absl::Status s = CheckRoceBinding(config, config.handlers(i),
+                                          FieldPath().At("handlers", i), r);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return CheckRoceSection(config, r);
+}
+
+absl::Status CheckRoceBinding(const v1::Config& config,
+                              const v1::HandlerInstall& handler,
+                              const FieldPath& p, const Reporter& r) {
+  const bool function_bound = handler.roce().has_naaice_function();
+  if ((handler.kind() == "naaice_function") != function_bound) {
+    return r.Error(
+        function_bound ? p.F("kind") : p.F("roce"),
+        function_bound
+            ? "a handler bound to a NAAICE function code must be kind "
+              "naaice_function (params { key: \"function\" value: "
+              "\"vector_sum\" })"
+            : "kind naaice_function runs on NAAICE calls only: bind it "
+              "with roce { naaice_function: CODE }");
+  }
+  if (!handler.has_roce()) return absl::OkStatus();
+  if (!config.has_roce()) {
+    return r.Error(p.F("roce"), "needs RoCE: add a roce section");
+  }
+  if (handler.has_match() || handler.has_diad()) {
+    return r.Error(p.F(handler.has_match() ? "match" : "diad"),
+                   "a handler that takes a queue pair's messages matches "
+                   "no frames and no DiAD messages; remove it or `roce`");
+  }
+  if (function_bound) {
+    const uint32_t code = handler.roce().naaice_function();
+    if (code == 0 || code > 127) {
+      return r.Error(p.F("roce").F("naaice_function"),
+                     absl::StrCat(code,
+                                  " is not a function code; NAAICE codes "
+                                  "are 1..127 (7 bits of the immediate)"));
+    }
+    if (config.roce().naaice_port() == 0) {
+      return r.Error(p.F("roce").F("naaice_function"),
+                     "no NAAICE host can call it: set roce.naaice_port");
+    }
+    return absl::OkStatus();
+  }
+  if (handler.roce().qpn() < 0x100) {
+    return r.Error(p.F("roce").F("qpn"),
+                   absl::StrCat(handler.roce().qpn(),
+                                " is not a data queue pair; the appliance's "
+                                "are 256 (0x100) and up (spinctl qps)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
+  if (!config.has_roce()) return absl::OkStatus();
+  roce::RoceConfig& rc = out->roce;
+  const v1::Roce& c = config.roce();
+  rc.enabled = true;
+  if (!config.addresses().mac().empty()) {
+    ParseMac(config.addresses().mac(), &rc.mac);
+  }  // else: the RoCE port's own MAC, filled in by the dataplane
+  for (const std::string& text : config.addresses().ipv4()) {
+    in_addr v4;
+    if (inet_pton(AF_INET, text.c_str(), &v4) != 1) continue;
+    std::array<uint8_t, 16>& a = rc.addresses.emplace_back();
+    a[10] = a[11] = 0xff;
+    std::memcpy(a.data() + 12, &v4, 4);
+  }
+  for (const std::string& text : config.addresses().ipv6()) {
+    std::array<uint8_t, 16>& a = rc.addresses.emplace_back();
+    ParseNode(text, &a);
+  }
+  uint16_t port = kNoPort;
+  for (size_t i = 0; i < out->ports.size(); ++i) {
+    if (c.port().empty() ? out->ports[i].role == PortRole::kWire
+                         : out->ports[i].name == c.port()) {
+      port = static_cast<uint16_t>(i);
+      break;
+    }
+  }
+  if (port == kNoPort) {
+    return absl::InvalidArgumentError(
+        "roce: no wire port to reach RDMA clients through; add a port "
+        "with role PORT_ROLE_WIRE or set roce.port");
+  }
+  rc.port = port;
+  auto or_default = [](uint32_t value, uint32_t fallback) {
+    return value != 0 ? value : fallback;
+  };
+  rc.path_mtu = or_default(c.path_mtu(), rc.path_mtu);
+  rc.max_qps = or_default(c.max_qps(), rc.max_qps);
+  for (uint32_t p : c.listen_ports()) {
+    rc.listen_ports.push_back(static_cast<uint16_t>(p));
+  }
+  rc.ack_every = or_default(c.ack_every(), rc.ack_every);
+  rc.local_ack_timeout = static_cast<uint8_t>(
+      or_default(c.local_ack_timeout(), rc.local_ack_timeout));
+  if (c.has_retry_count()) {
+    rc.retry_count = static_cast<uint8_t>(c.retry_count());
+  }
+  if (c.has_rnr_retry()) rc.rnr_retry = static_cast<uint8_t>(c.rnr_retry());
+  rc.min_rnr_timer =
+      static_cast<uint8_t>(or_default(c.min_rnr_timer(), rc.min_rnr_timer));
+  rc.max_rd_atomic =
+      static_cast<uint8_t>(or_default(c.max_rd_atomic(), rc.max_rd_atomic));
+  rc.ipv6_udp_checksum = c.ipv6_udp_checksum();
+  rc.receive_depth = or_default(c.receive_depth(), rc.receive_depth);
+  rc.naaice_port = static_cast<uint16_t>(c.naaice_port());
+  if (c.naaice_max_bytes() != 0) rc.naaice_max_bytes = c.naaice_max_bytes();
+  rc.rping_port = static_cast<uint16_t>(c.rping_port());
+  rc.perftest_port = static_cast<uint16_t>(c.perftest_port());
+  if (c.connection_region_bytes() != 0) {
+    rc.connection_region_bytes = c.connection_region_bytes();
+  }
+  // The CM listens on every service's port.
+  for (uint16_t service : {rc.naaice_port, rc.rping_port, rc.perftest_port}) {
+    if (service != 0 &&
+        std::find(rc.listen_ports.begin(), rc.listen_ports.end(), service) ==
+            rc.listen_ports.end()) {
+      rc.listen_ports.push_back(service);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace spinnic::config_internal
