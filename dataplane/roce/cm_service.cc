@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace spinnic::roce {
 namespace {
@@ -397,46 +398,16 @@ CmResult CmService::HandleReq(const CmPeer& from, const CmMad& mad,
   const uint64_t tid = mad.header.transaction_id;
 
   if (Connection* c = FindByRemote(from, req.local_comm_id)) {
-    switch (c->state) {
-      case CmConnState::kRepSent:
-        // The REP was lost or is slow: answer again at once, without a
-        // second QP; the retransmission budget is left alone.
-        SendCached(*c, actions);
-        return CmResult::kAnsweredAgain;
-      case CmConnState::kTimeWait:
-        SendRej(from, tid, c->local_comm_id, req.local_comm_id, kCmMsgReq,
-                CmRejReason::kStaleConnection, nullptr, actions, nullptr);
-        return CmResult::kRejected;
-      default:
-        return CmResult::kIgnoredDuplicate;
-    }
+    return HandleRepeatedReq(*c, from, tid, req, actions);
   }
 
   // Checks in the order the kernel's CM and rdma_cm make them.
-  uint16_t port_space = 0;
   uint16_t port = 0;
-  if (!ParseRdmaCmServiceId(req.service_id, &port_space, &port) ||
-      port_space != kRdmaPsTcp || !IsListening(port)) {
-    SendRej(from, tid, 0, req.local_comm_id, kCmMsgReq,
-            CmRejReason::kInvalidServiceId, nullptr, actions, nullptr);
-    return CmResult::kRejected;
-  }
-  if (req.transport_service_type != kCmTransportRc) {
-    SendRej(from, tid, 0, req.local_comm_id, kCmMsgReq,
-            CmRejReason::kInvalidTransportType, nullptr, actions, nullptr);
-    return CmResult::kRejected;
-  }
-  if (PathMtuBytes(req.path_mtu) == 0 || req.path_mtu > config_.max_path_mtu) {
-    SendRej(from, tid, 0, req.local_comm_id, kCmMsgReq,
-            CmRejReason::kInvalidMtu, nullptr, actions, nullptr);
-    return CmResult::kRejected;
-  }
   RdmaCmHeader rdma_cm;
-  if (!ParseRdmaCmHeader(req.private_data, &rdma_cm)) {
-    // rdma_cm's listener refuses the REQ; the kernel then rejects as the
-    // consumer.
-    SendRej(from, tid, 0, req.local_comm_id, kCmMsgReq,
-            CmRejReason::kConsumerReject, nullptr, actions, nullptr);
+  if (const std::optional<CmRejReason> invalid =
+          CheckNewReq(req, &port, &rdma_cm)) {
+    SendRej(from, tid, 0, req.local_comm_id, kCmMsgReq, *invalid, nullptr,
+            actions, nullptr);
     return CmResult::kRejected;
   }
 
@@ -501,51 +472,104 @@ CmResult CmService::HandleReq(const CmPeer& from, const CmMad& mad,
   c->interval_us = RetransmitInterval(req.local_cm_response_timeout);
   c->deadline_us = now_us + c->interval_us;
 
-  CmAction* create = actions->Add(CmActionType::kCreateQp);
-  if (create != nullptr) {
-    create->local_comm_id = c->local_comm_id;
-    create->local_qpn = c->local_qpn;
-    create->peer = from;
-    CmQpParams& qp = create->qp;
-    qp = CmQpParams{};
-    qp.local_comm_id = c->local_comm_id;
-    qp.port = port;
-    qp.local_qpn = c->local_qpn;
-    qp.remote_qpn = req.local_qpn;
-    // The kernel's CM (and so every rdma_cm peer) crosses them over: the
-    // active side sends from the REP's starting PSN and expects the REQ's
-    // (ib_send_cm_rep / cm_rep_handler); the rping capture shows it (REQ
-    // 0x934201, REP 0x04229b, the client's first SEND is PSN 0x04229b).
-    qp.expected_psn = decision.starting_psn & kPsnMask;
-    qp.send_psn = req.starting_psn;
-    qp.path_mtu = req.path_mtu;
-    qp.retry_count = req.retry_count;
-    qp.rnr_retry_count = req.rnr_retry_count;
-    qp.local_ack_timeout = req.primary.local_ack_timeout;
-    qp.max_rd_atomic =
-        std::min(decision.initiator_depth, request.initiator_depth);
-    qp.max_dest_rd_atomic =
-        std::min(decision.responder_resources, request.responder_resources);
-    qp.partition_key = req.partition_key;
-    qp.local_gid = req.primary.remote_gid;
-    qp.remote_gid = req.primary.local_gid;
-    qp.flow_label = req.primary.flow_label;
-    qp.traffic_class = req.primary.traffic_class;
-    qp.hop_limit = req.primary.hop_limit;
-    qp.sl = req.primary.sl;
-    qp.rdma_cm = rdma_cm;
-  }
+  AddCreateQp(*c, req, request, decision, actions);
+  SendRep(*c, mad.header, req, request, decision, actions);
+  return CmResult::kHandled;
+}
 
+CmResult CmService::HandleRepeatedReq(Connection& c, const CmPeer& from,
+                                      uint64_t tid, const CmReq& req,
+                                      CmActionList* actions) {
+  switch (c.state) {
+    case CmConnState::kRepSent:
+      // The REP was lost or is slow: answer again at once, without a
+      // second QP; the retransmission budget is left alone.
+      SendCached(c, actions);
+      return CmResult::kAnsweredAgain;
+    case CmConnState::kTimeWait:
+      SendRej(from, tid, c.local_comm_id, req.local_comm_id, kCmMsgReq,
+              CmRejReason::kStaleConnection, nullptr, actions, nullptr);
+      return CmResult::kRejected;
+    default:
+      return CmResult::kIgnoredDuplicate;
+  }
+}
+
+std::optional<CmRejReason> CmService::CheckNewReq(const CmReq& req,
+                                                  uint16_t* port,
+                                                  RdmaCmHeader* rdma_cm) const {
+  uint16_t port_space = 0;
+  if (!ParseRdmaCmServiceId(req.service_id, &port_space, port) ||
+      port_space != kRdmaPsTcp || !IsListening(*port)) {
+    return CmRejReason::kInvalidServiceId;
+  }
+  if (req.transport_service_type != kCmTransportRc) {
+    return CmRejReason::kInvalidTransportType;
+  }
+  if (PathMtuBytes(req.path_mtu) == 0 || req.path_mtu > config_.max_path_mtu) {
+    return CmRejReason::kInvalidMtu;
+  }
+  if (!ParseRdmaCmHeader(req.private_data, rdma_cm)) {
+    // rdma_cm's listener refuses the REQ; the kernel then rejects as the
+    // consumer.
+    return CmRejReason::kConsumerReject;
+  }
+  return std::nullopt;
+}
+
+void CmService::AddCreateQp(const Connection& c, const CmReq& req,
+                            const CmConnectRequest& request,
+                            const CmAcceptDecision& decision,
+                            CmActionList* actions) {
+  CmAction* create = actions->Add(CmActionType::kCreateQp);
+  if (create == nullptr) return;
+  create->local_comm_id = c.local_comm_id;
+  create->local_qpn = c.local_qpn;
+  create->peer = c.peer;
+  CmQpParams& qp = create->qp;
+  qp = CmQpParams{};
+  qp.local_comm_id = c.local_comm_id;
+  qp.port = c.port;
+  qp.local_qpn = c.local_qpn;
+  qp.remote_qpn = req.local_qpn;
+  // The kernel's CM (and so every rdma_cm peer) crosses them over: the
+  // active side sends from the REP's starting PSN and expects the REQ's
+  // (ib_send_cm_rep / cm_rep_handler); the rping capture shows it (REQ
+  // 0x934201, REP 0x04229b, the client's first SEND is PSN 0x04229b).
+  qp.expected_psn = decision.starting_psn & kPsnMask;
+  qp.send_psn = req.starting_psn;
+  qp.path_mtu = req.path_mtu;
+  qp.retry_count = req.retry_count;
+  qp.rnr_retry_count = req.rnr_retry_count;
+  qp.local_ack_timeout = req.primary.local_ack_timeout;
+  qp.max_rd_atomic =
+      std::min(decision.initiator_depth, request.initiator_depth);
+  qp.max_dest_rd_atomic =
+      std::min(decision.responder_resources, request.responder_resources);
+  qp.partition_key = req.partition_key;
+  qp.local_gid = req.primary.remote_gid;
+  qp.remote_gid = req.primary.local_gid;
+  qp.flow_label = req.primary.flow_label;
+  qp.traffic_class = req.primary.traffic_class;
+  qp.hop_limit = req.primary.hop_limit;
+  qp.sl = req.primary.sl;
+  qp.rdma_cm = request.rdma_cm;
+}
+
+void CmService::SendRep(Connection& c, const MadHeader& req_header,
+                        const CmReq& req, const CmConnectRequest& request,
+                        const CmAcceptDecision& decision,
+                        CmActionList* actions) {
   CmMad reply;
-  reply.header = mad.header;
+  reply.header = req_header;
   reply.header.status = 0;
   reply.header.class_specific = 0;
   reply.header.reserved = 0;
   reply.header.attribute_modifier = 0;
   CmRep rep;
-  rep.local_comm_id = c->local_comm_id;
+  rep.local_comm_id = c.local_comm_id;
   rep.remote_comm_id = req.local_comm_id;
-  rep.local_qpn = c->local_qpn;
+  rep.local_qpn = c.local_qpn;
   rep.starting_psn = decision.starting_psn & kPsnMask;
   rep.responder_resources =
       std::min(decision.responder_resources, request.responder_resources);
@@ -558,8 +582,7 @@ CmResult CmService::HandleReq(const CmPeer& from, const CmMad& mad,
   rep.local_ca_guid = config_.local_ca_guid;
   rep.private_data = decision.rep_private_data;
   reply.message = rep;
-  SendMad(from, c->local_comm_id, c->local_qpn, reply, actions, &c->last_sent);
-  return CmResult::kHandled;
+  SendMad(c.peer, c.local_comm_id, c.local_qpn, reply, actions, &c.last_sent);
 }
 
 CmResult CmService::HandleRtu(const CmPeer& from, const CmRtu& rtu,

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "dataplane/roce/cm_messages.h"
@@ -277,6 +278,19 @@ class CmService {
 
   CmResult HandleReq(const CmPeer& from, const CmMad& mad, uint64_t now_us,
                      CmActionList* actions);
+  // HandleReq's parts: a REQ for a connection we hold; the checks a new
+  // REQ passes (the REJ reason when it fails one, the port and rdma_cm
+  // header when it passes); the accepted connection's QP and REP.
+  CmResult HandleRepeatedReq(Connection& c, const CmPeer& from, uint64_t tid,
+                             const CmReq& req, CmActionList* actions);
+  std::optional<CmRejReason> CheckNewReq(const CmReq& req, uint16_t* port,
+                                         RdmaCmHeader* rdma_cm) const;
+  void AddCreateQp(const Connection& c, const CmReq& req,
+                   const CmConnectRequest& request,
+                   const CmAcceptDecision& decision, CmActionList* actions);
+  void SendRep(Connection& c, const MadHeader& req_header, const CmReq& req,
+               const CmConnectRequest& request,
+               const CmAcceptDecision& decision, CmActionList* actions);
   CmResult HandleRtu(const CmPeer& from, const CmRtu& rtu,
                      CmActionList* actions);
   CmResult HandleDreq(const CmPeer& from, const CmMad& mad, uint64_t now_us,
