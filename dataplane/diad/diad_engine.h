@@ -304,6 +304,7 @@ class DiadEngine final : public TransportEngine {
                          Status status, uint32_t ectx_id = 0);
 
   static constexpr uint8_t kIcmpv6 = 58;
+  static constexpr uint32_t kNoEctx = UINT32_MAX;  // RxMessage: no handler
 
   uint32_t hpu_index_;
   DiadShared shared_;

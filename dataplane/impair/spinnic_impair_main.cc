@@ -472,6 +472,89 @@ std::string CountersLine(const char* name, const Direction& d) {
       c.flushed, d.tx_dropped);
 }
 
+// Run's forwarding loop: both directions through their stages until the
+// duration ends or a signal arrives, counters logged every interval.
+void ForwardUntilDone(const Settings& s, Direction (&dirs)[2], uint16_t out_cap,
+                      uint64_t start, uint64_t hz) {
+  const uint64_t end = s.duration_s > 0
+                           ? start + static_cast<uint64_t>(s.duration_s) * hz
+                           : UINT64_MAX;
+  const uint64_t interval = static_cast<uint64_t>(s.stats_interval_s) * hz;
+  uint64_t next_stats = interval > 0 ? start + interval : UINT64_MAX;
+  std::vector<rte_mbuf*> rx(s.burst);
+  while (g_signal.load(std::memory_order_relaxed) == 0) {
+    uint64_t now = rte_rdtsc();
+    if (now >= end) break;
+    if (now >= next_stats) {
+      next_stats += interval;
+      Log(CountersLine("A->B", dirs[0]));
+      Log(CountersLine("B->A", dirs[1]));
+    }
+    for (Direction& d : dirs) {
+      // Back-pressure: no RX in this direction while TX is behind.
+      if (!SendPending(d)) continue;
+      uint16_t n = rte_eth_rx_burst(d.src, 0, rx.data(), s.burst);
+      now = rte_rdtsc();
+      d.pending_n =
+          n > 0 ? d.stage->Process(rx.data(), n, now, d.pending.data(), out_cap)
+                : d.stage->Poll(now, d.pending.data(), out_cap);
+      SendPending(d);
+    }
+  }
+  if (int signal = g_signal.load(); signal != 0) {
+    Log(absl::StrCat("signal ", signal, ": stopping"));
+  }
+}
+
+// After the loop: held copies are released (sent) at once; what the ports
+// do not take within half a second is freed and counted as tx_dropped.
+void FlushAndDrop(Direction (&dirs)[2], uint16_t out_cap, uint64_t hz) {
+  const uint64_t grace = rte_rdtsc() + hz / 2;
+  for (;;) {
+    bool busy = false;
+    for (Direction& d : dirs) {
+      if (SendPending(d) && d.stage->held() > 0) {
+        d.pending_n = d.stage->Flush(d.pending.data(), out_cap);
+        SendPending(d);
+      }
+      busy |= d.pending_n > 0 || d.stage->held() > 0;
+    }
+    if (!busy || rte_rdtsc() >= grace) break;
+  }
+  for (Direction& d : dirs) {
+    for (uint16_t i = 0; i < d.pending_n; ++i) {
+      rte_pktmbuf_free(d.pending[d.pending_off + i]);
+    }
+    d.tx_dropped += d.pending_n + d.stage->held();
+    d.pending_n = 0;
+  }
+}
+
+// --stats_json: the run's duration, both configurations, both directions'
+// counters and the ports' statistics. False (and a message) when the file
+// cannot be written.
+bool WriteStatsJson(const Settings& s, double seconds,
+                    const Direction (&dirs)[2], const OpenedPort (&ports)[2]) {
+  std::string json = absl::StrCat(
+      "{\n  \"duration_s\": ", absl::StrFormat("%.3f", seconds),
+      ",\n  \"config\": {\"a_to_b\": ", ConfigJson(s.config[0]),
+      ", \"b_to_a\": ", ConfigJson(s.config[1]), "},\n  \"a_to_b\": ",
+      CountersJson(dirs[0].stage->counters(), dirs[0].tx_dropped),
+      ",\n  \"b_to_a\": ",
+      CountersJson(dirs[1].stage->counters(), dirs[1].tx_dropped),
+      ",\n  \"ports\": {\"a\": ", PortJson(ports[0].id),
+      ", \"b\": ", PortJson(ports[1].id), "}\n}\n");
+  std::ofstream file(s.stats_json, std::ios::trunc);
+  file << json;
+  file.close();
+  if (!file) {
+    SPINNIC_LOG(ERR, impair, "%s: cannot write --stats_json '%s'", kProgram,
+                s.stats_json.c_str());
+    return false;
+  }
+  return true;
+}
+
 int Run(int argc, char** argv) {
   absl::StatusOr<ParsedArgs> args = ParseArgs(argc, argv);
   if (!args.ok()) {
@@ -559,55 +642,8 @@ int Run(int argc, char** argv) {
                      s.duration_s > 0
                          ? absl::StrCat(" for ", s.duration_s, " s")
                          : std::string(" until SIGINT/SIGTERM")));
-    const uint64_t end = s.duration_s > 0
-                             ? start + static_cast<uint64_t>(s.duration_s) * hz
-                             : UINT64_MAX;
-    const uint64_t interval = static_cast<uint64_t>(s.stats_interval_s) * hz;
-    uint64_t next_stats = interval > 0 ? start + interval : UINT64_MAX;
-    std::vector<rte_mbuf*> rx(s.burst);
-    while (g_signal.load(std::memory_order_relaxed) == 0) {
-      uint64_t now = rte_rdtsc();
-      if (now >= end) break;
-      if (now >= next_stats) {
-        next_stats += interval;
-        Log(CountersLine("A->B", dirs[0]));
-        Log(CountersLine("B->A", dirs[1]));
-      }
-      for (Direction& d : dirs) {
-        // Back-pressure: no RX in this direction while TX is behind.
-        if (!SendPending(d)) continue;
-        uint16_t n = rte_eth_rx_burst(d.src, 0, rx.data(), s.burst);
-        now = rte_rdtsc();
-        d.pending_n = n > 0 ? d.stage->Process(rx.data(), n, now,
-                                               d.pending.data(), out_cap)
-                            : d.stage->Poll(now, d.pending.data(), out_cap);
-        SendPending(d);
-      }
-    }
-    if (int signal = g_signal.load(); signal != 0) {
-      Log(absl::StrCat("signal ", signal, ": stopping"));
-    }
-    // Flush: held copies are released (sent) at once; what the ports do not
-    // take within half a second is freed and counted as tx_dropped.
-    const uint64_t grace = rte_rdtsc() + hz / 2;
-    for (;;) {
-      bool busy = false;
-      for (Direction& d : dirs) {
-        if (SendPending(d) && d.stage->held() > 0) {
-          d.pending_n = d.stage->Flush(d.pending.data(), out_cap);
-          SendPending(d);
-        }
-        busy |= d.pending_n > 0 || d.stage->held() > 0;
-      }
-      if (!busy || rte_rdtsc() >= grace) break;
-    }
-    for (Direction& d : dirs) {
-      for (uint16_t i = 0; i < d.pending_n; ++i) {
-        rte_pktmbuf_free(d.pending[d.pending_off + i]);
-      }
-      d.tx_dropped += d.pending_n + d.stage->held();
-      d.pending_n = 0;
-    }
+    ForwardUntilDone(s, dirs, out_cap, start, hz);
+    FlushAndDrop(dirs, out_cap, hz);
   }
   const double seconds =
       static_cast<double>(rte_rdtsc() - start) / static_cast<double>(hz);
@@ -615,24 +651,8 @@ int Run(int argc, char** argv) {
   if (exit_code == 0) {
     Log(CountersLine("A->B", dirs[0]));
     Log(CountersLine("B->A", dirs[1]));
-    if (!s.stats_json.empty()) {
-      std::string json = absl::StrCat(
-          "{\n  \"duration_s\": ", absl::StrFormat("%.3f", seconds),
-          ",\n  \"config\": {\"a_to_b\": ", ConfigJson(s.config[0]),
-          ", \"b_to_a\": ", ConfigJson(s.config[1]), "},\n  \"a_to_b\": ",
-          CountersJson(dirs[0].stage->counters(), dirs[0].tx_dropped),
-          ",\n  \"b_to_a\": ",
-          CountersJson(dirs[1].stage->counters(), dirs[1].tx_dropped),
-          ",\n  \"ports\": {\"a\": ", PortJson(ports[0].id),
-          ", \"b\": ", PortJson(ports[1].id), "}\n}\n");
-      std::ofstream file(s.stats_json, std::ios::trunc);
-      file << json;
-      file.close();
-      if (!file) {
-        SPINNIC_LOG(ERR, impair, "%s: cannot write --stats_json '%s'", kProgram,
-                    s.stats_json.c_str());
-        exit_code = kExitFailure;
-      }
+    if (!s.stats_json.empty() && !WriteStatsJson(s, seconds, dirs, ports)) {
+      exit_code = kExitFailure;
     }
   }
   for (Direction& d : dirs) d.stage.reset();  // frees anything still held

@@ -408,101 +408,120 @@ ResponseVerdict Requester::OnResponse(const ResponsePacket& packet,
     ++counters_.unexpected;
     return ResponseVerdict::kUnexpected;
   }
-  const uint8_t syndrome_type = packet.syndrome & kAethTypeMask;
-  const uint32_t before_psn = PsnAdd(psn, kPsnMask);  // psn - 1
+  if (info.kind == OpKind::kAck) return OnAck(packet, psn, now);
+  return OnReadOrAtomicResponse(packet, info, psn, now, placement);
+}
 
-  if (info.kind == OpKind::kAck) {
-    if (syndrome_type == kAethAck) {
-      ++counters_.acks;
-      if (PsnBefore(psn, una_psn_)) {
-        ++counters_.duplicates;
-        return ResponseVerdict::kDuplicate;
-      }
-      if (AcknowledgeThrough(psn, now) == Stop::kImpliedNak) {
-        ++counters_.implied_naks;
-        if (retry_pending_) return ResponseVerdict::kAck;
-        return StartRetry(now) ? ResponseVerdict::kImpliedNak
-                               : ResponseVerdict::kRetryExceeded;
-      }
-      return ResponseVerdict::kAck;
-    }
+ResponseVerdict Requester::OnAck(const ResponsePacket& packet, uint32_t psn,
+                                 uint64_t now) {
+  const uint8_t syndrome_type = packet.syndrome & kAethTypeMask;
+  if (syndrome_type == kAethAck) {
+    ++counters_.acks;
     if (PsnBefore(psn, una_psn_)) {
       ++counters_.duplicates;
       return ResponseVerdict::kDuplicate;
     }
-    if (syndrome_type == kAethRnrNak) {
-      ++counters_.nak_rnr;
-      // A copy of the NAK that started this wait.
-      if (rnr_waiting_ && psn == una_psn_) {
-        ++counters_.duplicates;
-        return ResponseVerdict::kDuplicate;
-      }
-      // The NAK acknowledges everything before its PSN (9.7).
-      AcknowledgeThrough(before_psn, now);
-      if (config_.rnr_retry != 7) {
-        if (rnr_retries_left_ == 0) {
-          Fail(CompletionStatus::kRnrRetryExceeded, head_);
-          return ResponseVerdict::kNakRnr;
-        }
-        --rnr_retries_left_;
-      }
-      ++counters_.rnr_waits;
-      rnr_waiting_ = true;
-      rnr_until_ = now + RnrWaitNs(packet.syndrome);
-      timer_armed_ = false;
-      retry_pending_ = false;
-      Rewind();
-      return ResponseVerdict::kNakRnr;
-    }
-    if (syndrome_type != kAethNak) {
-      ++counters_.unexpected;
-      return ResponseVerdict::kUnexpected;
-    }
-    const uint8_t code = packet.syndrome & kAethValueMask;
-    if (code == static_cast<uint8_t>(NakCode::kPsnSequenceError)) {
-      ++counters_.nak_sequence;
-      AcknowledgeThrough(before_psn, now);
-      // One go-back per stall: a repeated NAK (a copy, or one answering
-      // packets of the same round) waits for progress or the timer.
-      if (retry_pending_) {
-        ++counters_.duplicates;
-        return ResponseVerdict::kDuplicate;
-      }
-      return StartRetry(now) ? ResponseVerdict::kNakSequence
+    if (AcknowledgeThrough(psn, now) == Stop::kImpliedNak) {
+      ++counters_.implied_naks;
+      if (retry_pending_) return ResponseVerdict::kAck;
+      return StartRetry(now) ? ResponseVerdict::kImpliedNak
                              : ResponseVerdict::kRetryExceeded;
     }
-    CompletionStatus status = CompletionStatus::kRemoteOperationalError;
-    switch (static_cast<NakCode>(code)) {
-      case NakCode::kInvalidRequest:
-        ++counters_.nak_invalid_request;
-        status = CompletionStatus::kRemoteInvalidRequest;
-        break;
-      case NakCode::kRemoteAccessError:
-        ++counters_.nak_remote_access;
-        status = CompletionStatus::kRemoteAccessError;
-        break;
-      case NakCode::kRemoteOperationalError:
-        ++counters_.nak_remote_operational;
-        break;
-      case NakCode::kInvalidRdRequest:
-        ++counters_.nak_invalid_rd_request;
-        status = CompletionStatus::kRemoteInvalidRequest;
-        break;
-      default:
-        ++counters_.nak_unknown;
-        break;
-    }
-    AcknowledgeThrough(before_psn, now);
-    // The NAKed WR gets the status; a READ before it still lacking data
-    // (its response lost) is flushed with the rest.
-    uint64_t target = head_;
-    while (target < assigned_ && PsnBefore(SlotOf(target).last_psn, psn)) {
-      ++target;
-    }
-    Fail(status, target);
-    return ResponseVerdict::kNakFatal;
+    return ResponseVerdict::kAck;
   }
+  if (PsnBefore(psn, una_psn_)) {
+    ++counters_.duplicates;
+    return ResponseVerdict::kDuplicate;
+  }
+  if (syndrome_type == kAethRnrNak) return OnRnrNak(packet, psn, now);
+  if (syndrome_type != kAethNak) {
+    ++counters_.unexpected;
+    return ResponseVerdict::kUnexpected;
+  }
+  return OnNak(packet, psn, now);
+}
 
+ResponseVerdict Requester::OnRnrNak(const ResponsePacket& packet, uint32_t psn,
+                                    uint64_t now) {
+  const uint32_t before_psn = PsnAdd(psn, kPsnMask);  // psn - 1
+  ++counters_.nak_rnr;
+  // A copy of the NAK that started this wait.
+  if (rnr_waiting_ && psn == una_psn_) {
+    ++counters_.duplicates;
+    return ResponseVerdict::kDuplicate;
+  }
+  // The NAK acknowledges everything before its PSN (9.7).
+  AcknowledgeThrough(before_psn, now);
+  if (config_.rnr_retry != 7) {
+    if (rnr_retries_left_ == 0) {
+      Fail(CompletionStatus::kRnrRetryExceeded, head_);
+      return ResponseVerdict::kNakRnr;
+    }
+    --rnr_retries_left_;
+  }
+  ++counters_.rnr_waits;
+  rnr_waiting_ = true;
+  rnr_until_ = now + RnrWaitNs(packet.syndrome);
+  timer_armed_ = false;
+  retry_pending_ = false;
+  Rewind();
+  return ResponseVerdict::kNakRnr;
+}
+
+ResponseVerdict Requester::OnNak(const ResponsePacket& packet, uint32_t psn,
+                                 uint64_t now) {
+  const uint32_t before_psn = PsnAdd(psn, kPsnMask);  // psn - 1
+  const uint8_t code = packet.syndrome & kAethValueMask;
+  if (code == static_cast<uint8_t>(NakCode::kPsnSequenceError)) {
+    ++counters_.nak_sequence;
+    AcknowledgeThrough(before_psn, now);
+    // One go-back per stall: a repeated NAK (a copy, or one answering
+    // packets of the same round) waits for progress or the timer.
+    if (retry_pending_) {
+      ++counters_.duplicates;
+      return ResponseVerdict::kDuplicate;
+    }
+    return StartRetry(now) ? ResponseVerdict::kNakSequence
+                           : ResponseVerdict::kRetryExceeded;
+  }
+  CompletionStatus status = CompletionStatus::kRemoteOperationalError;
+  switch (static_cast<NakCode>(code)) {
+    case NakCode::kInvalidRequest:
+      ++counters_.nak_invalid_request;
+      status = CompletionStatus::kRemoteInvalidRequest;
+      break;
+    case NakCode::kRemoteAccessError:
+      ++counters_.nak_remote_access;
+      status = CompletionStatus::kRemoteAccessError;
+      break;
+    case NakCode::kRemoteOperationalError:
+      ++counters_.nak_remote_operational;
+      break;
+    case NakCode::kInvalidRdRequest:
+      ++counters_.nak_invalid_rd_request;
+      status = CompletionStatus::kRemoteInvalidRequest;
+      break;
+    default:
+      ++counters_.nak_unknown;
+      break;
+  }
+  AcknowledgeThrough(before_psn, now);
+  // The NAKed WR gets the status; a READ before it still lacking data
+  // (its response lost) is flushed with the rest.
+  uint64_t target = head_;
+  while (target < assigned_ && PsnBefore(SlotOf(target).last_psn, psn)) {
+    ++target;
+  }
+  Fail(status, target);
+  return ResponseVerdict::kNakFatal;
+}
+
+ResponseVerdict Requester::OnReadOrAtomicResponse(const ResponsePacket& packet,
+                                                  const OpcodeInfo& info,
+                                                  uint32_t psn, uint64_t now,
+                                                  Placement* placement) {
+  const uint8_t syndrome_type = packet.syndrome & kAethTypeMask;
+  const uint32_t before_psn = PsnAdd(psn, kPsnMask);  // psn - 1
   if (PsnBefore(psn, una_psn_)) {
     ++counters_.duplicates;
     return ResponseVerdict::kDuplicate;
@@ -539,8 +558,13 @@ ResponseVerdict Requester::OnResponse(const ResponsePacket& packet,
     Progress(now);
     return ResponseVerdict::kAtomicAck;
   }
+  return OnReadResponse(packet, info, psn, wqe, now, placement);
+}
 
-  // READ response.
+ResponseVerdict Requester::OnReadResponse(const ResponsePacket& packet,
+                                          const OpcodeInfo& info, uint32_t psn,
+                                          Wqe& wqe, uint64_t now,
+                                          Placement* placement) {
   if (wqe.wr.kind != Kind::kRead) {
     ++counters_.unexpected;
     return ResponseVerdict::kUnexpected;

@@ -267,6 +267,19 @@ class Requester {
   // every other one not completed with kFlushed.
   void Fail(CompletionStatus status, uint64_t target);
   void PushCompletion(const Completion& completion);
+  // OnResponse's parts, by kind of response (psn masked to 24 bits).
+  ResponseVerdict OnAck(const ResponsePacket& packet, uint32_t psn,
+                        uint64_t now);
+  ResponseVerdict OnRnrNak(const ResponsePacket& packet, uint32_t psn,
+                           uint64_t now);
+  ResponseVerdict OnNak(const ResponsePacket& packet, uint32_t psn,
+                        uint64_t now);
+  ResponseVerdict OnReadOrAtomicResponse(const ResponsePacket& packet,
+                                         const OpcodeInfo& info, uint32_t psn,
+                                         uint64_t now, Placement* placement);
+  ResponseVerdict OnReadResponse(const ResponsePacket& packet,
+                                 const OpcodeInfo& info, uint32_t psn, Wqe& wqe,
+                                 uint64_t now, Placement* placement);
 
   RequesterConfig config_;
   uint32_t ack_request_interval_ = 1;

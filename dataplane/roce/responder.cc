@@ -125,64 +125,7 @@ ResponderPlan Responder::CheckNew(const RcRequest& packet,
                                   const OpcodeInfo& info) {
   // Reserved RC opcodes are class C "unsupported or reserved opcode".
   if (!info.valid()) return InvalidRequest(packet);
-
-  // Opcode sequence (9.7 / rxe check_op_seq): inside a SEND only
-  // SEND MIDDLE/LAST, inside a WRITE only WRITE MIDDLE/LAST; outside a
-  // message no MIDDLE/LAST at all.
-  const bool send = info.kind == OpKind::kSend;
-  const bool write = info.kind == OpKind::kWrite;
-  switch (in_progress_) {
-    case InProgress::kSend:
-      if (!send || !IsMiddleOrLast(info.position))
-        return InvalidRequest(packet);
-      break;
-    case InProgress::kWrite:
-      if (!write || !IsMiddleOrLast(info.position)) {
-        return InvalidRequest(packet);
-      }
-      break;
-    case InProgress::kNone:
-      if ((send || write) && IsMiddleOrLast(info.position)) {
-        return InvalidRequest(packet);
-      }
-      break;
-  }
-
-  // What the QP allows (class C unsupported opcode, as rxe check_op_valid).
-  const uint32_t access = config_.qp_access;
-  if ((write && !(access & kAccessRemoteWrite)) ||
-      (info.kind == OpKind::kReadRequest && !(access & kAccessRemoteRead)) ||
-      (info.kind == OpKind::kAtomic && !(access & kAccessRemoteAtomic))) {
-    return InvalidRequest(packet);
-  }
-
-  // The headers the opcode carries must have been parsed.
-  if ((info.has(kHasReth) && !packet.has_reth) ||
-      (info.has(kHasAtomicEth) && !packet.has_atomic_eth) ||
-      (info.has(kHasImmDt) && !packet.has_immediate) ||
-      (info.has(kHasIeth) && !packet.has_invalidate)) {
-    return InvalidRequest(packet);
-  }
-
-  // Packet lengths (9.7 / rxe check_length): FIRST and
-  // MIDDLE carry exactly one PMTU (so no pad), LAST 1..PMTU, ONLY 0..PMTU;
-  // READ and atomic requests carry no payload.
-  const uint32_t payload = packet.payload_length;
-  const uint32_t pmtu = config_.pmtu;
-  switch (info.position) {
-    case OpPosition::kFirst:
-    case OpPosition::kMiddle:
-      if (payload != pmtu || packet.pad != 0) return InvalidRequest(packet);
-      break;
-    case OpPosition::kLast:
-      if (payload == 0 || payload > pmtu) return InvalidRequest(packet);
-      break;
-    case OpPosition::kOnly:
-    case OpPosition::kNone:
-      if (payload > pmtu) return InvalidRequest(packet);
-      break;
-  }
-  if (!info.has(kHasPayload) && payload != 0) return InvalidRequest(packet);
+  if (!IsValidNew(packet, info)) return InvalidRequest(packet);
 
   ResponderPlan plan;
   plan.verdict = ResponderVerdict::kExecute;
@@ -197,14 +140,86 @@ ResponderPlan Responder::CheckNew(const RcRequest& packet,
   plan.has_invalidate = info.has(kHasIeth);
   plan.invalidate_rkey = plan.has_invalidate ? packet.invalidate_rkey : 0;
 
+  if (!PlanAction(packet, info, &plan)) return InvalidRequest(packet);
+
+  plan.needs_commit = true;
+  plan.ticket = next_ticket_++;
+  pending_ticket_ = plan.ticket;
+  return plan;
+}
+
+bool Responder::IsValidNew(const RcRequest& packet,
+                           const OpcodeInfo& info) const {
+  // Opcode sequence (9.7 / rxe check_op_seq): inside a SEND only
+  // SEND MIDDLE/LAST, inside a WRITE only WRITE MIDDLE/LAST; outside a
+  // message no MIDDLE/LAST at all.
+  const bool send = info.kind == OpKind::kSend;
+  const bool write = info.kind == OpKind::kWrite;
+  switch (in_progress_) {
+    case InProgress::kSend:
+      if (!send || !IsMiddleOrLast(info.position)) return false;
+      break;
+    case InProgress::kWrite:
+      if (!write || !IsMiddleOrLast(info.position)) {
+        return false;
+      }
+      break;
+    case InProgress::kNone:
+      if ((send || write) && IsMiddleOrLast(info.position)) {
+        return false;
+      }
+      break;
+  }
+
+  // What the QP allows (class C unsupported opcode, as rxe check_op_valid).
+  const uint32_t access = config_.qp_access;
+  if ((write && !(access & kAccessRemoteWrite)) ||
+      (info.kind == OpKind::kReadRequest && !(access & kAccessRemoteRead)) ||
+      (info.kind == OpKind::kAtomic && !(access & kAccessRemoteAtomic))) {
+    return false;
+  }
+
+  // The headers the opcode carries must have been parsed.
+  if ((info.has(kHasReth) && !packet.has_reth) ||
+      (info.has(kHasAtomicEth) && !packet.has_atomic_eth) ||
+      (info.has(kHasImmDt) && !packet.has_immediate) ||
+      (info.has(kHasIeth) && !packet.has_invalidate)) {
+    return false;
+  }
+
+  // Packet lengths (9.7 / rxe check_length): FIRST and
+  // MIDDLE carry exactly one PMTU (so no pad), LAST 1..PMTU, ONLY 0..PMTU;
+  // READ and atomic requests carry no payload.
+  const uint32_t payload = packet.payload_length;
+  const uint32_t pmtu = config_.pmtu;
+  switch (info.position) {
+    case OpPosition::kFirst:
+    case OpPosition::kMiddle:
+      if (payload != pmtu || packet.pad != 0) return false;
+      break;
+    case OpPosition::kLast:
+      if (payload == 0 || payload > pmtu) return false;
+      break;
+    case OpPosition::kOnly:
+    case OpPosition::kNone:
+      if (payload > pmtu) return false;
+      break;
+  }
+  if (!info.has(kHasPayload) && payload != 0) return false;
+  return true;
+}
+
+bool Responder::PlanAction(const RcRequest& packet, const OpcodeInfo& info,
+                           ResponderPlan* plan) const {
+  const uint32_t payload = packet.payload_length;
   switch (info.kind) {
     case OpKind::kSend: {
-      const uint64_t offset = plan.starts_message ? 0 : message_offset_;
-      if (offset + payload > kMaxMessageBytes) return InvalidRequest(packet);
-      plan.action = ResponderAction::kSend;
-      plan.send_offset = offset;
-      plan.length = payload;
-      plan.consumes_receive = plan.starts_message;
+      const uint64_t offset = plan->starts_message ? 0 : message_offset_;
+      if (offset + payload > kMaxMessageBytes) return false;
+      plan->action = ResponderAction::kSend;
+      plan->send_offset = offset;
+      plan->length = payload;
+      plan->consumes_receive = plan->starts_message;
       break;
     }
     case OpKind::kWrite: {
@@ -212,78 +227,74 @@ ResponderPlan Responder::CheckNew(const RcRequest& packet,
       uint32_t rkey = write_rkey_;
       uint32_t message_length = write_length_;
       uint64_t offset = message_offset_;
-      if (plan.starts_message) {
+      if (plan->starts_message) {
         if (packet.reth_dma_length > kMaxMessageBytes) {
-          return InvalidRequest(packet);
+          return false;
         }
         message_va = packet.reth_va;
         rkey = packet.reth_rkey;
         message_length = packet.reth_dma_length;
         offset = 0;
-        plan.validate_range = message_length != 0;
-        plan.range_va = message_va;
-        plan.range_length = message_length;
+        plan->validate_range = message_length != 0;
+        plan->range_va = message_va;
+        plan->range_length = message_length;
       }
       // No packet writes past the RETH length, and the last one ends
       // exactly there (RETH DMA length, 9.4; rxe check_rkey's resid rules).
       const uint64_t end = offset + payload;
       if (end > message_length ||
-          (plan.ends_message && end != message_length)) {
-        return InvalidRequest(packet);
+          (plan->ends_message && end != message_length)) {
+        return false;
       }
-      plan.action = ResponderAction::kWrite;
-      plan.va = message_va + offset;
-      plan.rkey = rkey;
-      plan.length = payload;
-      plan.consumes_receive = plan.ends_message && plan.has_immediate;
-      if (!plan.starts_message) {
+      plan->action = ResponderAction::kWrite;
+      plan->va = message_va + offset;
+      plan->rkey = rkey;
+      plan->length = payload;
+      plan->consumes_receive = plan->ends_message && plan->has_immediate;
+      if (!plan->starts_message) {
         // Carried so that Accept needs nothing from Check-time state.
-        plan.range_va = message_va;
-        plan.range_length = message_length;
+        plan->range_va = message_va;
+        plan->range_length = message_length;
       }
       break;
     }
     case OpKind::kReadRequest: {
       if (packet.reth_dma_length > kMaxMessageBytes) {
-        return InvalidRequest(packet);
+        return false;
       }
-      plan.action = ResponderAction::kRead;
-      plan.va = packet.reth_va;
-      plan.rkey = packet.reth_rkey;
-      plan.length = packet.reth_dma_length;
-      plan.validate_range = plan.length != 0;
-      plan.range_va = plan.va;
-      plan.range_length = plan.length;
-      plan.response_psn = plan.psn;
-      plan.response_packets = ReadPackets(plan.length);
+      plan->action = ResponderAction::kRead;
+      plan->va = packet.reth_va;
+      plan->rkey = packet.reth_rkey;
+      plan->length = packet.reth_dma_length;
+      plan->validate_range = plan->length != 0;
+      plan->range_va = plan->va;
+      plan->range_length = plan->length;
+      plan->response_psn = plan->psn;
+      plan->response_packets = ReadPackets(plan->length);
       break;
     }
     case OpKind::kAtomic: {
       // Atomics act on naturally aligned 8 bytes (9.4.5); rxe answers
       // a misaligned one with NAK invalid request.
-      if ((packet.atomic_va & 7) != 0) return InvalidRequest(packet);
-      plan.action =
+      if ((packet.atomic_va & 7) != 0) return false;
+      plan->action =
           packet.opcode == static_cast<uint8_t>(Opcode::kRcCompareSwap)
               ? ResponderAction::kCompareSwap
               : ResponderAction::kFetchAdd;
-      plan.va = packet.atomic_va;
-      plan.rkey = packet.atomic_rkey;
-      plan.length = 8;
-      plan.validate_range = true;
-      plan.range_va = plan.va;
-      plan.range_length = 8;
-      plan.swap_add = packet.atomic_swap_add;
-      plan.compare = packet.atomic_compare;
+      plan->va = packet.atomic_va;
+      plan->rkey = packet.atomic_rkey;
+      plan->length = 8;
+      plan->validate_range = true;
+      plan->range_va = plan->va;
+      plan->range_length = 8;
+      plan->swap_add = packet.atomic_swap_add;
+      plan->compare = packet.atomic_compare;
       break;
     }
     default:
-      return InvalidRequest(packet);
+      return false;
   }
-
-  plan.needs_commit = true;
-  plan.ticket = next_ticket_++;
-  pending_ticket_ = plan.ticket;
-  return plan;
+  return true;
 }
 
 ResponderPlan Responder::CheckDuplicate(const RcRequest& packet,

@@ -258,6 +258,12 @@ class Responder {
   };
 
   ResponderPlan CheckNew(const RcRequest& packet, const OpcodeInfo& info);
+  // CheckNew's parts: the opcode sequence, the QP's access, the headers
+  // and the lengths are valid; the action and its memory range (false:
+  // an invalid request).
+  bool IsValidNew(const RcRequest& packet, const OpcodeInfo& info) const;
+  bool PlanAction(const RcRequest& packet, const OpcodeInfo& info,
+                  ResponderPlan* plan) const;
   ResponderPlan CheckDuplicate(const RcRequest& packet, const OpcodeInfo& info);
   ResponderPlan Drop(const RcRequest& packet, ResponderDropReason reason);
   ResponderPlan InvalidRequest(const RcRequest& packet);

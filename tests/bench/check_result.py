@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Checks that a result.json of bench/linerate/run is complete and
+"""Checks that a result.full.json of bench/linerate/run (the one with every
+round; result.json is its summary, bench/result_json.py) is complete and
 consistent: every scenario x size x HPU count x round x role is present,
 each generator report adds up (received <= sent, lost == sent - received,
 latency percentiles in order), the search and the summaries follow from
 the measurements and ratio == DUT / reference. Never checks a timing.
 
-usage: check_result.py [--smoke] RESULT_JSON
+usage: check_result.py [--smoke] RESULT_FULL_JSON
 """
 import json
 import math

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Runs `bench/diad/run --quick` into a temporary directory and checks that
-its result.json is complete: every configuration, point, round, passthrough
-and read-latency field present and consistent. It never checks a timing.
+its result.full.json is complete: every configuration, point, round,
+passthrough and read-latency field present and consistent; and that its
+result.json is the summary of it (bench/result_json.py). It never checks a
+timing.
 Exit 77 (skipped) without root (memif between DPDK processes needs
 /var/run/dpdk) or without the binaries.
 
@@ -83,6 +85,17 @@ def check(result: dict) -> list:
     return bad
 
 
+def check_summary(summary: dict, full: dict, run: str) -> list:
+    """result.json is the summary of result.full.json: no per-round lists."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(run))))
+    import result_json
+    if summary != result_json.summarize(full):
+        return ["result.json is not the summary of result.full.json"]
+    if '"rounds": [' in json.dumps(summary):
+        return ["result.json has per-round lists"]
+    return []
+
+
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--check":
         bad = check(json.load(open(sys.argv[2])))
@@ -107,10 +120,13 @@ def main() -> int:
             print(open(path).read())
         if proc.returncode == 77:
             return 77
-        if not os.path.exists(os.path.join(out, "result.json")):
-            print("FAIL: no result.json")
-            return 1
-        bad = check(json.load(open(os.path.join(out, "result.json"))))
+        for name in ("result.json", "result.full.json"):
+            if not os.path.exists(os.path.join(out, name)):
+                print(f"FAIL: no {name}")
+                return 1
+        full = json.load(open(os.path.join(out, "result.full.json")))
+        bad = check(full)
+        bad += check_summary(json.load(open(os.path.join(out, "result.json"))), full, run)
         for b in bad:
             print("FAIL:", b)
         if proc.returncode != 0 and not bad:

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Runs `bench/linerate/run --smoke` into a temporary directory and checks
-its result.json with check_result.py. Exit 77 (skipped) without
+its result.full.json with check_result.py, and that its result.json is the
+summary of it (bench/result_json.py). Exit 77 (skipped) without
 dpdk-testpmd or spinnic-gen.
 
 usage: smoke_test.py RUN_SCRIPT BUILD_DIR CHECK_SCRIPT
 """
+import json
 import os
 import shutil
 import subprocess
@@ -33,8 +35,15 @@ def main() -> int:
         if proc.returncode != 0:
             print("FAIL: the harness's smoke run did not complete")
             return 1
-        return subprocess.run([sys.executable, check, "--smoke",
-                               os.path.join(out, "result.json")]).returncode
+        full_path = os.path.join(out, "result.full.json")
+        rc = subprocess.run([sys.executable, check, "--smoke", full_path]).returncode
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(run))))
+        import result_json
+        summary = json.load(open(os.path.join(out, "result.json")))
+        if summary != result_json.summarize(json.load(open(full_path))):
+            print("FAIL: result.json is not the summary of result.full.json")
+            return 1
+        return rc
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

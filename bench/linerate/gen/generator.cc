@@ -135,6 +135,12 @@ struct Generator::State {
     std::string error;
   } rx;
 
+  // Setup's steps: the ports exist and the lcores suffice; the probe frame
+  // and the mbuf pools; one port configured and started; the links up.
+  absl::Status CheckPortsAndLcores();
+  absl::Status CreateFrameAndPools();
+  absl::Status StartPort(uint16_t port);
+  absl::Status WaitForLinks();
   void TxStep(uint64_t now);
   void RxStep();
   // Links, peer silence, signals; sets `stop` and rx.error on failure.
@@ -173,8 +179,15 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(
 
 absl::Status Generator::Setup() {
   State& s = *state_;
-  const Options& o = s.o;
+  if (absl::Status st = s.CheckPortsAndLcores(); !st.ok()) return st;
+  if (absl::Status st = s.CreateFrameAndPools(); !st.ok()) return st;
+  for (uint16_t port : s.ports) {
+    if (absl::Status st = s.StartPort(port); !st.ok()) return st;
+  }
+  return s.WaitForLinks();
+}
 
+absl::Status Generator::State::CheckPortsAndLcores() {
   // Ports.
   for (uint16_t port : {o.tx_port, o.rx_port}) {
     if (!rte_eth_dev_is_valid_port(port)) {
@@ -185,36 +198,39 @@ absl::Status Generator::Setup() {
           "PCI device (-a) per port, or use another --tx_port/--rx_port"));
     }
   }
-  s.ports = {o.tx_port};
-  if (o.rx_port != o.tx_port) s.ports.push_back(o.rx_port);
+  ports = {o.tx_port};
+  if (o.rx_port != o.tx_port) ports.push_back(o.rx_port);
 
   // Lcores.
   const unsigned lcores = rte_lcore_count();
-  s.split = o.threads == Threads::kSplit ||
-            (o.threads == Threads::kAuto && lcores >= 2);
-  if (s.split) {
+  split = o.threads == Threads::kSplit ||
+          (o.threads == Threads::kAuto && lcores >= 2);
+  if (split) {
     if (lcores < 2) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--threads=split needs 2 EAL lcores and the EAL has ", lcores,
           ": pass -l with two cores (this machine has ",
           sysconf(_SC_NPROCESSORS_ONLN), " online) or use --threads=single"));
     }
-    s.tx_lcore = rte_get_next_lcore(-1, 1, 0);
+    tx_lcore = rte_get_next_lcore(-1, 1, 0);
   }
+  return absl::OkStatus();
+}
 
+absl::Status Generator::State::CreateFrameAndPools() {
   // Frames and pools.
-  s.spec.size = o.size;
-  s.spec.src_port = o.src_port;
-  s.spec.dst_port = o.dst_port;
+  spec.size = o.size;
+  spec.src_port = o.src_port;
+  spec.dst_port = o.dst_port;
   rte_ether_addr mac;
   if (rte_eth_macaddr_get(o.tx_port, &mac) == 0) {
-    std::copy_n(mac.addr_bytes, 6, s.spec.src_mac.begin());
+    std::copy_n(mac.addr_bytes, 6, spec.src_mac.begin());
   }
   if (rte_eth_macaddr_get(o.rx_port, &mac) == 0) {
-    std::copy_n(mac.addr_bytes, 6, s.spec.dst_mac.begin());
+    std::copy_n(mac.addr_bytes, 6, spec.dst_mac.begin());
   }
-  s.frame.resize(o.size);
-  if (absl::Status st = BuildProbeFrame(s.spec, absl::MakeSpan(s.frame));
+  frame.resize(o.size);
+  if (absl::Status st = BuildProbeFrame(spec, absl::MakeSpan(frame));
       !st.ok()) {
     return st;
   }
@@ -226,97 +242,98 @@ absl::Status Generator::Setup() {
   const uint32_t room =
       std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, largest + 64);
   const unsigned mbufs = o.size <= RTE_MBUF_DEFAULT_DATAROOM ? 8191 : 4095;
-  s.tx_pool =
+  tx_pool =
       rte_pktmbuf_pool_create("gen_tx", mbufs, kPoolCache, 0,
                               RTE_PKTMBUF_HEADROOM + room, rte_socket_id());
-  s.rx_pool =
+  rx_pool =
       rte_pktmbuf_pool_create("gen_rx", mbufs, kPoolCache, 0,
                               RTE_PKTMBUF_HEADROOM + room, rte_socket_id());
-  if (s.tx_pool == nullptr || s.rx_pool == nullptr) {
+  if (tx_pool == nullptr || rx_pool == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot create 2 x ", mbufs, " mbufs of ", room,
         " B: ", rte_strerror(rte_errno), "; give the EAL more memory (-m)"));
   }
-  rte_mempool_obj_iter(s.tx_pool, WriteTemplate, &s.frame);
+  rte_mempool_obj_iter(tx_pool, WriteTemplate, &frame);
+  return absl::OkStatus();
+}
 
-  for (uint16_t port : s.ports) {
-    const std::string label = PortLabel(port);
-    rte_eth_dev_info info;
-    if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
-      return absl::InternalError(absl::StrCat(
-          label, ": cannot read device info: ", rte_strerror(-rc)));
-    }
-    rte_eth_conf conf = {};
-    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) {
-      conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
-    }
-    // The MTU goes in at configure time: some drivers (memif) have no
-    // way to change it later. 0 is the device's default (1500).
-    const uint32_t max_mtu = LargestMtu(info);
-    if (o.mtu != 0 && (o.mtu < info.min_mtu || o.mtu > max_mtu)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          label, " cannot take --mtu=", o.mtu, ": the device allows MTU ",
-          info.min_mtu, "..", max_mtu, " (frames of at most ",
-          info.max_rx_pktlen, " B with FCS)"));
-    }
-    conf.rxmode.mtu = o.mtu;
-    if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          label, ": cannot configure 1 RX and 1 TX queue",
-          o.mtu != 0 ? absl::StrCat(" with MTU ", o.mtu) : "", ": ",
-          rte_strerror(-rc), " (is the port in use by another process?)"));
-    }
-    uint16_t mtu = 0;
-    if (int rc = rte_eth_dev_get_mtu(port, &mtu); rc != 0) {
-      return absl::InternalError(
-          absl::StrCat(label, ": cannot read the MTU: ", rte_strerror(-rc)));
-    }
-    if (o.size > uint32_t{mtu} + kEthHeaderBytes) {
-      const uint32_t need = o.size - kEthHeaderBytes;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--size=", o.size, " is larger than ", label, " allows: MTU ", mtu,
-          " + 14 B Ethernet header = ", mtu + kEthHeaderBytes, " B. ",
-          need <= max_mtu
-              ? absl::StrCat("Raise the MTU with --mtu=", need,
-                             " (the DUT's ports must allow it too) or use "
-                             "--size=",
-                             mtu + kEthHeaderBytes, " or less")
-              : absl::StrCat(
-                    "The device's largest MTU is ", max_mtu,
-                    ", so use --size=", max_mtu + kEthHeaderBytes, " or less",
-                    max_mtu > mtu ? absl::StrCat(" with --mtu=", max_mtu)
-                                  : "")));
-    }
-    uint16_t rxd = kRxDescriptors;
-    uint16_t txd = kTxDescriptors;
-    rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);
-    const int socket = rte_eth_dev_socket_id(port);
-    if (int rc =
-            rte_eth_rx_queue_setup(port, 0, rxd, socket, nullptr, s.rx_pool);
-        rc != 0) {
-      return absl::InternalError(absl::StrCat(
-          label, ": cannot set up the RX queue: ", rte_strerror(-rc)));
-    }
-    if (int rc = rte_eth_tx_queue_setup(port, 0, txd, socket, nullptr);
-        rc != 0) {
-      return absl::InternalError(absl::StrCat(
-          label, ": cannot set up the TX queue: ", rte_strerror(-rc)));
-    }
-    if (int rc = rte_eth_dev_start(port); rc != 0) {
-      return absl::UnavailableError(
-          absl::StrCat(label, ": cannot start: ", rte_strerror(-rc)));
-    }
-    s.started.push_back(port);
-    // Probes are addressed to the RX port's MAC; a DUT that rewrites
-    // addresses still gets them through. Not every device has the mode.
-    rte_eth_promiscuous_enable(port);
+absl::Status Generator::State::StartPort(uint16_t port) {
+  const std::string label = PortLabel(port);
+  rte_eth_dev_info info;
+  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
+    return absl::InternalError(
+        absl::StrCat(label, ": cannot read device info: ", rte_strerror(-rc)));
   }
+  rte_eth_conf conf = {};
+  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) {
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+  }
+  // The MTU goes in at configure time: some drivers (memif) have no
+  // way to change it later. 0 is the device's default (1500).
+  const uint32_t max_mtu = LargestMtu(info);
+  if (o.mtu != 0 && (o.mtu < info.min_mtu || o.mtu > max_mtu)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, " cannot take --mtu=", o.mtu, ": the device allows MTU ",
+        info.min_mtu, "..", max_mtu, " (frames of at most ", info.max_rx_pktlen,
+        " B with FCS)"));
+  }
+  conf.rxmode.mtu = o.mtu;
+  if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": cannot configure 1 RX and 1 TX queue",
+        o.mtu != 0 ? absl::StrCat(" with MTU ", o.mtu) : "", ": ",
+        rte_strerror(-rc), " (is the port in use by another process?)"));
+  }
+  uint16_t mtu = 0;
+  if (int rc = rte_eth_dev_get_mtu(port, &mtu); rc != 0) {
+    return absl::InternalError(
+        absl::StrCat(label, ": cannot read the MTU: ", rte_strerror(-rc)));
+  }
+  if (o.size > uint32_t{mtu} + kEthHeaderBytes) {
+    const uint32_t need = o.size - kEthHeaderBytes;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--size=", o.size, " is larger than ", label, " allows: MTU ", mtu,
+        " + 14 B Ethernet header = ", mtu + kEthHeaderBytes, " B. ",
+        need <= max_mtu
+            ? absl::StrCat("Raise the MTU with --mtu=", need,
+                           " (the DUT's ports must allow it too) or use "
+                           "--size=",
+                           mtu + kEthHeaderBytes, " or less")
+            : absl::StrCat(
+                  "The device's largest MTU is ", max_mtu,
+                  ", so use --size=", max_mtu + kEthHeaderBytes, " or less",
+                  max_mtu > mtu ? absl::StrCat(" with --mtu=", max_mtu) : "")));
+  }
+  uint16_t rxd = kRxDescriptors;
+  uint16_t txd = kTxDescriptors;
+  rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);
+  const int socket = rte_eth_dev_socket_id(port);
+  if (int rc = rte_eth_rx_queue_setup(port, 0, rxd, socket, nullptr, rx_pool);
+      rc != 0) {
+    return absl::InternalError(absl::StrCat(
+        label, ": cannot set up the RX queue: ", rte_strerror(-rc)));
+  }
+  if (int rc = rte_eth_tx_queue_setup(port, 0, txd, socket, nullptr); rc != 0) {
+    return absl::InternalError(absl::StrCat(
+        label, ": cannot set up the TX queue: ", rte_strerror(-rc)));
+  }
+  if (int rc = rte_eth_dev_start(port); rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat(label, ": cannot start: ", rte_strerror(-rc)));
+  }
+  started.push_back(port);
+  // Probes are addressed to the RX port's MAC; a DUT that rewrites
+  // addresses still gets them through. Not every device has the mode.
+  rte_eth_promiscuous_enable(port);
+  return absl::OkStatus();
+}
 
+absl::Status Generator::State::WaitForLinks() {
   // Links.
-  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t tsc_hz = rte_get_tsc_hz();
   const uint64_t deadline =
-      rte_rdtsc() + static_cast<uint64_t>(o.link_timeout_s * hz);
-  for (uint16_t port : s.ports) {
+      rte_rdtsc() + static_cast<uint64_t>(o.link_timeout_s * tsc_hz);
+  for (uint16_t port : ports) {
     rte_eth_link link = {};
     while (true) {
       if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status) break;

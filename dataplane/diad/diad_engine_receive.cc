@@ -1,0 +1,462 @@
+// DiadEngine's receive path (diad_engine.h): a DiAD packet checked and
+// acknowledged, sequenced packets delivered in order (writes and stream
+// records deposited, the bound ECTX's handlers run on them), read requests
+// answered, responses completing our transactions, and neighbor
+// solicitations for our node address answered.
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "dataplane/common/clock.h"
+#include "dataplane/diad/diad_engine.h"
+#include "dataplane/diad/stream_ring.h"
+#include "dataplane/ectx_table.h"
+#include "dataplane/hpu.h"
+#include "dataplane/memory_region.h"
+#include "dataplane/neighbor.h"
+#include "dataplane/region_table.h"
+
+namespace spinnic::diad {
+
+void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
+                         uint16_t in_port, const EctxTable& table) {
+  const uint8_t* data = rte_pktmbuf_mtod(packet, const uint8_t*);
+  if (frame.layers.ip_proto == kIcmpv6) {
+    AnswerNeighbor(packet, frame, in_port);
+    return;
+  }
+  if (frame.layers.ip_proto != 17 || !frame.has_l4_ports ||
+      frame.dst_port != config_.udp_port) {
+    // Our node address, but nothing DiAD: not a service we offer.
+    Drop(packet, DiadDrop::kBadType);
+    return;
+  }
+  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+    Drop(packet, DiadDrop::kNoBuffer);
+    return;
+  }
+  // The channel's owner first: a frame RSS gave to the wrong HPU is handed
+  // over before anything reads its state.
+  if (frame.src_port >= kChannelPortBase && shared_.hpu_count > 1) {
+    uint32_t owner = static_cast<uint32_t>(frame.src_port - kChannelPortBase) %
+                     shared_.hpu_count;
+    if (owner != hpu_index_) {
+      packet->port = in_port;
+      if (rte_ring_mp_enqueue(shared_.inbound[owner], packet) != 0) {
+        Drop(packet, DiadDrop::kHandoffFull);
+      } else {
+        counters_.handoffs.Add();
+      }
+      return;
+    }
+  }
+  counters_.rx_packets.Add();
+  counters_.rx_bytes.Add(packet->pkt_len);
+
+  Header h;
+  uint32_t payload_offset = 0;
+  ParseError error = ParseFrame(data, packet->data_len, frame.layers.l3_offset,
+                                frame.layers.l4_offset, &h, &payload_offset);
+  if (error != ParseError::kNone) {
+    Drop(packet, static_cast<DiadDrop>(error));
+    return;
+  }
+  const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
+  const Peer* peer = peers->FindByNode(frame.src_addr.data());
+  if (peer == nullptr) {
+    Drop(packet, DiadDrop::kUnknownPeer);
+    return;
+  }
+  if (h.channel >= config_.channels) {
+    Drop(packet, DiadDrop::kBadChannel);
+    return;
+  }
+  Channel* ch = ChannelFor(*peer, h.channel);
+  if (ch == nullptr) {
+    Drop(packet, DiadDrop::kBadChannel);
+    return;
+  }
+  DiadPeerCounters& pc = peer_counters_[ch->slot];
+  pc.rx_packets.Add();
+  pc.rx_bytes.Add(packet->pkt_len);
+  const uint64_t now = clock::NowNanos();
+
+  switch (ch->session.Check(h.src_epoch, h.dst_epoch)) {
+    case Session::Verdict::kOk:
+      break;
+    case Session::Verdict::kPeerReset:
+      counters_.peer_reset.Add();
+      pc.resets.Add();
+      RaiseChannelEvent(kEventDiadPeerReset, *ch, 0, Status::kPeerReset);
+      ResetChannel(*ch, Status::kPeerReset, &table);
+      break;
+    case Session::Verdict::kStale:
+      // Tell the old session who we are now (at most once per interval),
+      // so that it resets instead of retrying into the void.
+      if (now - ch->last_stale_reply_ns >= config_.channel.nack_interval_ns) {
+        ch->last_stale_reply_ns = now;
+        SendControl(*ch, PacketType::kAck, 0, ch->rx.expected());
+      }
+      Drop(packet, DiadDrop::kStaleEpoch);
+      return;
+  }
+  ch->last_heard_ns = now;
+  if (ch->down) {
+    ch->down = false;
+    pc.channels_down.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  switch (h.type) {
+    case PacketType::kAck:
+      counters_.acks_received.Add();
+      ApplyAck(*ch, h.ack, (h.flags & kFlagProbeReply) != 0, now);
+      rte_pktmbuf_free(packet);
+      return;
+    case PacketType::kNack:
+      counters_.nacks_received.Add();
+      ApplyAck(*ch, h.ack, /*go_back=*/true, now);
+      rte_pktmbuf_free(packet);
+      return;
+    case PacketType::kUnack:
+      counters_.unacks_received.Add();
+      ch->rx.OnUnack();
+      rte_pktmbuf_free(packet);
+      return;
+    default:
+      break;
+  }
+  // A sequenced packet: its piggybacked ack first (valid or not, the
+  // packet's own sequence number is judged on its own).
+  ApplyAck(*ch, h.ack, /*go_back=*/false, now);
+
+  // A request that will need a response slot waits (unaccepted: the sender
+  // retransmits) while the response queue is full.
+  const bool needs_response = h.type == PacketType::kReadRequest ||
+                              (h.type == PacketType::kWriteRequest && h.last());
+  if (needs_response && h.seq == ch->rx.expected() &&
+      ch->response_count == kMaxResponses) {
+    Drop(packet, DiadDrop::kBusy);
+    return;
+  }
+  ReceiveWindow::Result result =
+      ch->rx.OnPacket(h.seq, (h.flags & kFlagAckNow) != 0, now);
+  switch (result.verdict) {
+    case ReceiveWindow::Verdict::kAccept:
+      OnSequenced(*ch, h, packet, frame, payload_offset, in_port, table);
+      return;
+    case ReceiveWindow::Verdict::kDuplicate:
+      Drop(packet, DiadDrop::kDuplicate);
+      return;
+    case ReceiveWindow::Verdict::kGap:
+      if (result.send_nack) {
+        SendControl(*ch, PacketType::kNack, 0, ch->rx.expected());
+        counters_.nacks_sent.Add();
+      }
+      Drop(packet, DiadDrop::kOutOfOrder);
+      return;
+    case ReceiveWindow::Verdict::kOutside:
+      Drop(packet, DiadDrop::kOutsideWindow);
+      return;
+  }
+}
+
+void DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
+                          uint64_t now) {
+  DiadPeerCounters& pc = peer_counters_[ch.slot];
+  auto release = [&](rte_mbuf* held, uint32_t txn, bool completes_txn) {
+    rte_pktmbuf_free(held);
+    if (completes_txn && ch.txns.Find(txn, PacketType::kStream) != nullptr) {
+      Finish(ch, txn, ch.txns.End(txn), Status::kOk);
+    }
+  };
+  SendWindow<rte_mbuf*>::AckVerdict verdict = ch.tx.OnAck(ack, now, release);
+  if (verdict == SendWindow<rte_mbuf*>::AckVerdict::kInvalid) {
+    counters_.drops[static_cast<size_t>(DiadDrop::kInvalidAck)].Add();
+    return;
+  }
+  // The ack is applied (and its packets released) above, so GoBackN's own
+  // application of it changes nothing; it retransmits the rest.
+  if (go_back) {
+    ch.tx.GoBackN(ack, now, [&](rte_mbuf* held) { Retransmit(ch, held); });
+  }
+  pc.in_flight_packets.store(ch.tx.in_flight_packets(),
+                             std::memory_order_relaxed);
+}
+
+void DiadEngine::OnSequenced(Channel& ch, const Header& h, rte_mbuf* packet,
+                             const ParsedFrame& frame, uint32_t payload_offset,
+                             uint16_t in_port, const EctxTable& table) {
+  const uint8_t* payload =
+      rte_pktmbuf_mtod(packet, const uint8_t*) + payload_offset;
+  switch (h.type) {
+    case PacketType::kWriteRequest:
+      OnWrite(ch, h, packet, frame, payload_offset, in_port, table);
+      return;
+    case PacketType::kStream:
+      OnStream(ch, h, packet, frame, payload_offset, in_port, table);
+      return;
+    case PacketType::kReadRequest:
+      OnReadRequest(ch, h);
+      break;
+    case PacketType::kReadResponse:
+      OnReadResponse(ch, h, payload);
+      break;
+    case PacketType::kWriteResponse:
+      OnWriteResponse(ch, h);
+      break;
+    default:
+      break;
+  }
+  rte_pktmbuf_free(packet);
+}
+
+bool DiadEngine::RunHandlers(RxMessage& message, const Ectx& ectx,
+                             rte_mbuf* packet, const ParsedFrame& frame,
+                             uint32_t payload_offset, uint16_t in_port,
+                             bool first, bool last) {
+  PacketLayers layers = frame.layers;
+  layers.payload_offset = static_cast<uint16_t>(payload_offset);
+  PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len, layers,
+                  in_port);
+  hpu_->SetActionOrigin(in_port, ectx.id());
+  spin_->Deliver(ectx, message.spin, view, first, last);
+  hpu_->SetActionOrigin(kNoPort, 0);
+  return view.GetDisposition() == Disposition::kForward;
+}
+
+void DiadEngine::OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
+                         const ParsedFrame& frame, uint32_t payload_offset,
+                         uint16_t in_port, const EctxTable& table) {
+  RxMessage& m = ch.rx_message;
+  const RegionTable* regions = shared_.regions->load(std::memory_order_acquire);
+  const MemoryRegion* region = regions->FindByRkey(h.key);
+  if (h.first()) {
+    m = RxMessage();
+    m.active = true;
+    m.type = h.type;
+    m.key = h.key;
+    m.length = h.msg_length;
+    // The whole message's range is checked up front: a bad access writes
+    // nothing at all.
+    const uint64_t start = h.address - h.msg_offset;
+    if (region == nullptr) {
+      m.status = Status::kBadKey;
+    } else if ((region->access() & kRemoteWrite) == 0) {
+      m.status = Status::kNoAccess;
+    } else if (h.msg_length == 0 ||
+               region->Translate(start, h.msg_length, kRemoteWrite).empty()) {
+      m.status = Status::kOutOfBounds;
+    }
+    if (region != nullptr) {
+      if (const Ectx* ectx = table.FindBound(kBindRegionWrites, region->id())) {
+        m.ectx_id = ectx->id();
+      }
+    }
+  } else if (!m.active || m.type != h.type) {
+    // In order, yet no FIRST: the peer broke the protocol. Nothing written.
+    Drop(packet, DiadDrop::kNoFirst);
+    return;
+  }
+  bool deposit = m.status == Status::kOk;
+  if (deposit && m.ectx_id != kNoEctx) {
+    const Ectx* ectx = region != nullptr
+                           ? table.FindBound(kBindRegionWrites, region->id())
+                           : nullptr;
+    if (ectx != nullptr && ectx->id() == m.ectx_id) {
+      deposit = RunHandlers(m, *ectx, packet, frame, payload_offset, in_port,
+                            h.first(), h.last());
+      if (m.spin.mode == MessageState::Mode::kDropAll ||
+          m.spin.mode == MessageState::Mode::kFailed) {
+        m.status = Status::kRejected;
+      }
+    }
+  }
+  if (deposit && m.status == Status::kOk) {
+    std::span<uint8_t> dst =
+        region == nullptr
+            ? std::span<uint8_t>()
+            : region->Translate(h.address, h.payload_length, kRemoteWrite);
+    if (dst.size() != h.payload_length) {
+      m.status = region == nullptr ? Status::kBadKey : Status::kOutOfBounds;
+    } else {
+      std::memcpy(dst.data(),
+                  rte_pktmbuf_mtod(packet, const uint8_t*) + payload_offset,
+                  h.payload_length);
+    }
+  }
+  if (h.last()) {
+    m.active = false;
+    if (m.status == Status::kOk) {
+      counters_.messages_delivered.Add();
+      counters_.bytes_delivered.Add(m.length);
+    }
+    ResponseJob& job = NewResponse(ch, PacketType::kWriteResponse, h);
+    job.status = m.status;
+    job.address = h.address - h.msg_offset;
+    job.length = m.length;
+  }
+  rte_pktmbuf_free(packet);
+}
+
+void DiadEngine::OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
+                          const ParsedFrame& frame, uint32_t payload_offset,
+                          uint16_t in_port, const EctxTable& table) {
+  RxMessage& m = ch.rx_message;
+  const RegionTable* regions = shared_.regions->load(std::memory_order_acquire);
+  if (h.first()) {
+    m = RxMessage();
+    m.active = true;
+    m.type = h.type;
+    m.key = h.key;
+    m.length = h.msg_length;
+    if (const Ectx* ectx = table.FindBound(kBindStream, h.key))
+      m.ectx_id = ectx->id();
+    m.ring = regions->FindByStream(h.key);
+    if (m.ring != nullptr) {
+      m.deposit = StreamRing(m.ring->bytes())
+                      .Reserve(h.msg_length, h.key, &m.ring_offset);
+    }
+    if (m.ectx_id == kNoEctx && m.ring == nullptr) {
+      counters_.stream_no_target.Add();
+    }
+  } else if (!m.active || m.type != h.type) {
+    Drop(packet, DiadDrop::kNoFirst);
+    return;
+  }
+  bool deposit = true;
+  if (m.ectx_id != kNoEctx) {
+    const Ectx* ectx = table.FindBound(kBindStream, h.key);
+    if (ectx != nullptr && ectx->id() == m.ectx_id) {
+      deposit = RunHandlers(m, *ectx, packet, frame, payload_offset, in_port,
+                            h.first(), h.last());
+    }
+  }
+  // The ring region may have been replaced mid-message; deposit only into
+  // the one the record was reserved in, while it is still registered.
+  if (deposit && m.deposit && regions->FindByStream(h.key) == m.ring) {
+    StreamRing(m.ring->bytes())
+        .Write(m.ring_offset, h.msg_offset,
+               {rte_pktmbuf_mtod(packet, const uint8_t*) + payload_offset,
+                h.payload_length});
+  }
+  if (h.last()) {
+    m.active = false;
+    if (m.deposit && regions->FindByStream(h.key) == m.ring) {
+      StreamRing(m.ring->bytes()).Commit(h.msg_length);
+    }
+    counters_.messages_delivered.Add();
+    counters_.bytes_delivered.Add(m.length);
+  }
+  rte_pktmbuf_free(packet);
+}
+
+DiadEngine::ResponseJob& DiadEngine::NewResponse(Channel& ch, PacketType type,
+                                                 const Header& request) {
+  // Callers checked for room before accepting the request.
+  ResponseJob& job =
+      ch.responses[(ch.response_head + ch.response_count) % kMaxResponses];
+  ++ch.response_count;
+  job = ResponseJob();
+  job.type = type;
+  job.txn = request.txn;
+  job.key = request.key;
+  job.address = request.address;
+  job.length = request.msg_length;
+  return job;
+}
+
+void DiadEngine::OnReadRequest(Channel& ch, const Header& h) {
+  ResponseJob& job = NewResponse(ch, PacketType::kReadResponse, h);
+  const RegionTable* regions = shared_.regions->load(std::memory_order_acquire);
+  const MemoryRegion* region = regions->FindByRkey(h.key);
+  if (region == nullptr) {
+    job.status = Status::kBadKey;
+  } else if ((region->access() & kRemoteRead) == 0) {
+    job.status = Status::kNoAccess;
+  } else if (h.msg_length == 0 || h.msg_length > config_.max_message_bytes) {
+    job.status = Status::kBadLength;
+  } else if (region->Translate(h.address, h.msg_length, kRemoteRead).empty()) {
+    job.status = Status::kOutOfBounds;
+  } else if (!region->Pin()) {
+    job.status = Status::kBadKey;  // being deregistered
+  } else {
+    job.region = region;
+  }
+}
+
+void DiadEngine::OnReadResponse(Channel& ch, const Header& h,
+                                const uint8_t* payload) {
+  Txn* t = ch.txns.Find(h.txn, PacketType::kReadRequest);
+  if (t == nullptr) {
+    counters_.drops[static_cast<size_t>(DiadDrop::kUnknownTxn)].Add();
+    return;
+  }
+  if (h.status != Status::kOk) {
+    Finish(ch, h.txn, ch.txns.End(h.txn), h.status);
+    return;
+  }
+  // Where the bytes go: the operation's buffer or the handler's region.
+  std::span<uint8_t> dest =
+      t->op != nullptr
+          ? std::span<uint8_t>(reinterpret_cast<uint8_t*>(t->op->data.data()),
+                               t->op->data.size())
+          : t->dest->bytes().subspan(t->dest_offset, t->length);
+  uint32_t& received = t->op != nullptr ? t->op->received : t->received;
+  if (h.msg_length != dest.size() ||
+      uint64_t{h.msg_offset} + h.payload_length > dest.size() ||
+      h.msg_offset != received) {
+    // Not what we asked for: the transaction fails rather than guess.
+    Finish(ch, h.txn, ch.txns.End(h.txn), Status::kBadLength);
+    return;
+  }
+  std::memcpy(dest.data() + h.msg_offset, payload, h.payload_length);
+  received += h.payload_length;
+  if (h.last()) {
+    const bool whole = received == dest.size();
+    Finish(ch, h.txn, ch.txns.End(h.txn),
+           whole ? Status::kOk : Status::kBadLength);
+  }
+}
+
+void DiadEngine::OnWriteResponse(Channel& ch, const Header& h) {
+  if (ch.txns.Find(h.txn, PacketType::kWriteRequest) == nullptr) {
+    counters_.drops[static_cast<size_t>(DiadDrop::kUnknownTxn)].Add();
+    return;
+  }
+  Finish(ch, h.txn, ch.txns.End(h.txn), h.status);
+}
+
+void DiadEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
+                                uint16_t in_port) {
+  rte_mbuf* reply = rte_pktmbuf_alloc(shared_.pool);
+  uint8_t* out = reply == nullptr
+                     ? nullptr
+                     : reinterpret_cast<uint8_t*>(
+                           rte_pktmbuf_append(reply, kMaxNeighborReplyBytes));
+  if (out == nullptr) {
+    if (reply != nullptr) rte_pktmbuf_free(reply);
+    Drop(packet, DiadDrop::kNoBuffer);
+    return;
+  }
+  LocalAddresses local;
+  local.mac = config_.mac;
+  local.ipv6 = {&config_.node, 1};
+  NeighborResult result = HandleNeighborFrame(
+      {rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len}, frame,
+      local, {out, kMaxNeighborReplyBytes});
+  rte_pktmbuf_free(packet);
+  if (result.verdict != NeighborVerdict::kAnswer) {
+    // Other ICMPv6 to our node address (echo, a peer's advertisement): not
+    // served; counted with the neighbour answers' misses.
+    counters_.neighbor_ignored.Add();
+    rte_pktmbuf_free(reply);
+    return;
+  }
+  rte_pktmbuf_trim(reply, static_cast<uint16_t>(kMaxNeighborReplyBytes -
+                                                result.reply_length));
+  counters_.neighbor_answers.Add();
+  hpu_->Transmit(in_port, reply);
+}
+
+}  // namespace spinnic::diad

@@ -1,0 +1,146 @@
+// RoceEngine's connection manager side (roce_engine.h, cm.h): MADs received
+// on QP1, the CmService's actions executed (QPs created and destroyed, MADs
+// sent), the accept decision, and the peers' MACs learned from their MADs.
+#include <rte_random.h>
+
+#include <cstring>
+
+#include "dataplane/common/clock.h"
+#include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/roce_engine_internal.h"
+
+namespace spinnic::roce {
+
+using roce_engine_internal::IsMapped;
+
+void RoceEngine::ReceiveGsi(const Packet& p, const uint8_t* frame) {
+  // MADs travel as UD SEND ONLY to QP1 with the GSI Q_Key (IBA 13.4; rxe
+  // and every RoCE NIC): anything else on QP1 is not ours to interpret.
+  if (p.bth.opcode != static_cast<uint8_t>(Opcode::kUdSendOnly) ||
+      p.ext.deth.qkey != kGsiQkey || p.payload_length < kMadBytes) {
+    counters_.Drop(RoceDrop::kBadGsi);
+    return;
+  }
+  counters_.cm_received.Add();
+  Learn(p.src_ip, frame + 6);
+  CmPeer peer;
+  peer.gid = p.src_ip;
+  peer.qpn = p.ext.deth.src_qp;
+  const CmResult result =
+      cm_->HandleMad(peer, {frame + p.payload_offset, kMadBytes},
+                     clock::NowMicros(), &cm_actions_);
+  if (result == CmResult::kParseError) counters_.Drop(RoceDrop::kBadMad);
+  if (result == CmResult::kRejected) counters_.cm_rejects.Add();
+  RunCmActions();
+}
+
+void RoceEngine::RunCmActions() {
+  for (const CmAction& action : cm_actions_) {
+    switch (action.type) {
+      case CmActionType::kCreateQp: {
+        const CmQpParams& c = action.qp;
+        QpSpec spec;
+        spec.remote_qpn = c.remote_qpn;
+        spec.remote_ip = c.remote_gid;
+        spec.local_ip = c.local_gid;
+        if (const Mac* mac = Lookup(c.remote_gid)) spec.remote_mac = *mac;
+        spec.pmtu = PathMtuBytes(c.path_mtu);
+        spec.expected_psn = c.expected_psn;
+        spec.send_psn = c.send_psn;
+        spec.max_rd_atomic = c.max_dest_rd_atomic;
+        spec.initiator_depth = c.max_rd_atomic;
+        spec.retry_count = c.retry_count;
+        spec.rnr_retry = c.rnr_retry_count;
+        spec.flow_label = c.flow_label;
+        CreateQp(c.local_qpn, spec, /*from_cm=*/true, c.port);
+        counters_.cm_connections.Add();
+        break;
+      }
+      case CmActionType::kSendMad:
+        SendMad(action.peer, action.mad);
+        break;
+      case CmActionType::kEstablished:
+        if (Qp* qp = FindQp(action.local_qpn)) qp->awaiting_rtu = false;
+        break;
+      case CmActionType::kDestroyQp: {
+        const uint32_t slot = action.local_qpn - kFirstQpn;
+        if (action.local_qpn < kFirstQpn || slot >= qps_.size()) break;
+        if (qps_[slot].in_use) {
+          DestroyQp(qps_[slot]);
+        } else {
+          // Accepted but never created (the REP could not be sent).
+          accepted_services_[slot].reset();
+          shared_.qp_status[slot].claimed.store(0, std::memory_order_release);
+        }
+        break;
+      }
+    }
+  }
+  cm_actions_.clear();
+  cm_deadline_us_ = cm_->NextDeadline();
+}
+
+void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
+                                  CmAcceptDecision* decision) {
+  if (LocalFor(request.peer->gid) == nullptr) {
+    decision->accept = false;
+    decision->reject_reason = CmRejReason::kConsumerReject;
+    return;
+  }
+  // Next fit: a QP number is not reused at once, so that a late packet of
+  // a closed connection finds no QP rather than a new one.
+  for (uint32_t i = 0; i < qps_.size(); ++i) {
+    const uint32_t slot = (next_cm_slot_ + i) % qps_.size();
+    if (shared_.qp_status[slot].Claim()) {
+      next_cm_slot_ = (slot + 1) % qps_.size();
+      decision->accept = true;
+      decision->local_qpn = kFirstQpn + slot;
+      decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;
+      // The service exists from here: its REP private data (a region to
+      // advertise) goes out with the REP, before the QP is created.
+      accepted_services_[slot] = NewService(decision->local_qpn, request.port,
+                                            *LocalFor(request.peer->gid));
+      accepted_services_[slot]->RepPrivateData(decision->rep_private_data);
+      return;
+    }
+  }
+  decision->accept = false;
+  decision->reject_reason = CmRejReason::kNoQp;
+}
+
+void RoceEngine::SendMad(const CmPeer& peer,
+                         std::span<const uint8_t, kMadBytes> mad) {
+  const Mac* mac = Lookup(peer.gid);
+  const Gid* local = LocalFor(peer.gid);
+  if (mac == nullptr || local == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);  // no way to reach it
+    return;
+  }
+  FrameParams params;
+  params.dst_mac = *mac;
+  params.src_mac = config_.mac;
+  params.ip_version = IsMapped(peer.gid) ? 4 : 6;
+  params.src_ip = *local;
+  params.dst_ip = peer.gid;
+  params.udp_src_port = UdpSourcePort(kGsiQp, peer.qpn);
+  params.ipv6_udp_checksum = config_.ipv6_udp_checksum;
+  Bth bth;
+  bth.opcode = static_cast<uint8_t>(Opcode::kUdSendOnly);
+  bth.dest_qp = peer.qpn;
+  bth.psn = gsi_psn_;
+  gsi_psn_ = PsnAdd(gsi_psn_, 1);
+  ExtHeaders ext;
+  ext.deth.qkey = kGsiQkey;
+  ext.deth.src_qp = kGsiQp;
+  uint8_t* payload = nullptr;
+  rte_mbuf* m = NewFrame(params, bth, ext, kMadBytes, &payload);
+  if (m == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    return;
+  }
+  std::memcpy(payload, mad.data(), kMadBytes);
+  counters_.cm_sent.Add();
+  FinishAndSend(params, m);
+}
+
+}  // namespace spinnic::roce

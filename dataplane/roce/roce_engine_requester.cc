@@ -1,0 +1,146 @@
+// RoceEngine's requester side (roce_engine.h): our own operations (the
+// control plane's and the services'), posted to the QP's Requester, their
+// packets sent and retransmitted, the responses placed, the completions
+// reported.
+#include <cstring>
+#include <utility>
+
+#include "dataplane/common/clock.h"
+#include "dataplane/memory_region.h"
+#include "dataplane/roce/rc_packets.h"
+#include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/roce_engine_internal.h"
+
+namespace spinnic::roce {
+
+using roce_engine_internal::kReplyBudget;
+
+bool RoceEngine::PostWork(Qp& qp, WorkRequest wr, const MemoryRegion* region,
+                          RoceCommand* command) {
+  wr.wr_id = qp.next_wr_id;
+  wr.signaled = true;  // every operation of ours reports back
+  const PostResult result = qp.requester->Post(wr);
+  if (command != nullptr) command->post_result = result;
+  if (result != PostResult::kOk) {
+    counters_.ops_failed.Add();
+    return false;
+  }
+  ++qp.next_wr_id;
+  qp.wrs[wr.wr_id % kSqDepth] = {region, command};
+  counters_.ops_posted.Add();
+  if (!qp.requesting) {
+    qp.requesting = true;
+    requesting_.push_back(qp.qpn - kFirstQpn);
+  }
+  return true;
+}
+
+void RoceEngine::DriveRequester(Qp& qp, uint64_t now_ns) {
+  Requester& r = *qp.requester;
+  if (now_ns >= r.NextDeadline()) r.OnTimer(now_ns);
+  PacketPlan plan;
+  for (uint32_t budget = kReplyBudget;
+       budget != 0 && r.NextPacket(now_ns, &plan); --budget) {
+    if (plan.retransmission) counters_.retransmits.Add();
+    if (!SendRequestPacket(qp, plan)) break;  // no mbuf: the timer resends
+  }
+  DrainCompletions(qp);
+}
+
+bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
+  Bth bth;
+  bth.opcode = static_cast<uint8_t>(plan.opcode);
+  bth.dest_qp = qp.spec.remote_qpn;
+  bth.psn = plan.psn;
+  bth.ack_req = plan.ack_req;
+  const OpcodeInfo& info = GetOpcodeInfo(bth.opcode);
+  // The NAAICE host waits on the solicited event of our MRSP answer and of
+  // our result write.
+  bth.solicited = info.ends_message() &&
+                  (info.has(kHasImmDt) || info.kind == OpKind::kSend);
+  ExtHeaders ext;
+  ext.reth = {plan.reth_va, plan.reth_rkey, plan.reth_length};
+  ext.atomic_eth = {plan.atomic_va, plan.atomic_rkey, plan.atomic_swap_add,
+                    plan.atomic_compare};
+  ext.imm_data = plan.imm;
+  uint8_t* payload = nullptr;
+  rte_mbuf* m = NewFrame(qp.params, bth, ext, plan.payload_length, &payload);
+  if (m == nullptr) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    return false;
+  }
+  if (plan.payload_length != 0) {
+    std::memcpy(payload, reinterpret_cast<const uint8_t*>(plan.payload_offset),
+                plan.payload_length);
+  }
+  FinishAndSend(qp.params, m);
+  return true;
+}
+
+void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
+  if (qp.requester == nullptr || qp.requester->outstanding() == 0) {
+    counters_.Drop(RoceDrop::kNotRequest);
+    return;
+  }
+  Placement placement;
+  const ResponseVerdict verdict = qp.requester->OnResponse(
+      ResponsePacketOf(p), clock::NowNanos(), &placement);
+  if (verdict == ResponseVerdict::kReadData && placement.length != 0) {
+    // The local bytes of a READ: inside the pinned region it was posted
+    // with (the requester checked the length against the WR).
+    std::memcpy(reinterpret_cast<uint8_t*>(placement.local_offset),
+                frame + p.payload_offset, placement.length);
+  }
+  DrainCompletions(qp);
+  if (qp.requester->outstanding() != 0 && !qp.requesting) {
+    qp.requesting = true;
+    requesting_.push_back(qp.qpn - kFirstQpn);
+  }
+}
+
+void RoceEngine::DrainCompletions(Qp& qp) {
+  Completion c;
+  while (qp.requester->PollCompletion(&c)) {
+    // A copy: the service may post again into the slot it frees.
+    const Qp::LocalWr wr = std::exchange(qp.wrs[c.wr_id % kSqDepth], {});
+    if (wr.region != nullptr) wr.region->Unpin();
+    if (c.status == CompletionStatus::kSuccess) {
+      counters_.ops_completed.Add();
+    } else {
+      counters_.ops_failed.Add();
+    }
+    if (wr.from_service && qp.service != nullptr) {
+      ServiceActions actions(this, qp);
+      qp.service->OnCompletion(wr.service_tag, c.status, actions);
+    }
+    if (RoceCommand* command = wr.command) {
+      const bool atomic = c.kind == WorkRequest::Kind::kFetchAdd ||
+                          c.kind == WorkRequest::Kind::kCompareSwap;
+      if (atomic && c.status == CompletionStatus::kSuccess) {
+        // The original value lands in the local bytes (host order, as a
+        // NIC's completion writes it), inside the region pinned with it.
+        std::memcpy(reinterpret_cast<void*>(command->wr.local_offset),
+                    &c.atomic_original, sizeof c.atomic_original);
+      }
+      command->posted = true;
+      command->status = c.status;
+      command->atomic_original = c.atomic_original;
+      command->done.store(true, std::memory_order_release);
+    }
+  }
+  if (qp.requester->state() == QpState::kError && !qp.requester_error_raised) {
+    qp.requester_error_raised = true;
+    RaiseQpError(qp);
+  }
+}
+
+void RoceEngine::FailWork(Qp& qp) {
+  if (qp.requester == nullptr) return;
+  // A QP being destroyed is not a QP that failed: no error event.
+  qp.requester_error_raised = true;
+  qp.requester->SetError();  // flushes every WR not completed
+  DrainCompletions(qp);
+  qp.requester.reset();
+}
+
+}  // namespace spinnic::roce
