@@ -15,6 +15,7 @@
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
 #include "dataplane/neighbor.h"
+#include "dataplane/neighbor_service.h"
 #include "dataplane/region_table.h"
 
 namespace spinnic::diad {
@@ -429,34 +430,24 @@ void DiadEngine::OnWriteResponse(Channel& ch, const Header& h) {
 
 void DiadEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                                 uint16_t in_port) {
-  rte_mbuf* reply = rte_pktmbuf_alloc(shared_.pool);
-  uint8_t* out = reply == nullptr
-                     ? nullptr
-                     : reinterpret_cast<uint8_t*>(
-                           rte_pktmbuf_append(reply, kMaxNeighborReplyBytes));
-  if (out == nullptr) {
-    if (reply != nullptr) rte_pktmbuf_free(reply);
-    Drop(packet, DiadDrop::kNoBuffer);
-    return;
-  }
   LocalAddresses local;
   local.mac = config_.mac;
   local.ipv6 = {&config_.node, 1};
-  NeighborResult result = HandleNeighborFrame(
-      {rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len}, frame,
-      local, {out, kMaxNeighborReplyBytes});
-  rte_pktmbuf_free(packet);
-  if (result.verdict != NeighborVerdict::kAnswer) {
-    // Other ICMPv6 to our node address (echo, a peer's advertisement): not
-    // served; counted with the neighbour answers' misses.
-    counters_.neighbor_ignored.Add();
-    rte_pktmbuf_free(reply);
-    return;
+  switch (spinnic::AnswerNeighbor(packet, frame, local, shared_.pool, *hpu_,
+                                  in_port)) {
+    case NeighborOutcome::kAnswered:
+      counters_.neighbor_answers.Add();
+      break;
+    case NeighborOutcome::kNoBuffer:
+      counters_.Drop(DiadDrop::kNoBuffer);
+      break;
+    case NeighborOutcome::kIgnored:
+    case NeighborOutcome::kMalformed:
+      // Other ICMPv6 to our node address (echo, a peer's advertisement):
+      // not served; counted with the neighbour answers' misses.
+      counters_.neighbor_ignored.Add();
+      break;
   }
-  rte_pktmbuf_trim(reply, static_cast<uint16_t>(kMaxNeighborReplyBytes -
-                                                result.reply_length));
-  counters_.neighbor_answers.Add();
-  hpu_->Transmit(in_port, reply);
 }
 
 }  // namespace spinnic::diad

@@ -16,6 +16,7 @@
 
 #include "dataplane/common/clock.h"
 #include "dataplane/neighbor.h"
+#include "dataplane/neighbor_service.h"
 #include "dataplane/region_table.h"
 #include "dataplane/roce/rc_packets.h"
 #include "dataplane/roce/roce_engine_internal.h"
@@ -200,37 +201,25 @@ void RoceEngine::HandOff(rte_mbuf* packet, uint16_t in_port) {
 
 void RoceEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                                 uint16_t in_port) {
-  rte_mbuf* reply = rte_pktmbuf_alloc(shared_.pool);
-  uint8_t* out = reply == nullptr
-                     ? nullptr
-                     : reinterpret_cast<uint8_t*>(
-                           rte_pktmbuf_append(reply, kMaxNeighborReplyBytes));
-  if (out == nullptr) {
-    if (reply != nullptr) rte_pktmbuf_free(reply);
-    counters_.Drop(RoceDrop::kNoBuffer);
-    rte_pktmbuf_free(packet);
-    return;
-  }
   LocalAddresses local;
   local.mac = config_.mac;
   local.ipv6 = ipv6_;
   local.ipv4 = ipv4_;
-  NeighborResult result = HandleNeighborFrame(
-      {rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len}, frame,
-      local, {out, kMaxNeighborReplyBytes});
-  rte_pktmbuf_free(packet);
-  if (result.verdict != NeighborVerdict::kAnswer) {
-    // An ARP for someone else, a reply, other ICMPv6: nothing to answer.
-    if (result.verdict == NeighborVerdict::kMalformed) {
+  switch (spinnic::AnswerNeighbor(packet, frame, local, shared_.pool, *hpu_,
+                                  in_port)) {
+    case NeighborOutcome::kAnswered:
+      counters_.neighbor_answers.Add();
+      break;
+    case NeighborOutcome::kNoBuffer:
+      counters_.Drop(RoceDrop::kNoBuffer);
+      break;
+    case NeighborOutcome::kMalformed:
       counters_.Drop(RoceDrop::kNeighbor);
-    }
-    rte_pktmbuf_free(reply);
-    return;
+      break;
+    case NeighborOutcome::kIgnored:
+      // An ARP for someone else, a reply, other ICMPv6: nothing to answer.
+      break;
   }
-  rte_pktmbuf_trim(reply, static_cast<uint16_t>(kMaxNeighborReplyBytes -
-                                                result.reply_length));
-  counters_.neighbor_answers.Add();
-  hpu_->Transmit(in_port, reply);
 }
 
 RoceEngine::Qp* RoceEngine::FindQp(uint32_t qpn) {
