@@ -19,7 +19,6 @@
 #include "absl/strings/str_cat.h"
 #include "dataplane/diad/stream_ring.h"
 #include "dataplane/rcu_table.h"
-#include "dataplane/roce/icrc.h"
 
 namespace spinnic {
 namespace {
@@ -112,9 +111,6 @@ absl::Status InitEal(const std::vector<std::string>& args) {
         "): check eal_args; without hugepages use \"--no-huge\" and \"-m\", "
         "and give each concurrent DPDK process its own \"--file-prefix\""));
   }
-  // rte_net_crc picks its algorithm on first use, by the EAL's SIMD width:
-  // choose now, on one thread, before any HPU computes an ICRC.
-  roce::InitIcrc();
   return absl::OkStatus();
 }
 
@@ -155,18 +151,6 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
         absl::StrCat(dataplane->transports_.size(),
                      " transports are registered; an HPU runs at most ",
                      kMaxTransports, " (kMaxTransports in transport.h)"));
-  }
-  for (TransportModule* module : dataplane->transport_list_) {
-    if (dataplane->diad_ == nullptr) {
-      dataplane->diad_ = dynamic_cast<diad::DiadModule*>(module);
-    }
-    if (dataplane->roce_ == nullptr) {
-      dataplane->roce_ = dynamic_cast<roce::RoceModule*>(module);
-    }
-  }
-  if (dataplane->diad_ == nullptr || dataplane->roce_ == nullptr) {
-    return absl::InternalError(
-        "the built-in DiAD and RoCE transports are not registered");
   }
 
   // Enough mbufs to fill every descriptor ring, every HPU's bursts and the
@@ -372,22 +356,15 @@ absl::Status Dataplane::OpenTransports(const DataplaneConfig& config,
   env.hpu_count = static_cast<uint32_t>(config.worker_cores.size());
   env.inbound = inbound_rings_.empty() ? nullptr : inbound_rings_.data();
   env.running = &running_;
-  roce_->set_region_lookup([this](uint64_t id) {
+  env.find_region = [this](uint64_t id) {
     absl::MutexLock lock(&mu_);
     return FindRegion(id);
-  });
+  };
   for (TransportModule* module : transport_list_) {
     if (absl::Status status = module->Open(env); !status.ok()) return status;
   }
   shared->transports = transport_list_;
   return absl::OkStatus();
-}
-
-absl::StatusOr<RoceOpResult> Dataplane::RoceExecute(const RoceOp& op,
-                                                    absl::Duration timeout) {
-  absl::StatusOr<RoceBatchResult> batch = RoceExecuteMany({op}, timeout);
-  if (!batch.ok()) return batch.status();
-  return std::move(batch->results.front());
 }
 
 void Dataplane::Stop() {

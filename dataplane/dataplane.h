@@ -25,13 +25,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "dataplane/dataplane_config.h"
-#include "dataplane/diad/diad_module.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
 #include "dataplane/port.h"
 #include "dataplane/region_table.h"
-#include "dataplane/roce/roce_module.h"
 #include "dataplane/stats.h"
 #include "dataplane/transport.h"
 
@@ -112,48 +110,16 @@ class Dataplane {
     return transport_list_;
   }
 
-  // DiAD and RoCE's control calls, kept here for the control plane until it
-  // asks the modules itself (diad_module.h, roce_module.h say what each
-  // does and fails with).
-  absl::Status AddPeer(const diad::PeerConfig& peer) {
-    return diad_->AddPeer(peer);
+  // The transport module of type `Module` (diad::DiadModule,
+  // roce::RoceModule, ...): its own control calls, or nullptr when none is
+  // registered.
+  template <typename Module>
+  Module* transport() const {
+    for (TransportModule* module : transport_list_) {
+      if (auto* typed = dynamic_cast<Module*>(module)) return typed;
+    }
+    return nullptr;
   }
-  absl::Status RemovePeer(absl::string_view name) {
-    return diad_->RemovePeer(name);
-  }
-  std::vector<PeerInfo> ListPeers() const { return diad_->ListPeers(); }
-  const diad::DiadConfig& diad_config() const { return diad_->config(); }
-  // Each result's status maps the transport's: NOT_FOUND (no such rkey or
-  // stream on the peer), OUT_OF_RANGE, PERMISSION_DENIED, INVALID_ARGUMENT,
-  // ABORTED (a handler on the peer rejected it, the peer restarted, the
-  // peer was removed), UNAVAILABLE (the peer stopped answering),
-  // DEADLINE_EXCEEDED (still running at the timeout). Operations on one
-  // channel go out in order. The call fails as a whole only for a bad
-  // request (nothing is started then).
-  absl::StatusOr<std::vector<DiadResult>> DiadExecute(
-      std::vector<DiadRequest> requests, absl::Duration timeout) {
-    return diad_->Execute(std::move(requests), timeout);
-  }
-  absl::StatusOr<uint32_t> CreateQp(roce::QpSpec spec) {
-    return roce_->CreateQp(spec);
-  }
-  absl::Status DestroyQp(uint32_t qpn) { return roce_->DestroyQp(qpn); }
-  std::vector<QpInfo> ListQps() const { return roce_->ListQps(); }
-  // The peer's NAKs map to PERMISSION_DENIED (remote access),
-  // INVALID_ARGUMENT (invalid request), ABORTED (remote operational error,
-  // flushed), UNAVAILABLE (retries exhausted), DEADLINE_EXCEEDED (still
-  // running at the timeout). RoceExecuteMany runs up to kRoceWindow ops at
-  // once, in order per QP; it fails as a whole only for a bad op (NOT_FOUND
-  // QP or region, OUT_OF_RANGE, INVALID_ARGUMENT, FAILED_PRECONDITION
-  // without RoCE): nothing is started then.
-  static constexpr size_t kRoceWindow = roce::RoceModule::kWindow;
-  absl::StatusOr<RoceOpResult> RoceExecute(const RoceOp& op,
-                                           absl::Duration timeout);
-  absl::StatusOr<RoceBatchResult> RoceExecuteMany(std::vector<RoceOp> ops,
-                                                  absl::Duration timeout) {
-    return roce_->ExecuteMany(std::move(ops), timeout);
-  }
-  const roce::RoceConfig& roce_config() const { return roce_->config(); }
 
   // Whether a snapshot copies every ECTX's state memory (up to
   // Ectx::kMaxStateSize each); callers that only want counters omit it.
@@ -230,12 +196,9 @@ class Dataplane {
   uint64_t region_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t max_regions_ = 0;
   uint64_t region_bytes_limit_ = 0;
-  // The transports (transport.h); the typed pointers are the same modules
-  // (they always exist, off or on).
+  // The transports (transport.h), made for every config (off or on).
   std::vector<std::unique_ptr<TransportModule>> transports_;
   std::vector<TransportModule*> transport_list_;
-  diad::DiadModule* diad_ = nullptr;
-  roce::RoceModule* roce_ = nullptr;
   // What TransportEnv::running points to.
   std::atomic<bool> running_{false};
   bool started_ = false;

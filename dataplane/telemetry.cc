@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/diad/diad_module.h"
 
 namespace spinnic {
 namespace {
@@ -138,7 +139,8 @@ int ListPeers(const char*, const char*, rte_tel_data* d) {
   absl::MutexLock lock(&g_mu);
   if (g_dataplane == nullptr) return -EINVAL;
   rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-  for (const PeerInfo& peer : g_dataplane->ListPeers()) {
+  for (const PeerInfo& peer :
+       g_dataplane->transport<diad::DiadModule>()->ListPeers()) {
     rte_tel_data_add_array_string(d, peer.name.c_str());
   }
   return 0;
@@ -148,7 +150,8 @@ int ShowPeer(const char*, const char* params, rte_tel_data* d) {
   if (params == nullptr) return -EINVAL;
   absl::MutexLock lock(&g_mu);
   if (g_dataplane == nullptr) return -EINVAL;
-  for (const PeerInfo& p : g_dataplane->ListPeers()) {
+  for (const PeerInfo& p :
+       g_dataplane->transport<diad::DiadModule>()->ListPeers()) {
     if (p.name != params) continue;
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_u64(d, "up", p.up ? 1 : 0);

@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -48,6 +49,7 @@ struct rte_ring;
 namespace spinnic {
 
 class EctxTable;
+class MemoryRegion;
 class Hpu;
 class Port;
 class RegionTable;
@@ -106,6 +108,11 @@ struct TransportEnv {
   // True while the HPUs run (launched, not stopping): operations submitted
   // from the control side are only served then.
   const std::atomic<bool>* running = nullptr;
+  // The registered region with that id, or NOT_FOUND saying so (the
+  // Dataplane's region table, looked up under its lock), for operations the
+  // control side submits.
+  std::function<absl::StatusOr<std::shared_ptr<const MemoryRegion>>(uint64_t)>
+      find_region;
 };
 
 class TransportModule {

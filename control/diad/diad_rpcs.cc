@@ -174,9 +174,10 @@ void DecodeDiadEvent(const Event& event,
 grpc::Status SpinnicService::AddPeer(grpc::ServerContext*,
                                      const v1::AddPeerRequest* request,
                                      v1::AddPeerResponse* response) {
-  if (!dataplane_->diad_config().enabled) {
+  if (!dataplane_->transport<diad::DiadModule>()->config().enabled) {
     // The dataplane's own words for it.
-    return ToGrpc(dataplane_->AddPeer(diad::PeerConfig()));
+    return ToGrpc(
+        dataplane_->transport<diad::DiadModule>()->AddPeer(diad::PeerConfig()));
   }
   // Checked and converted as a config file's diad.peers entry is.
   absl::StatusOr<diad::PeerConfig> converted =
@@ -191,9 +192,11 @@ grpc::Status SpinnicService::AddPeer(grpc::ServerContext*,
     return grpc::Status(
         static_cast<grpc::StatusCode>(converted.status().code()), message);
   }
-  absl::Status added = dataplane_->AddPeer(*converted);
+  absl::Status added =
+      dataplane_->transport<diad::DiadModule>()->AddPeer(*converted);
   if (!added.ok()) return ToGrpc(added);
-  for (const PeerInfo& peer : dataplane_->ListPeers()) {
+  for (const PeerInfo& peer :
+       dataplane_->transport<diad::DiadModule>()->ListPeers()) {
     if (peer.name == request->peer().name()) response->set_slot(peer.slot);
   }
   return grpc::Status::OK;
@@ -206,13 +209,15 @@ grpc::Status SpinnicService::RemovePeer(grpc::ServerContext*,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "name: missing; give the peer's name");
   }
-  return ToGrpc(dataplane_->RemovePeer(request->name()));
+  return ToGrpc(
+      dataplane_->transport<diad::DiadModule>()->RemovePeer(request->name()));
 }
 
 grpc::Status SpinnicService::ListPeers(grpc::ServerContext*,
                                        const v1::ListPeersRequest*,
                                        v1::ListPeersResponse* response) {
-  for (const PeerInfo& peer : dataplane_->ListPeers()) {
+  for (const PeerInfo& peer :
+       dataplane_->transport<diad::DiadModule>()->ListPeers()) {
     FillPeerStatus(peer, response->add_peers());
   }
   return grpc::Status::OK;
@@ -224,8 +229,9 @@ grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
   const uint32_t count = request->generate_count();
   const uint32_t size = request->generate_size();
   if (absl::Status s = CheckGenerate(
-          count, size, 1, dataplane_->diad_config().max_message_bytes, "data",
-          request->data().empty());
+          count, size, 1,
+          dataplane_->transport<diad::DiadModule>()->config().max_message_bytes,
+          "data", request->data().empty());
       !s.ok()) {
     return ToGrpc(s);
   }
@@ -261,8 +267,9 @@ grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
   }
   const size_t n = ops.size();
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
-      std::move(ops), DiadTimeout(request->timeout_ms()));
+  absl::StatusOr<std::vector<DiadResult>> results =
+      dataplane_->transport<diad::DiadModule>()->Execute(
+          std::move(ops), DiadTimeout(request->timeout_ms()));
   const uint64_t elapsed = ElapsedNs(start);
   if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
   std::vector<uint64_t> latencies;
@@ -323,8 +330,9 @@ grpc::Status SpinnicService::RemoteRead(grpc::ServerContext* context,
     std::vector<DiadRequest> ops;
     ops.push_back(std::move(op));
     const absl::Time start = absl::Now();
-    absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
-        std::move(ops), DiadTimeout(request->timeout_ms()));
+    absl::StatusOr<std::vector<DiadResult>> results =
+        dataplane_->transport<diad::DiadModule>()->Execute(
+            std::move(ops), DiadTimeout(request->timeout_ms()));
     elapsed += ElapsedNs(start);
     if (!results.ok()) return ToGrpc(results.status());
     DiadResult& result = results->front();
@@ -360,7 +368,8 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
   const uint32_t count = request->generate_count();
   const uint32_t size = request->generate_size();
   if (absl::Status s = CheckGenerate(
-          count, size, 8, dataplane_->diad_config().max_message_bytes,
+          count, size, 8,
+          dataplane_->transport<diad::DiadModule>()->config().max_message_bytes,
           "messages", request->messages().empty());
       !s.ok()) {
     return ToGrpc(s);
@@ -389,8 +398,9 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
     bytes = static_cast<uint64_t>(count) * size;
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<DiadResult>> results = dataplane_->DiadExecute(
-      std::move(ops), DiadTimeout(request->timeout_ms()));
+  absl::StatusOr<std::vector<DiadResult>> results =
+      dataplane_->transport<diad::DiadModule>()->Execute(
+          std::move(ops), DiadTimeout(request->timeout_ms()));
   const uint64_t elapsed = ElapsedNs(start);
   if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
   std::vector<uint64_t> latencies;

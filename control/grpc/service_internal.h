@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/diad/diad_module.h"
+#include "dataplane/roce/roce_module.h"
 #include "grpcpp/support/status.h"
 #include "spinnic/v1/control.pb.h"
 

@@ -94,8 +94,10 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
   response->set_max_handlers(Ectx::kMaxEctxs);
   response->set_max_state_size(Ectx::kMaxStateSize);
   response->set_max_region_bytes(dataplane_->region_bytes_limit());
-  FillRoceInfo(dataplane_->roce_config(), config_, response->mutable_roce());
-  FillDiadInfo(dataplane_->diad_config(), config_, response->mutable_diad());
+  FillRoceInfo(dataplane_->transport<roce::RoceModule>()->config(), config_,
+               response->mutable_roce());
+  FillDiadInfo(dataplane_->transport<diad::DiadModule>()->config(), config_,
+               response->mutable_diad());
   return grpc::Status::OK;
 }
 
@@ -127,7 +129,8 @@ void SpinnicService::PublishEvents(const std::vector<Event>& events) {
   absl::flat_hash_map<uint32_t, std::string> peers;
   if (std::any_of(events.begin(), events.end(),
                   [](const Event& e) { return IsDiadEvent(e.code); })) {
-    for (PeerInfo& peer : dataplane_->ListPeers()) {
+    for (PeerInfo& peer :
+         dataplane_->transport<diad::DiadModule>()->ListPeers()) {
       peers[peer.slot] = std::move(peer.name);
     }
   }

@@ -161,10 +161,13 @@ void DecodeRoceEvent(const Event& event, v1::RoceEvent* out) {
 grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
                                       const v1::CreateQpRequest* request,
                                       v1::CreateQpResponse* response) {
-  const roce::RoceConfig& config = dataplane_->roce_config();
+  const roce::RoceConfig& config =
+      dataplane_->transport<roce::RoceModule>()->config();
   if (!config.enabled) {
     // The dataplane's own words for it.
-    return ToGrpc(dataplane_->CreateQp(roce::QpSpec()).status());
+    return ToGrpc(dataplane_->transport<roce::RoceModule>()
+                      ->CreateQp(roce::QpSpec())
+                      .status());
   }
   roce::QpSpec spec;
   spec.remote_qpn = request->remote_qpn();
@@ -220,7 +223,8 @@ grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
   spec.max_rd_atomic = request->max_rd_atomic() != 0
                            ? static_cast<uint8_t>(request->max_rd_atomic())
                            : config.max_rd_atomic;
-  absl::StatusOr<uint32_t> qpn = dataplane_->CreateQp(spec);
+  absl::StatusOr<uint32_t> qpn =
+      dataplane_->transport<roce::RoceModule>()->CreateQp(spec);
   if (!qpn.ok()) return ToGrpc(qpn.status());
   response->set_qpn(*qpn);
   return grpc::Status::OK;
@@ -229,17 +233,21 @@ grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
 grpc::Status SpinnicService::DestroyQp(grpc::ServerContext*,
                                        const v1::DestroyQpRequest* request,
                                        v1::DestroyQpResponse*) {
-  if (!dataplane_->roce_config().enabled) {
-    return ToGrpc(dataplane_->CreateQp(roce::QpSpec()).status());
+  if (!dataplane_->transport<roce::RoceModule>()->config().enabled) {
+    return ToGrpc(dataplane_->transport<roce::RoceModule>()
+                      ->CreateQp(roce::QpSpec())
+                      .status());
   }
-  return ToGrpc(dataplane_->DestroyQp(request->qpn()));
+  return ToGrpc(
+      dataplane_->transport<roce::RoceModule>()->DestroyQp(request->qpn()));
 }
 
 grpc::Status SpinnicService::ListQps(grpc::ServerContext*,
                                      const v1::ListQpsRequest*,
                                      v1::ListQpsResponse* response) {
   // Like ListPeers without DiAD: nothing to list is not an error.
-  for (const QpInfo& qp : dataplane_->ListQps()) {
+  for (const QpInfo& qp :
+       dataplane_->transport<roce::RoceModule>()->ListQps()) {
     FillQpStatus(qp, response->add_qps());
   }
   return grpc::Status::OK;
@@ -327,8 +335,9 @@ grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
     const absl::Time start = absl::Now();
     const absl::Time deadline = start + timeout;
     for (const RoceOp& op : ops) {
-      absl::StatusOr<RoceBatchResult> one = dataplane_->RoceExecuteMany(
-          {op}, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+      absl::StatusOr<RoceBatchResult> one =
+          dataplane_->transport<roce::RoceModule>()->ExecuteMany(
+              {op}, std::max(deadline - absl::Now(), absl::ZeroDuration()));
       if (!one.ok()) return ToGrpc(one.status());
       results.push_back(std::move(one->results.front()));
       if (!results.back().ok()) break;
@@ -336,7 +345,8 @@ grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
     elapsed = ElapsedNs(start);
   } else {
     absl::StatusOr<RoceBatchResult> batch =
-        dataplane_->RoceExecuteMany(std::move(ops), timeout);
+        dataplane_->transport<roce::RoceModule>()->ExecuteMany(std::move(ops),
+                                                               timeout);
     if (!batch.ok()) return ToGrpc(batch.status());
     results = std::move(batch->results);
     elapsed = static_cast<uint64_t>(absl::ToInt64Nanoseconds(batch->elapsed));

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "dataplane/dataplane_config.h"
 #include "dataplane/port.h"
+#include "dataplane/roce/icrc.h"
 #include "dataplane/stats.h"
 #include "handlers/naaice/function.h"
 
@@ -64,6 +65,9 @@ namespace spinnic::roce {
 
 absl::StatusOr<std::unique_ptr<TransportModule>> RoceModule::Make(
     const DataplaneConfig& config) {
+  // rte_net_crc picks its algorithm on first use, by the EAL's SIMD width:
+  // choose now, on the control thread, before any HPU computes an ICRC.
+  InitIcrc();
   return std::unique_ptr<TransportModule>(new RoceModule(config.roce));
 }
 
@@ -79,6 +83,7 @@ uint32_t RoceModule::MinDataRoom(uint32_t max_port_mtu) const {
 }
 
 absl::Status RoceModule::Open(const TransportEnv& env) {
+  env_ = env;
   if (!config_.enabled) return absl::OkStatus();
   if (config_.port >= env.ports.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -344,7 +349,7 @@ absl::Status RoceModule::CheckOp(const RoceOp& op) const {
         "no queue pair ", op.qpn, " is connected; ListQps shows them"));
   }
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
-      find_region_(op.region_id);
+      env_.find_region(op.region_id);
   if (!region.ok()) return region.status();
   const uint64_t size = (*region)->length();
   if (op.offset > size || op.length > size - op.offset) {
@@ -358,7 +363,7 @@ absl::Status RoceModule::CheckOp(const RoceOp& op) const {
 absl::StatusOr<std::shared_ptr<RoceCommand>> RoceModule::PostOp(
     const RoceOp& op) {
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> region =
-      find_region_(op.region_id);
+      env_.find_region(op.region_id);
   if (!region.ok()) return region.status();
   if (!(*region)->Pin()) {
     return absl::FailedPreconditionError(
@@ -433,6 +438,13 @@ absl::StatusOr<RoceOpResult> RoceCommandResult(
 }
 
 }  // namespace
+
+absl::StatusOr<RoceOpResult> RoceModule::Execute(const RoceOp& op,
+                                                 absl::Duration timeout) {
+  absl::StatusOr<RoceBatchResult> batch = ExecuteMany({op}, timeout);
+  if (!batch.ok()) return batch.status();
+  return std::move(batch->results.front());
+}
 
 absl::StatusOr<RoceBatchResult> RoceModule::ExecuteMany(
     std::vector<RoceOp> ops, absl::Duration timeout) {

@@ -76,12 +76,6 @@ namespace spinnic::roce {
 
 class RoceModule final : public TransportModule {
  public:
-  // The registered region with that id, or NOT_FOUND saying so (the
-  // Dataplane's region table, looked up under its lock).
-  using RegionLookup =
-      std::function<absl::StatusOr<std::shared_ptr<const MemoryRegion>>(
-          uint64_t id)>;
-
   static absl::StatusOr<std::unique_ptr<TransportModule>> Make(
       const DataplaneConfig& config);
   ~RoceModule() override;
@@ -99,11 +93,6 @@ class RoceModule final : public TransportModule {
   void Snapshot(StatsSnapshot& snapshot) const override;
   void Close() override;
 
-  // Set by the Dataplane before Open: how operations find their regions.
-  void set_region_lookup(RegionLookup lookup) {
-    find_region_ = std::move(lookup);
-  }
-
   // Queue pairs created explicitly, for clients that exchange QP numbers
   // out of band (the CM creates its own). The QP is ready to receive (RTS)
   // once HPU 0 has applied the command, on its next poll.
@@ -116,6 +105,9 @@ class RoceModule final : public TransportModule {
   static constexpr size_t kWindow = 128;
   absl::StatusOr<RoceBatchResult> ExecuteMany(std::vector<RoceOp> ops,
                                               absl::Duration timeout);
+  // One op: ExecuteMany's result for it, or the whole call's error.
+  absl::StatusOr<RoceOpResult> Execute(const RoceOp& op,
+                                       absl::Duration timeout);
   // The configuration in effect (path_mtu resolved against the port).
   const RoceConfig& config() const { return config_; }
 
@@ -131,7 +123,7 @@ class RoceModule final : public TransportModule {
 
   RoceConfig config_;
   RoceShared shared_;
-  RegionLookup find_region_;
+  TransportEnv env_;
   rte_ring* command_ring_ = nullptr;
   std::unique_ptr<QpStatus[]> qp_status_;
   // One per HPU, for counters; cleared before the HPUs are destroyed.

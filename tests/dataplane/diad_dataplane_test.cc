@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/diad/diad_engine.h"
+#include "dataplane/diad/diad_module.h"
 #include "dataplane/diad/stream_ring.h"
 #include "dataplane/neighbor.h"
 #include "handlers/api/handler.h"
@@ -153,7 +154,7 @@ class DiadDataplaneTest : public ::testing::Test {
     b.name = "b";
     b.node = kNodeB;
     b.mac = kMacB;
-    ASSERT_TRUE(dataplane().AddPeer(b).ok());
+    ASSERT_TRUE(dataplane().transport<diad::DiadModule>()->AddPeer(b).ok());
     diad::Endpoint self{kMacB, kNodeB};
     diad::Endpoint dut{kMacA, kNodeA};
     peer_ = std::make_unique<TestPeer>(pool_, rings_->rx(0), rings_->tx(0),
@@ -189,8 +190,10 @@ class DiadDataplaneTest : public ::testing::Test {
   std::vector<std::pair<Header, Bytes>> Segments(PacketType type, uint32_t txn,
                                                  uint32_t key, uint64_t address,
                                                  const Bytes& data) {
-    const uint32_t max_payload =
-        rings_->dataplane().diad_config().max_payload();
+    const uint32_t max_payload = rings_->dataplane()
+                                     .transport<diad::DiadModule>()
+                                     ->config()
+                                     .max_payload();
     std::vector<std::pair<Header, Bytes>> out;
     for (uint32_t offset = 0; offset < data.size(); offset += max_payload) {
       uint32_t size = std::min<uint32_t>(
@@ -810,7 +813,8 @@ TEST_F(DiadDataplaneTest, InitiatesWritesReadsAndStreamsToAPeer) {
   std::map<uint32_t, Bytes> writes;
   {
     ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAnswer);
-    results = dataplane().DiadExecute(requests, absl::Seconds(20));
+    results = dataplane().transport<diad::DiadModule>()->Execute(
+        requests, absl::Seconds(20));
     b.Stop();
     writes = b.writes();
     streams = b.streams();
@@ -851,14 +855,16 @@ TEST_F(DiadDataplaneTest, SilentPeerIsDeclaredDownAndItsOperationsFail) {
   absl::StatusOr<std::vector<DiadResult>> results;
   {
     ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kSilent);
-    results = dataplane().DiadExecute(requests, absl::Seconds(20));
+    results = dataplane().transport<diad::DiadModule>()->Execute(
+        requests, absl::Seconds(20));
   }
   ASSERT_TRUE(results.ok()) << results.status();
   for (const DiadResult& result : *results) {
     EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable)
         << result.status;
   }
-  std::vector<PeerInfo> peers = dataplane().ListPeers();
+  std::vector<PeerInfo> peers =
+      dataplane().transport<diad::DiadModule>()->ListPeers();
   ASSERT_EQ(peers.size(), 1u);
   EXPECT_FALSE(peers[0].up);
   EXPECT_GE(peers[0].down_events, 1u);
@@ -892,7 +898,8 @@ TEST_F(DiadDataplaneTest, PeerThatDiesAfterAcknowledgingIsDeclaredDown) {
   absl::StatusOr<std::vector<DiadResult>> results;
   {
     ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAckOnly);
-    results = dataplane().DiadExecute({read, write}, absl::Seconds(20));
+    results = dataplane().transport<diad::DiadModule>()->Execute(
+        {read, write}, absl::Seconds(20));
   }
   ASSERT_TRUE(results.ok()) << results.status();
   for (const DiadResult& result : *results) {

@@ -19,6 +19,7 @@
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
 #include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
 #include "handlers/naaice/function.h"
 #include "tests/common/ring_dataplane.h"
@@ -100,7 +101,8 @@ class RoceDataplaneTest : public ::testing::Test {
     spec.pmtu = kPmtu;
     spec.expected_psn = kClientPsn;
     spec.send_psn = 0x777;
-    absl::StatusOr<uint32_t> qpn = dataplane().CreateQp(spec);
+    absl::StatusOr<uint32_t> qpn =
+        dataplane().transport<roce::RoceModule>()->CreateQp(spec);
     ASSERT_TRUE(qpn.ok()) << qpn.status();
     qpn_ = *qpn;
     Poll();
@@ -539,7 +541,8 @@ TEST_F(RoceDataplaneTest, BadRkeyNaksWritesNothingAndErrorsTheQp) {
                   true));
   Poll();
   EXPECT_TRUE(Collect().empty());
-  std::vector<QpInfo> qps = dataplane().ListQps();
+  std::vector<QpInfo> qps =
+      dataplane().transport<roce::RoceModule>()->ListQps();
   ASSERT_EQ(qps.size(), 1u);
   EXPECT_EQ(qps[0].state, roce::QpState::kError);
   EXPECT_EQ(qps[0].naks, 1u);
@@ -745,7 +748,8 @@ TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
   EXPECT_NE(qpn, qpn_);
   // The new QP is listed as the CM's, on the listened port.
   bool listed = false;
-  for (const QpInfo& info : dataplane().ListQps()) {
+  for (const QpInfo& info :
+       dataplane().transport<roce::RoceModule>()->ListQps()) {
     if (info.qpn != qpn) continue;
     listed = true;
     EXPECT_TRUE(info.from_cm);
@@ -804,7 +808,9 @@ TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
   ASSERT_EQ(out.size(), 1u);
   roce::CmMad drep = MadOf(out[0]);
   ASSERT_NE(std::get_if<roce::CmDrep>(&drep.message), nullptr);
-  for (const QpInfo& info : dataplane().ListQps()) EXPECT_NE(info.qpn, qpn);
+  for (const QpInfo& info :
+       dataplane().transport<roce::RoceModule>()->ListQps())
+    EXPECT_NE(info.qpn, qpn);
   // A disconnect is not an error.
   std::vector<Event> events;
   dataplane().DrainEvents(&events);
@@ -842,7 +848,7 @@ TEST_F(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
   ASSERT_NE(rej, nullptr);
   EXPECT_EQ(rej->reason,
             static_cast<uint16_t>(roce::CmRejReason::kInvalidServiceId));
-  EXPECT_EQ(dataplane().ListQps().size(), 1u);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), 1u);
   EXPECT_EQ(Counter("cm_rejects"), 1u);
 }
 
@@ -871,7 +877,8 @@ class RoceRequesterTest : public RoceDataplaneTest {
   void NaaiceCall(uint8_t code, NaaiceResult* outcome);
   std::future<absl::StatusOr<RoceOpResult>> Start(const RoceOp& op) {
     return std::async(std::launch::async, [this, op] {
-      return dataplane().RoceExecute(op, absl::Seconds(20));
+      return dataplane().transport<roce::RoceModule>()->Execute(
+          op, absl::Seconds(20));
     });
   }
   // Polls until the appliance sent `count` frames (bounded).
@@ -1022,7 +1029,11 @@ TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
       << done.status();
   // A bad request never reaches the wire.
   op.region_id = 999;
-  EXPECT_EQ(dataplane().RoceExecute(op, absl::Seconds(1)).status().code(),
+  EXPECT_EQ(dataplane()
+                .transport<roce::RoceModule>()
+                ->Execute(op, absl::Seconds(1))
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -1164,25 +1175,30 @@ TEST_F(RoceRequesterTest, NaaiceCodeWithoutFunctionIsAnsweredUnknown) {
 TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
   roce::QpSpec spec;
   spec.remote_qpn = 0;
-  EXPECT_EQ(dataplane().CreateQp(spec).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      dataplane().transport<roce::RoceModule>()->CreateQp(spec).status().code(),
+      absl::StatusCode::kInvalidArgument);
   spec.remote_qpn = 0x22;
   spec.remote_ip = kClientIp;
   spec.remote_mac = kClientMac;
   spec.pmtu = 4096;  // above what a 1500-byte port carries
-  EXPECT_EQ(dataplane().CreateQp(spec).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      dataplane().transport<roce::RoceModule>()->CreateQp(spec).status().code(),
+      absl::StatusCode::kInvalidArgument);
   spec.pmtu = 1024;
-  absl::StatusOr<uint32_t> qpn = dataplane().CreateQp(spec);
+  absl::StatusOr<uint32_t> qpn =
+      dataplane().transport<roce::RoceModule>()->CreateQp(spec);
   ASSERT_TRUE(qpn.ok()) << qpn.status();
   EXPECT_NE(*qpn, qpn_);
   Poll();
-  EXPECT_EQ(dataplane().ListQps().size(), 2u);
-  ASSERT_TRUE(dataplane().DestroyQp(*qpn).ok());
-  EXPECT_EQ(dataplane().DestroyQp(*qpn).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), 2u);
+  ASSERT_TRUE(dataplane().transport<roce::RoceModule>()->DestroyQp(*qpn).ok());
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->DestroyQp(*qpn).code(),
+            absl::StatusCode::kNotFound);
   Poll();
-  EXPECT_EQ(dataplane().ListQps().size(), 1u);
-  EXPECT_EQ(dataplane().roce_config().path_mtu, 1024u);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), 1u);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->config().path_mtu,
+            1024u);
 }
 
 }  // namespace

@@ -45,6 +45,7 @@
 #include "dataplane/roce/requester.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
 #include "tests/common/ring_dataplane.h"
 
@@ -805,7 +806,8 @@ class RoceImpairedTest : public ::testing::TestWithParam<Impairment> {
         << "REJ reason " << client_->reject_reason();
     if (client_->cm_state() != Client::CmState::kConnected) return false;
     bool listed = false;
-    for (const QpInfo& info : dataplane().ListQps()) {
+    for (const QpInfo& info :
+         dataplane().transport<roce::RoceModule>()->ListQps()) {
       if (info.qpn != client_->dut_qpn()) continue;
       listed = true;
       EXPECT_TRUE(info.from_cm);
@@ -864,7 +866,8 @@ class RoceImpairedTest : public ::testing::TestWithParam<Impairment> {
       EXPECT_NE(e.code, roce::kEventRoceQpError) << Describe();
     }
     EXPECT_EQ(Counter("qp_errors"), 0u);
-    for (const QpInfo& info : dataplane().ListQps()) {
+    for (const QpInfo& info :
+         dataplane().transport<roce::RoceModule>()->ListQps()) {
       EXPECT_NE(info.state, roce::QpState::kError) << "QP " << info.qpn;
     }
     ASSERT_NE(client_->requester(), nullptr);
