@@ -26,66 +26,7 @@ namespace {
 constexpr uint32_t kEventRingSize = 4096;
 constexpr uint32_t kMempoolCache = 256;
 
-// Region addresses: random 4 KiB-aligned bases in [4 GiB, 128 TiB), so that
-// neither a host address nor another region's base can be inferred.
-constexpr uint64_t kRegionSpaceStart = uint64_t{1} << 32;
-constexpr uint64_t kRegionSpaceEnd = uint64_t{1} << 47;
-constexpr uint64_t kRegionAlign = 4096;
-
 int HpuMain(void* arg) { return static_cast<Hpu*>(arg)->Run(); }
-
-// OUT_OF_RANGE unless [offset, offset + length) lies in `size` bytes.
-absl::Status CheckRange(uint64_t size, uint64_t offset, uint64_t length,
-                        absl::string_view what) {
-  if (offset > size || length > size - offset) {
-    return absl::OutOfRangeError(absl::StrCat("bytes [", offset, ", ",
-                                              offset + length, ") are outside ",
-                                              what, " of ", size, " bytes"));
-  }
-  return absl::OkStatus();
-}
-
-// INVALID_ARGUMENT when one read asks for more than a reply may carry.
-absl::Status CheckReadLength(uint64_t length, uint64_t max_length) {
-  if (length > max_length) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("length ", length, " is over the ", max_length,
-                     " bytes one read may return; read in pieces"));
-  }
-  return absl::OkStatus();
-}
-
-// A copy of `length` bytes at `offset` (0: to the end) of live memory that
-// handlers and peers may be writing: each byte is as of some moment, as a
-// DMA read of live memory would be.
-absl::StatusOr<std::string> CopyRange(std::span<const uint8_t> bytes,
-                                      uint64_t offset, uint64_t length,
-                                      uint64_t max_length,
-                                      absl::string_view what) {
-  if (length == 0 && offset <= bytes.size()) length = bytes.size() - offset;
-  if (absl::Status ok = CheckReadLength(length, max_length); !ok.ok()) {
-    return ok;
-  }
-  if (absl::Status in = CheckRange(bytes.size(), offset, length, what);
-      !in.ok()) {
-    return in;
-  }
-  return std::string(reinterpret_cast<const char*>(bytes.data() + offset),
-                     length);
-}
-
-// Kernel randomness (getrandom): rkeys are capabilities, so a peer must not
-// be able to predict one from others it has seen.
-uint64_t SecureRandom64() {
-  uint64_t value = 0;
-  size_t got = 0;
-  while (got < sizeof(value)) {
-    ssize_t n = getrandom(reinterpret_cast<uint8_t*>(&value) + got,
-                          sizeof(value) - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  return value;
-}
 
 // Frees a ring of mbufs and the mbufs still in it.
 void FreeRing(rte_ring* ring) {
@@ -153,84 +94,12 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
                      kMaxTransports, " (kMaxTransports in transport.h)"));
   }
 
-  // Enough mbufs to fill every descriptor ring, every HPU's bursts and the
-  // mempool caches, with headroom for handlers' emitted frames.
-  uint32_t mbufs = config.mbufs;
-  uint32_t max_mtu = RTE_ETHER_MTU;
-  if (mbufs == 0) {
-    mbufs = 4096;
-    for (const PortConfig& port : config.ports) {
-      uint32_t queues = port.queues != 0 ? port.queues : workers;
-      mbufs += queues * (port.rx_descriptors + port.tx_descriptors);
-    }
-    mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
-    // Frames parked in the software scheduler's rings, if it runs.
-    if (workers > 1) mbufs += kSchedulerRingSize * (workers + kMaxPorts / 8);
-    // What the transports hold (retransmission buffers).
-    for (const TransportModule* module : dataplane->transport_list_) {
-      mbufs += module->ExtraMbufs();
-    }
+  if (absl::Status status = dataplane->CreatePool(config); !status.ok()) {
+    return status;
   }
-  for (const PortConfig& port : config.ports) {
-    max_mtu = std::max<uint32_t>(max_mtu, port.mtu);
+  if (absl::Status status = dataplane->OpenPorts(config); !status.ok()) {
+    return status;
   }
-  // One mbuf holds a standard frame; jumbo MTUs scatter over several.
-  // Transports that build each packet in one mbuf set a floor.
-  uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
-  for (const TransportModule* module : dataplane->transport_list_) {
-    data_room = std::max<uint32_t>(data_room, module->MinDataRoom(max_mtu));
-  }
-  dataplane->pool_ = rte_pktmbuf_pool_create(
-      "spinnic_pkts", mbufs, kMempoolCache, 0, static_cast<uint16_t>(data_room),
-      rte_socket_id());
-  if (dataplane->pool_ == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot create a pool of ", mbufs, " mbufs (", rte_strerror(rte_errno),
-        "): give the EAL more memory (-m) or set runtime.mbufs lower"));
-  }
-
-  for (const PortConfig& port_config : config.ports) {
-    absl::StatusOr<Port> port = Port::Open(
-        port_config, static_cast<uint16_t>(workers), dataplane->pool_);
-    if (!port.ok()) return port.status();
-    dataplane->ports_.push_back(*std::move(port));
-  }
-
-  // Ports with fewer queue pairs than HPUs go through the software
-  // scheduler (hpu.h): every HPU gets an inbound ring, each such port a TX
-  // ring that HPU 0 drains.
-  bool any_scheduled = false;
-  for (size_t p = 0; p < dataplane->ports_.size(); ++p) {
-    if (dataplane->ports_[p].queues() < workers) {
-      any_scheduled = true;
-      std::string name = absl::StrCat("spinnic_tx", p);
-      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
-                                       rte_socket_id(), RING_F_SC_DEQ);
-      if (ring == nullptr) {
-        return absl::ResourceExhaustedError("cannot create a TX ring");
-      }
-      dataplane->tx_rings_.resize(dataplane->ports_.size(), nullptr);
-      dataplane->tx_rings_[p] = ring;
-    }
-  }
-  // Transports hand frames to the HPU that owns their state through the
-  // same rings.
-  bool handoffs = false;
-  for (const TransportModule* module : dataplane->transport_list_) {
-    handoffs |= module->NeedsInboundRings();
-  }
-  if (any_scheduled || (handoffs && workers > 1)) {
-    if (absl::Status status = dataplane->CreateInboundRings(workers);
-        !status.ok()) {
-      return status;
-    }
-  }
-  std::vector<uint16_t> pair(config.ports.size(), kNoPort);
-  for (const auto& [a, b] : config.port_pairs) {
-    pair[a] = b;
-    pair[b] = a;
-  }
-
   size_t rcu_size = rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(workers));
   dataplane->rcu_ = static_cast<rte_rcu_qsbr*>(
       rte_zmalloc("spinnic_rcu", rcu_size, RTE_CACHE_LINE_SIZE));
@@ -248,50 +117,8 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     dataplane->current_regions_ = std::make_unique<RegionTable>();
     dataplane->regions_.store(dataplane->current_regions_.get());
   }
-  HpuShared shared;
-  if (absl::Status status = dataplane->OpenTransports(config, &shared);
-      !status.ok()) {
+  if (absl::Status status = dataplane->CreateHpus(config); !status.ok()) {
     return status;
-  }
-  shared.stop = &dataplane->stop_;
-  shared.table = &dataplane->table_;
-  shared.regions = &dataplane->regions_;
-  shared.rcu = dataplane->rcu_;
-  shared.pool = dataplane->pool_;
-  shared.burst = config.burst;
-  shared.hpu_count = static_cast<uint32_t>(workers);
-  shared.inbound = dataplane->inbound_rings_.empty()
-                       ? nullptr
-                       : dataplane->inbound_rings_.data();
-  for (size_t w = 0; w < workers; ++w) {
-    std::vector<HpuPort> hpu_ports(dataplane->ports_.size());
-    for (size_t p = 0; p < dataplane->ports_.size(); ++p) {
-      const Port& port = dataplane->ports_[p];
-      HpuPort& hp = hpu_ports[p];
-      hp.port_id = port.port_id();
-      if (w < port.queues()) {
-        hp.rx_queue = static_cast<uint16_t>(w);
-        hp.tx_queue = static_cast<uint16_t>(w);
-      }
-      hp.scheduled = port.queues() < workers;
-      if (hp.scheduled) hp.tx_ring = dataplane->tx_rings_[p];
-      hp.pair = pair[p];
-      hp.max_frame = port.max_frame();
-    }
-    std::string ring_name = absl::StrCat("spinnic_ev", w);
-    rte_ring* ring =
-        rte_ring_create_elem(ring_name.c_str(), sizeof(Event), kEventRingSize,
-                             rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (ring == nullptr) {
-      return absl::ResourceExhaustedError("cannot create an event ring");
-    }
-    dataplane->event_rings_.push_back(ring);
-    if (rte_rcu_qsbr_thread_register(dataplane->rcu_,
-                                     static_cast<unsigned>(w)) != 0) {
-      return absl::InternalError("cannot register an HPU with RCU");
-    }
-    dataplane->hpus_.push_back(std::make_unique<Hpu>(static_cast<uint32_t>(w),
-                                                     shared, hpu_ports, ring));
   }
 
   for (const HandlerConfig& handler : config.handlers) {
@@ -314,6 +141,137 @@ Dataplane::~Dataplane() {
   rte_free(rcu_);
   // Ports closed in Stop(); the pool's mbufs are all back by now.
   rte_mempool_free(pool_);
+}
+
+absl::Status Dataplane::CreatePool(const DataplaneConfig& config) {
+  const size_t workers = config.worker_cores.size();
+  // Enough mbufs to fill every descriptor ring, every HPU's bursts and the
+  // mempool caches, with headroom for handlers' emitted frames.
+  uint32_t mbufs = config.mbufs;
+  uint32_t max_mtu = RTE_ETHER_MTU;
+  if (mbufs == 0) {
+    mbufs = 4096;
+    for (const PortConfig& port : config.ports) {
+      uint32_t queues = port.queues != 0 ? port.queues : workers;
+      mbufs += queues * (port.rx_descriptors + port.tx_descriptors);
+    }
+    mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
+    // Frames parked in the software scheduler's rings, if it runs.
+    if (workers > 1) mbufs += kSchedulerRingSize * (workers + kMaxPorts / 8);
+    // What the transports hold (retransmission buffers).
+    for (const TransportModule* module : transport_list_) {
+      mbufs += module->ExtraMbufs();
+    }
+  }
+  for (const PortConfig& port : config.ports) {
+    max_mtu = std::max<uint32_t>(max_mtu, port.mtu);
+  }
+  // One mbuf holds a standard frame; jumbo MTUs scatter over several.
+  // Transports that build each packet in one mbuf set a floor.
+  uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+  for (const TransportModule* module : transport_list_) {
+    data_room = std::max<uint32_t>(data_room, module->MinDataRoom(max_mtu));
+  }
+  pool_ = rte_pktmbuf_pool_create("spinnic_pkts", mbufs, kMempoolCache, 0,
+                                  static_cast<uint16_t>(data_room),
+                                  rte_socket_id());
+  if (pool_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot create a pool of ", mbufs, " mbufs (", rte_strerror(rte_errno),
+        "): give the EAL more memory (-m) or set runtime.mbufs lower"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::OpenPorts(const DataplaneConfig& config) {
+  const size_t workers = config.worker_cores.size();
+  for (const PortConfig& port_config : config.ports) {
+    absl::StatusOr<Port> port =
+        Port::Open(port_config, static_cast<uint16_t>(workers), pool_);
+    if (!port.ok()) return port.status();
+    ports_.push_back(*std::move(port));
+  }
+
+  // Ports with fewer queue pairs than HPUs go through the software
+  // scheduler (hpu.h): every HPU gets an inbound ring, each such port a TX
+  // ring that HPU 0 drains.
+  bool any_scheduled = false;
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    if (ports_[p].queues() < workers) {
+      any_scheduled = true;
+      std::string name = absl::StrCat("spinnic_tx", p);
+      rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
+                                       rte_socket_id(), RING_F_SC_DEQ);
+      if (ring == nullptr) {
+        return absl::ResourceExhaustedError("cannot create a TX ring");
+      }
+      tx_rings_.resize(ports_.size(), nullptr);
+      tx_rings_[p] = ring;
+    }
+  }
+  // Transports hand frames to the HPU that owns their state through the
+  // same rings.
+  bool handoffs = false;
+  for (const TransportModule* module : transport_list_) {
+    handoffs |= module->NeedsInboundRings();
+  }
+  if (any_scheduled || (handoffs && workers > 1)) {
+    if (absl::Status status = CreateInboundRings(workers); !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::CreateHpus(const DataplaneConfig& config) {
+  const size_t workers = config.worker_cores.size();
+  std::vector<uint16_t> pair(config.ports.size(), kNoPort);
+  for (const auto& [a, b] : config.port_pairs) {
+    pair[a] = b;
+    pair[b] = a;
+  }
+  HpuShared shared;
+  if (absl::Status status = OpenTransports(config, &shared); !status.ok()) {
+    return status;
+  }
+  shared.stop = &stop_;
+  shared.table = &table_;
+  shared.regions = &regions_;
+  shared.rcu = rcu_;
+  shared.pool = pool_;
+  shared.burst = config.burst;
+  shared.hpu_count = static_cast<uint32_t>(workers);
+  shared.inbound = inbound_rings_.empty() ? nullptr : inbound_rings_.data();
+  for (size_t w = 0; w < workers; ++w) {
+    std::vector<HpuPort> hpu_ports(ports_.size());
+    for (size_t p = 0; p < ports_.size(); ++p) {
+      const Port& port = ports_[p];
+      HpuPort& hp = hpu_ports[p];
+      hp.port_id = port.port_id();
+      if (w < port.queues()) {
+        hp.rx_queue = static_cast<uint16_t>(w);
+        hp.tx_queue = static_cast<uint16_t>(w);
+      }
+      hp.scheduled = port.queues() < workers;
+      if (hp.scheduled) hp.tx_ring = tx_rings_[p];
+      hp.pair = pair[p];
+      hp.max_frame = port.max_frame();
+    }
+    std::string ring_name = absl::StrCat("spinnic_ev", w);
+    rte_ring* ring =
+        rte_ring_create_elem(ring_name.c_str(), sizeof(Event), kEventRingSize,
+                             rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (ring == nullptr) {
+      return absl::ResourceExhaustedError("cannot create an event ring");
+    }
+    event_rings_.push_back(ring);
+    if (rte_rcu_qsbr_thread_register(rcu_, static_cast<unsigned>(w)) != 0) {
+      return absl::InternalError("cannot register an HPU with RCU");
+    }
+    hpus_.push_back(std::make_unique<Hpu>(static_cast<uint32_t>(w), shared,
+                                          hpu_ports, ring));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Dataplane::Start() {
@@ -382,33 +340,6 @@ void Dataplane::Stop() {
   for (size_t p = 0; p < ports_.size(); ++p) ReadDevice(p, &final_device_[p]);
   stopped_ = true;
   for (Port& port : ports_) port.Close();
-}
-
-void Dataplane::ReadDevice(size_t index, PortStats* stats) const {
-  if (stopped_) {
-    const PortStats& last = final_device_[index];
-    stats->link_up = last.link_up;
-    stats->link_speed_mbps = last.link_speed_mbps;
-    stats->hw_ipackets = last.hw_ipackets;
-    stats->hw_opackets = last.hw_opackets;
-    stats->hw_imissed = last.hw_imissed;
-    stats->hw_ierrors = last.hw_ierrors;
-    stats->hw_oerrors = last.hw_oerrors;
-    stats->hw_rx_nombuf = last.hw_rx_nombuf;
-    return;
-  }
-  const Port& port = ports_[index];
-  stats->link_up = port.link_up();
-  stats->link_speed_mbps = port.link_speed_mbps();
-  rte_eth_stats hw;
-  if (rte_eth_stats_get(port.port_id(), &hw) == 0) {
-    stats->hw_ipackets = hw.ipackets;
-    stats->hw_opackets = hw.opackets;
-    stats->hw_imissed = hw.imissed;
-    stats->hw_ierrors = hw.ierrors;
-    stats->hw_oerrors = hw.oerrors;
-    stats->hw_rx_nombuf = hw.rx_nombuf;
-  }
 }
 
 absl::Status Dataplane::CheckBinding(const HandlerConfig& config,
@@ -565,177 +496,9 @@ absl::Status Dataplane::RemoveEctx(absl::string_view name) {
   return absl::OkStatus();
 }
 
-template <typename Table>
-void Dataplane::PublishTable(std::atomic<const Table*>& published,
-                             std::unique_ptr<const Table>& current,
-                             std::unique_ptr<const Table> next) {
-  PublishRcuTable(rcu_, published, current, std::move(next));
-}
-
 void Dataplane::Publish(std::vector<std::shared_ptr<const Ectx>> ectxs) {
-  PublishTable(table_, current_table_,
-               std::make_unique<const EctxTable>(std::move(ectxs)));
-}
-
-absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
-    const RegionConfig& config) {
-  if (config.length == 0) {
-    return absl::InvalidArgumentError(
-        "region length is 0; give its size in bytes");
-  }
-  if (config.access == 0) {
-    return absl::InvalidArgumentError(
-        "region grants no access; set at least one of local_read, "
-        "local_write, remote_read, remote_write");
-  }
-  if (config.stream_id != 0 &&
-      config.length <
-          diad::StreamRing::kHeaderBytes + diad::StreamRing::RecordBytes(1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a stream region needs at least ",
-        diad::StreamRing::kHeaderBytes + diad::StreamRing::RecordBytes(1),
-        " bytes (a 64-byte header and one record); size it for the messages "
-        "a reader may fall behind by"));
-  }
-  if (config.length > kRegionSpaceEnd - kRegionSpaceStart) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a region of ", config.length, " bytes is larger than the ",
-        kRegionSpaceEnd - kRegionSpaceStart, "-byte region address space"));
-  }
-  absl::MutexLock lock(&mu_);
-  const auto& regions = current_regions_->regions();
-  if (regions.size() >= max_regions_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("at most ", max_regions_,
-                     " regions can be registered; deregister one first"));
-  }
-  if (config.length > region_bytes_limit_ - region_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a region of ", config.length, " bytes does not fit: ", region_bytes_,
-        " of the ", region_bytes_limit_,
-        " bytes allowed for regions are in use; deregister regions, ask for "
-        "less, or raise runtime.region_bytes_limit"));
-  }
-  for (const auto& region : regions) {
-    if (config.stream_id != 0 && region->stream_id() == config.stream_id) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("region ", region->id(), " already receives stream ",
-                       config.stream_id, "; deregister it first"));
-    }
-    if (!config.name.empty() && region->name() == config.name) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "a region named '", config.name, "' is registered (id ", region->id(),
-          "); deregister it first or choose another name"));
-    }
-  }
-  // An rkey no live region has; a base whose range overlaps no live
-  // region's, so that an address alone also names at most one region.
-  uint32_t rkey = 0;
-  uint64_t base = 0;
-  for (bool clash = true; clash;) {
-    rkey = static_cast<uint32_t>(SecureRandom64());
-    uint64_t slots =
-        (kRegionSpaceEnd - kRegionSpaceStart - config.length) / kRegionAlign;
-    base = kRegionSpaceStart + SecureRandom64() % slots * kRegionAlign;
-    clash = rkey == 0 || current_regions_->FindByRkey(rkey) != nullptr;
-    for (const auto& region : regions) {
-      clash = clash || (base < region->base_address() + region->length() &&
-                        region->base_address() < base + config.length);
-    }
-  }
-  absl::StatusOr<std::unique_ptr<MemoryRegion>> created =
-      MemoryRegion::Create(next_region_id_, config, rkey, base);
-  if (!created.ok()) return created.status();
-  ++next_region_id_;
-  region_bytes_ += config.length;
-  std::shared_ptr<const MemoryRegion> region(std::move(*created));
-  std::vector<std::shared_ptr<const MemoryRegion>> next = regions;
-  next.push_back(region);
-  PublishRegions(std::move(next));
-  return DescribeRegion(*region);
-}
-
-absl::Status Dataplane::DeregisterRegion(uint64_t id) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
-  if (!region.ok()) return region.status();
-  RegionInfo info = DescribeRegion(**region);
-  if (!info.bound_to.empty()) {
-    std::string names;
-    for (const std::string& name : info.bound_to) {
-      absl::StrAppend(&names, names.empty() ? "'" : ", '", name, "'");
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat("region ", id, " is bound to handler ", names,
-                     "; remove (or replace) the handler first"));
-  }
-  if (!(*region)->BeginRetire()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("region ", id, " is in use by ", (*region)->pins(),
-                     " in-flight transfer(s); retry when they have completed"));
-  }
-  std::vector<std::shared_ptr<const MemoryRegion>> next =
-      current_regions_->regions();
-  std::erase_if(next, [&](const auto& r) { return r->id() == id; });
-  region_bytes_ -= (*region)->length();
-  // Returns after every HPU has stopped seeing the region; the last
-  // reference (here) then frees its memory.
-  PublishRegions(std::move(next));
-  return absl::OkStatus();
-}
-
-std::vector<RegionInfo> Dataplane::ListRegions() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<RegionInfo> out;
-  for (const auto& region : current_regions_->regions()) {
-    out.push_back(DescribeRegion(*region));
-  }
-  return out;
-}
-
-absl::StatusOr<std::string> Dataplane::ReadRegion(uint64_t id, uint64_t offset,
-                                                  uint64_t length,
-                                                  uint64_t max_length) const {
-  // An explicit length over the limit is refused before any lookup.
-  if (absl::Status ok = CheckReadLength(length, max_length); !ok.ok()) {
-    return ok;
-  }
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
-  if (!region.ok()) return region.status();
-  return CopyRange((*region)->bytes(), offset, length, max_length,
-                   absl::StrCat("region ", id));
-}
-
-absl::Status Dataplane::WriteRegion(uint64_t id, uint64_t offset,
-                                    std::span<const uint8_t> data) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::shared_ptr<const MemoryRegion>> region = FindRegion(id);
-  if (!region.ok()) return region.status();
-  std::span<uint8_t> bytes = (*region)->bytes();
-  if (absl::Status in = CheckRange(bytes.size(), offset, data.size(),
-                                   absl::StrCat("region ", id));
-      !in.ok()) {
-    return in;
-  }
-  if (!data.empty()) {
-    std::memcpy(bytes.data() + offset, data.data(), data.size());
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> Dataplane::ReadEctxState(absl::string_view name,
-                                                     uint64_t offset,
-                                                     uint64_t length) const {
-  absl::MutexLock lock(&mu_);
-  for (const auto& ectx : current_table_->ectxs()) {
-    if (ectx->name() != name) continue;
-    return CopyRange(ectx->state(), offset, length,
-                     std::numeric_limits<uint64_t>::max(),
-                     absl::StrCat("handler '", name, "' state"));
-  }
-  return absl::NotFoundError(
-      absl::StrCat("no handler named '", name, "' is installed"));
+  PublishRcuTable(rcu_, table_, current_table_,
+                  std::make_unique<const EctxTable>(std::move(ectxs)));
 }
 
 absl::flat_hash_map<uint32_t, std::string> Dataplane::EctxNames() const {
@@ -745,131 +508,6 @@ absl::flat_hash_map<uint32_t, std::string> Dataplane::EctxNames() const {
     names[ectx->id()] = ectx->name();
   }
   return names;
-}
-
-absl::StatusOr<std::shared_ptr<const MemoryRegion>> Dataplane::FindRegion(
-    uint64_t id) const {
-  for (const auto& region : current_regions_->regions()) {
-    if (region->id() == id) return region;
-  }
-  return absl::NotFoundError(absl::StrCat(
-      "no region with id ", id, " is registered (list them with ListRegions)"));
-}
-
-RegionInfo Dataplane::DescribeRegion(const MemoryRegion& region) const {
-  RegionInfo info;
-  info.id = region.id();
-  info.name = region.name();
-  info.rkey = region.rkey();
-  info.base_address = region.base_address();
-  info.length = region.length();
-  info.access = region.access();
-  info.stream_id = region.stream_id();
-  info.pins = region.pins();
-  for (const auto& ectx : current_table_->ectxs()) {
-    if (ectx->Binds(region.id())) info.bound_to.push_back(ectx->name());
-  }
-  return info;
-}
-
-void Dataplane::PublishRegions(
-    std::vector<std::shared_ptr<const MemoryRegion>> regions) {
-  PublishTable(regions_, current_regions_,
-               std::make_unique<const RegionTable>(std::move(regions)));
-}
-
-StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
-  absl::MutexLock lock(&mu_);
-  StatsSnapshot snapshot;
-  for (size_t p = 0; p < ports_.size(); ++p) {
-    const Port& port = ports_[p];
-    PortStats stats;
-    stats.name = port.name();
-    stats.port_id = port.port_id();
-    stats.queues = port.queues();
-    for (const auto& hpu : hpus_) {
-      const PortCounters& c = hpu->port_counters(static_cast<uint16_t>(p));
-      stats.rx_packets += c.rx_packets.Get();
-      stats.rx_bytes += c.rx_bytes.Get();
-      stats.tx_packets += c.tx_packets.Get();
-      stats.tx_bytes += c.tx_bytes.Get();
-      for (size_t r = 0; r < stats.drops.size(); ++r) {
-        stats.drops[r] += c.drops[r].Get();
-      }
-    }
-    ReadDevice(p, &stats);
-    snapshot.ports.push_back(std::move(stats));
-  }
-  for (size_t w = 0; w < hpus_.size(); ++w) {
-    const Hpu& hpu = *hpus_[w];
-    HpuStats stats;
-    stats.index = static_cast<uint32_t>(w);
-    stats.lcore = hpu_lcores_[w];
-    stats.loops = hpu.counters().loops.Get();
-    stats.busy_loops = hpu.counters().busy_loops.Get();
-    stats.events = hpu.counters().events.Get();
-    stats.event_overflow = hpu.counters().event_overflow.Get();
-    stats.emitted = hpu.counters().emitted.Get();
-    stats.emit_failed = hpu.counters().emit_failed.Get();
-    for (size_t p = 0; p < ports_.size(); ++p) {
-      const PortCounters& c = hpu.port_counters(static_cast<uint16_t>(p));
-      stats.rx_packets += c.rx_packets.Get();
-      stats.tx_packets += c.tx_packets.Get();
-    }
-    snapshot.hpus.push_back(stats);
-  }
-  for (const auto& ectx : current_table_->ectxs()) {
-    EctxStats stats;
-    stats.id = ectx->id();
-    stats.name = ectx->name();
-    stats.kind = std::string(ectx->kind().name);
-    stats.disabled = ectx->disabled();
-    stats.Accumulate(SumEctxCounters(ectx->id()), +1);
-    stats.Accumulate(ectx_baseline_[ectx->id()], -1);
-    if (state_copy == StateCopy::kInclude) {
-      // Handlers may be writing concurrently; a copy is what a NIC's state
-      // read would give too: each word as of some moment.
-      auto state = ectx->state();
-      stats.state.assign(state.begin(), state.end());
-    }
-    snapshot.ectxs.push_back(std::move(stats));
-  }
-  for (const TransportModule* module : transport_list_) {
-    module->Snapshot(snapshot);
-  }
-  return snapshot;
-}
-
-EctxStats Dataplane::SumEctxCounters(uint32_t id) const {
-  EctxStats sum;
-  for (const auto& hpu : hpus_) {
-    const EctxCounters& c = hpu->ectx_counters(id);
-    sum.messages += c.messages.Get();
-    sum.packets += c.packets.Get();
-    sum.bytes += c.bytes.Get();
-    sum.invocations += c.invocations.Get();
-    sum.cycles += c.cycles.Get();
-    sum.over_budget += c.over_budget.Get();
-    sum.dropped += c.dropped.Get();
-    sum.failed += c.failed.Get();
-    sum.invalid += c.invalid.Get();
-    sum.bypassed += c.bypassed.Get();
-  }
-  return sum;
-}
-
-size_t Dataplane::DrainEvents(std::vector<Event>* out) {
-  size_t drained = 0;
-  Event events[32];
-  for (rte_ring* ring : event_rings_) {
-    unsigned n;
-    while ((n = rte_ring_sc_dequeue_burst_elem(ring, events, sizeof(Event), 32,
-                                               nullptr)) > 0) {
-      out->insert(out->end(), events, events + n);
-      drained += n;
-    }
-  }
-  return drained;
 }
 
 }  // namespace spinnic

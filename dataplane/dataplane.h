@@ -141,13 +141,6 @@ class Dataplane {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishRegions(std::vector<std::shared_ptr<const MemoryRegion>> regions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Swaps `next` in as the version HPUs read, waits until no HPU can hold
-  // the old one, then frees it (with whatever only it referenced).
-  template <typename Table>
-  void PublishTable(std::atomic<const Table*>& published,
-                    std::unique_ptr<const Table>& current,
-                    std::unique_ptr<const Table> next)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The registered region `id`, or NOT_FOUND saying so.
   absl::StatusOr<std::shared_ptr<const MemoryRegion>> FindRegion(
       uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -165,6 +158,12 @@ class Dataplane {
   absl::Status CheckBinding(const HandlerConfig& config,
                             const EctxTable& current) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Create's steps: the mbuf pool (sized for the ports, HPUs and
+  // transports), the ports with the software scheduler's rings, the HPUs
+  // with their event rings and the transports' engines.
+  absl::Status CreatePool(const DataplaneConfig& config);
+  absl::Status OpenPorts(const DataplaneConfig& config);
+  absl::Status CreateHpus(const DataplaneConfig& config);
   // Makes every registered transport's module and opens it (transport.h).
   absl::Status OpenTransports(const DataplaneConfig& config, HpuShared* shared);
   // Inbound rings for every HPU (the software scheduler's, or for
