@@ -100,7 +100,7 @@ std::atomic<int> g_signal{0};
 void OnSignal(int signal) { g_signal.store(signal); }
 
 void Log(absl::string_view line) {
-  std::printf("%s: %s", kProgram, std::string(line).c_str());
+  std::printf("%s: %s\n", kProgram, std::string(line).c_str());
   std::fflush(stdout);
 }
 
