@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -341,10 +342,13 @@ int Run(int argc, char** argv) {
     std::fflush(stdout);
     std::string json_path = absl::GetFlag(FLAGS_stats_json);
     if (!json_path.empty()) {
+      absl::StatusOr<std::string> text = FormatStatsJson(final_stats);
       std::ofstream json(json_path);
-      json << FormatStatsJson(final_stats);
-      if (!json) {
-        LogError(absl::StrCat("cannot write ", json_path));
+      if (text.ok()) json << *text;
+      if (!text.ok() || !json) {
+        LogError(
+            absl::StrCat("cannot write ", json_path, ": ",
+                         text.ok() ? "write failed" : text.status().message()));
         exit_code = kExitFailure;
       }
     }

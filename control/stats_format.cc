@@ -8,24 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "control/script_json.h"
 
 namespace spinnic {
 namespace {
-
-std::string JsonString(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string Hex(const std::vector<uint8_t>& bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -61,16 +48,6 @@ void AppendCounters(
     absl::StrAppendFormat(out, " %-20s %12u", name, value);
   }
   *out += "\n";
-}
-
-std::string JsonCounters(
-    const std::vector<std::pair<std::string, uint64_t>>& counters) {
-  std::string out = "{";
-  for (size_t i = 0; i < counters.size(); ++i) {
-    const auto& [name, value] = counters[i];
-    absl::StrAppend(&out, i ? "," : "", JsonString(name), ":", value);
-  }
-  return out + "}";
 }
 
 }  // namespace
@@ -124,61 +101,83 @@ std::string FormatStatsText(const StatsSnapshot& now,
   return out;
 }
 
-std::string FormatStatsJson(const StatsSnapshot& snapshot) {
-  std::string out = "{\"ports\":[";
+void FillHandlerStats(const EctxStats& e, v1::HandlerStats* out) {
+  out->set_id(e.id);
+  out->set_name(e.name);
+  out->set_kind(e.kind);
+  out->set_disabled(e.disabled);
+  out->set_messages(e.messages);
+  out->set_packets(e.packets);
+  out->set_bytes(e.bytes);
+  out->set_invocations(e.invocations);
+  out->set_cycles(e.cycles);
+  out->set_over_budget(e.over_budget);
+  out->set_dropped(e.dropped);
+  out->set_failed(e.failed);
+  out->set_invalid(e.invalid);
+  out->set_bypassed(e.bypassed);
+  out->set_state_hex(Hex(e.state));
+}
+
+void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
+  out->set_timestamp_ns(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
   for (size_t i = 0; i < snapshot.ports.size(); ++i) {
     const PortStats& p = snapshot.ports[i];
-    absl::StrAppend(
-        &out, i ? "," : "", "{\"id\":", i, ",\"name\":", JsonString(p.name),
-        ",\"port_id\":", p.port_id, ",\"queues\":", p.queues,
-        ",\"link_up\":", p.link_up ? "true" : "false",
-        ",\"rx_packets\":", p.rx_packets, ",\"rx_bytes\":", p.rx_bytes,
-        ",\"tx_packets\":", p.tx_packets, ",\"tx_bytes\":", p.tx_bytes,
-        ",\"drops\":{");
+    v1::PortCounters* port = out->add_ports();
+    port->set_id(static_cast<uint32_t>(i));
+    port->set_name(p.name);
+    port->set_link_up(p.link_up);
+    port->set_rx_packets(p.rx_packets);
+    port->set_rx_bytes(p.rx_bytes);
+    port->set_tx_packets(p.tx_packets);
+    port->set_tx_bytes(p.tx_bytes);
     for (size_t r = 0; r < p.drops.size(); ++r) {
-      absl::StrAppend(&out, r ? "," : "", "\"",
-                      DropReasonName(static_cast<DropReason>(r)),
-                      "\":", p.drops[r]);
+      (*port->mutable_drops())[DropReasonName(static_cast<DropReason>(r))] =
+          p.drops[r];
     }
-    absl::StrAppend(
-        &out, "},\"hw\":{\"ipackets\":", p.hw_ipackets,
-        ",\"opackets\":", p.hw_opackets, ",\"imissed\":", p.hw_imissed,
-        ",\"ierrors\":", p.hw_ierrors, ",\"oerrors\":", p.hw_oerrors,
-        ",\"rx_nombuf\":", p.hw_rx_nombuf, "}}");
+    port->set_hw_ipackets(p.hw_ipackets);
+    port->set_hw_opackets(p.hw_opackets);
+    port->set_hw_imissed(p.hw_imissed);
+    port->set_hw_ierrors(p.hw_ierrors);
+    port->set_hw_oerrors(p.hw_oerrors);
+    port->set_hw_rx_nombuf(p.hw_rx_nombuf);
+    port->set_port_id(p.port_id);
+    port->set_queues(p.queues);
   }
-  out += "],\"lcores\":[";
-  for (size_t i = 0; i < snapshot.hpus.size(); ++i) {
-    const HpuStats& h = snapshot.hpus[i];
-    absl::StrAppend(
-        &out, i ? "," : "", "{\"index\":", h.index, ",\"lcore\":", h.lcore,
-        ",\"loops\":", h.loops, ",\"busy_loops\":", h.busy_loops,
-        ",\"rx_packets\":", h.rx_packets, ",\"tx_packets\":", h.tx_packets,
-        ",\"events\":", h.events, ",\"event_overflow\":", h.event_overflow,
-        ",\"emitted\":", h.emitted, ",\"emit_failed\":", h.emit_failed, "}");
+  for (const HpuStats& h : snapshot.hpus) {
+    v1::HpuCounters* hpu = out->add_hpus();
+    hpu->set_index(h.index);
+    hpu->set_lcore(h.lcore);
+    hpu->set_loops(h.loops);
+    hpu->set_busy_loops(h.busy_loops);
+    hpu->set_rx_packets(h.rx_packets);
+    hpu->set_tx_packets(h.tx_packets);
+    hpu->set_events(h.events);
+    hpu->set_event_overflow(h.event_overflow);
+    hpu->set_emitted(h.emitted);
+    hpu->set_emit_failed(h.emit_failed);
   }
-  out += "],\"ectxs\":[";
-  for (size_t i = 0; i < snapshot.ectxs.size(); ++i) {
-    const EctxStats& e = snapshot.ectxs[i];
-    absl::StrAppend(
-        &out, i ? "," : "", "{\"id\":", e.id, ",\"name\":", JsonString(e.name),
-        ",\"kind\":", JsonString(e.kind),
-        ",\"disabled\":", e.disabled ? "true" : "false",
-        ",\"messages\":", e.messages, ",\"packets\":", e.packets,
-        ",\"bytes\":", e.bytes, ",\"invocations\":", e.invocations,
-        ",\"cycles\":", e.cycles, ",\"over_budget\":", e.over_budget,
-        ",\"dropped\":", e.dropped, ",\"failed\":", e.failed,
-        ",\"invalid\":", e.invalid, ",\"bypassed\":", e.bypassed,
-        ",\"state_hex\":\"", Hex(e.state), "\"}");
+  for (const EctxStats& e : snapshot.ectxs) {
+    FillHandlerStats(e, out->add_handlers());
   }
-  out += "]";
-  if (snapshot.diad.enabled) {
-    absl::StrAppend(&out, ",\"diad\":", JsonCounters(snapshot.diad.counters));
+  for (const auto& [name, value] : snapshot.diad.counters) {
+    v1::Counter* counter = out->add_diad();
+    counter->set_name(name);
+    counter->set_value(value);
   }
-  if (snapshot.roce.enabled) {
-    absl::StrAppend(&out, ",\"roce\":", JsonCounters(snapshot.roce.counters));
+  for (const auto& [name, value] : snapshot.roce.counters) {
+    v1::Counter* counter = out->add_roce();
+    counter->set_name(name);
+    counter->set_value(value);
   }
-  out += "}\n";
-  return out;
+}
+
+absl::StatusOr<std::string> FormatStatsJson(const StatsSnapshot& snapshot) {
+  v1::Stats stats;
+  FillStats(snapshot, &stats);
+  absl::StatusOr<std::string> json = ScriptJson(stats);
+  if (json.ok()) *json += "\n";
+  return json;
 }
 
 }  // namespace spinnic

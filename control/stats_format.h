@@ -1,11 +1,14 @@
-// Renders a StatsSnapshot for people (aligned text) and for scripts (JSON;
-// the schema is in docs/counters.md).
+// Renders a StatsSnapshot for people (aligned text) and for scripts (JSON of
+// v1::Stats, the same as the control API's GetStats; docs/counters.md), and
+// the one conversion of a snapshot into v1::Stats.
 #ifndef SPINNIC_CONTROL_STATS_FORMAT_H_
 #define SPINNIC_CONTROL_STATS_FORMAT_H_
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "dataplane/stats.h"
+#include "spinnic/v1/control.pb.h"
 
 namespace spinnic {
 
@@ -14,7 +17,13 @@ namespace spinnic {
 std::string FormatStatsText(const StatsSnapshot& now,
                             const StatsSnapshot* previous, double interval_s);
 
-std::string FormatStatsJson(const StatsSnapshot& snapshot);
+void FillHandlerStats(const EctxStats& e, v1::HandlerStats* out);
+// What GetStats, WatchStats and --stats_json send; `state_hex` is the ECTX
+// state memory when the snapshot copied it.
+void FillStats(const StatsSnapshot& snapshot, v1::Stats* out);
+
+// FillStats as script JSON (control/script_json.h), one line and a newline.
+absl::StatusOr<std::string> FormatStatsJson(const StatsSnapshot& snapshot);
 
 }  // namespace spinnic
 

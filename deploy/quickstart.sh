@@ -195,15 +195,16 @@ try:
 except (OSError, ValueError):
     row("spinnicd final counters", "none written", False)
     sys.exit(0 if ok else 1)
-for e in s.get("ectxs", []):
-    print("  %-34s %d packets, %d bytes" % ("handler %s (%s)" % (e["name"], e["kind"]), e["packets"], e["bytes"]))
-tcp = [e for e in s.get("ectxs", []) if e["name"] == "count-tcp"]
+# v1::Stats as protobuf JSON (docs/counters.md): 64-bit counters are strings.
+for e in s.get("handlers", []):
+    print("  %-34s %d packets, %d bytes" % ("handler %s (%s)" % (e["name"], e["kind"]), int(e["packets"]), int(e["bytes"])))
+tcp = [e for e in s.get("handlers", []) if e["name"] == "count-tcp"]
 if not interrupted:
-    row("count-tcp, installed by spinctl", "%d TCP packets counted" % tcp[0]["packets"] if tcp else "not installed",
-        bool(tcp) and tcp[0]["packets"] > 0)
+    row("count-tcp, installed by spinctl", "%d TCP packets counted" % int(tcp[0]["packets"]) if tcp else "not installed",
+        bool(tcp) and int(tcp[0]["packets"]) > 0)
 for p in s.get("ports", []):
-    drops = sum(p["drops"].values())
-    print("  %-34s rx %d, tx %d packets, %d dropped" % ("port " + p["name"], p["rx_packets"], p["tx_packets"], drops))
+    drops = sum(int(v) for v in p["drops"].values())
+    print("  %-34s rx %d, tx %d packets, %d dropped" % ("port " + p["name"], int(p["rx_packets"]), int(p["tx_packets"]), drops))
 if interrupted:
     print("  (stopped early by Ctrl-C)")
 sys.exit(0 if ok else 1)

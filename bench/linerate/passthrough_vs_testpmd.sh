@@ -37,7 +37,7 @@ CONF
 import json, re, sys
 stats = json.load(open(sys.argv[1]))
 secs = float(re.search(r"final counters after ([0-9.]+) s", open(sys.argv[2]).read()).group(1))
-print("%.3f" % (sum(p["tx_packets"] for p in stats["ports"]) / secs / 1e6))
+print("%.3f" % (sum(int(p["tx_packets"]) for p in stats["ports"]) / secs / 1e6))  # uint64: a JSON string
 PY
 }
 

@@ -6,6 +6,7 @@
 #include "control/config_loader.h"
 #include "control/grpc/service_internal.h"
 #include "control/grpc/spinnic_service.h"
+#include "control/stats_format.h"
 #include "handlers/api/handler.h"
 
 namespace spinnic {

@@ -43,12 +43,6 @@ absl::Duration DiadTimeout(uint32_t timeout_ms);
 uint64_t Percentile(const std::vector<uint64_t>& values, int percent);
 uint64_t ElapsedNs(absl::Time start);
 
-// stats_rpcs.cc
-
-void FillHandlerStats(const EctxStats& e, v1::HandlerStats* out);
-// The one conversion of a snapshot into what GetStats and WatchStats send.
-void FillStats(const StatsSnapshot& snapshot, v1::Stats* out);
-
 // control/diad/diad_rpcs.cc
 
 // GetInfo's diad part; `config` names the ports.

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "control/script_json.h"
 #include "control/spinctl/table.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace spinnic::spinctl {
 
@@ -49,20 +49,13 @@ ControlClient* Env::Client() {
 }
 
 void Env::PrintJson(const google::protobuf::Message& message) const {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  // Scripts should not have to know that a missing counter means zero.
-  options.always_print_primitive_fields = true;
-  std::string json;
-  // protobuf 3.21's own Status type, not absl's.
-  auto status =
-      google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
+  absl::StatusOr<std::string> json = ScriptJson(message);
+  if (!json.ok()) {
     std::fprintf(stderr, "spinctl: cannot print JSON: %s\n",
-                 status.ToString().c_str());
+                 std::string(json.status().message()).c_str());
     return;
   }
-  std::fprintf(stdout, "%s\n", json.c_str());
+  std::fprintf(stdout, "%s\n", json->c_str());
   std::fflush(stdout);
 }
 

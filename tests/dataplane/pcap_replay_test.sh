@@ -62,11 +62,12 @@ stats = json.load(open(sys.argv[3]))
 wire = stats["ports"][0]
 expect = {"runt": 1, "truncated": 1, "handler_drop": 3}
 for reason, n in wire["drops"].items():
+    n = int(n)  # v1::Stats JSON: uint64 counters are strings
     if n != expect.get(reason, 0):
         ok = False
         print(f"FAIL: wire0 drop {reason} = {n}, expected {expect.get(reason, 0)}")
-ectx = {e["name"]: e for e in stats["ectxs"]}
-if ectx["xor9"]["packets"] != 4 or ectx["drop53"]["dropped"] != 3:
+ectx = {e["name"]: e for e in stats["handlers"]}
+if int(ectx["xor9"]["packets"]) != 4 or int(ectx["drop53"]["dropped"]) != 3:
     ok = False
     print("FAIL: handler counters", ectx)
 print("ok: %d frames byte-exact" % len(got) if ok else "")

@@ -92,6 +92,6 @@ check "wire0 and host0 both received and sent (TCP crossed both ways)" \
 check "every packet received was sent on or counted as a drop (rx = tx + drops)" \
   stats "sum(p['rx_packets'] for p in s['ports']) == sum(p['tx_packets'] + sum(p['drops'].values()) for p in s['ports'])"
 check "worker lcore 1 did the work" \
-  stats "len(s['lcores']) == 1 and s['lcores'][0]['lcore'] == 1 and s['lcores'][0]['rx_packets'] > 0"
+  stats "len(s['hpus']) == 1 and s['hpus'][0]['lcore'] == 1 and s['hpus'][0]['rx_packets'] > 0"
 
 it_finish

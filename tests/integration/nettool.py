@@ -267,11 +267,28 @@ def cmd_icmp_out(a):
 
 
 # --- stats --------------------------------------------------------------------
+# Fields of v1::Stats that are text; proto3 JSON writes every uint64 counter
+# as a string too, and stats() reads those back as ints.
+_TEXT_FIELDS = ("name", "kind", "state_hex")
+
+
+def _counters_as_ints(v, key=None):
+    if isinstance(v, dict):
+        return {k: _counters_as_ints(x, k) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_counters_as_ints(x) for x in v]
+    if isinstance(v, str) and key not in _TEXT_FIELDS and v.isdigit():
+        return int(v)
+    return v
+
+
 def cmd_stats(a):
-    """Evaluate EXPR with `s` = the stats JSON, and helpers port(name),
-    ectx(name), drops(name) = that port's drop dict, total_drops(name)."""
+    """Evaluate EXPR with `s` = the stats JSON (v1::Stats, docs/counters.md;
+    counters as ints), and helpers port(name), ectx(name) (= handler(name)),
+    drops(name) = that port's drop dict, total_drops(name), diad(name) and
+    roce(name) = that transport counter, state_u64(name, i)."""
     with open(a.file) as f:
-        s = json.load(f)
+        s = _counters_as_ints(json.load(f))
 
     def port(name):
         for p in s["ports"]:
@@ -280,10 +297,10 @@ def cmd_stats(a):
         raise KeyError("no port %r in stats" % name)
 
     def ectx(name):
-        for e in s["ectxs"]:
+        for e in s["handlers"]:
             if e["name"] == name:
                 return e
-        raise KeyError("no ectx %r in stats" % name)
+        raise KeyError("no handler %r in stats" % name)
 
     def drops(name):
         return port(name)["drops"]
@@ -291,11 +308,18 @@ def cmd_stats(a):
     def total_drops(name):
         return sum(port(name)["drops"].values())
 
+    def counter(transport, name):
+        for c in s[transport]:
+            if c["name"] == name:
+                return c["value"]
+        raise KeyError("no %s counter %r in stats" % (transport, name))
+
     def state_u64(name, i):
         b = bytes.fromhex(ectx(name)["state_hex"])
         return struct.unpack_from("<Q", b, 8 * i)[0]
 
-    env = dict(s=s, port=port, ectx=ectx, drops=drops, total_drops=total_drops,
+    env = dict(s=s, port=port, ectx=ectx, handler=ectx, drops=drops, total_drops=total_drops,
+               diad=lambda n: counter("diad", n), roce=lambda n: counter("roce", n),
                state_u64=state_u64, json=json)
     try:
         v = eval(a.expr, env)
