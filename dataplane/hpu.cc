@@ -37,6 +37,16 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
       // Dataplane::Create never registers more modules than this.
       continue;
     }
+    const std::optional<std::span<const IpAddress>> addresses =
+        transport->Addresses();
+    if (!addresses.has_value() ||
+        transport_address_count_ + addresses->size() > kMaxTransportAddresses) {
+      transports_take_any_ = true;
+    } else {
+      for (const IpAddress& address : *addresses) {
+        transport_addresses_[transport_address_count_++] = address;
+      }
+    }
     transports_[transport_count_++] = std::move(transport);
   }
 }

@@ -28,10 +28,12 @@
 #ifndef SPINNIC_DATAPLANE_TRANSPORT_H_
 #define SPINNIC_DATAPLANE_TRANSPORT_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +64,8 @@ struct StatsSnapshot;
 
 // Most transports one dataplane runs at once (the HPU's array).
 inline constexpr uint32_t kMaxTransports = 4;
+// An IP address as the classifier reports it (ParsedFrame::dst_addr).
+using IpAddress = std::array<uint8_t, 16>;
 
 class TransportEngine {
  public:
@@ -80,6 +84,15 @@ class TransportEngine {
   // Releases every held mbuf and pinned region and fails what is pending.
   // The HPU calls it once, when it stops, before its last TX flush.
   virtual void Shutdown() = 0;
+
+  // The destination addresses (16-byte form: IPv4 mapped as ::ffff:a.b.c.d,
+  // as ParsedFrame has them) it claims IP frames for, so that the HPU can
+  // pass every other IP frame by without asking ForUs. nullopt (the
+  // default): it may claim any frame, and the HPU asks it about each one.
+  // ARP and ICMPv6 frames are always offered (neighbour discovery).
+  virtual std::optional<std::span<const IpAddress>> Addresses() const {
+    return std::nullopt;
+  }
 
   // Handler actions (handlers/api/context.h) a transport may serve: start
   // the put or get now and return true, or return false (not this

@@ -166,6 +166,11 @@ class DiadEngine final : public TransportEngine {
   // Timers, queued sends, ACKs, new submissions, peer table changes. Called
   // once per HPU loop iteration after the receive bursts.
   void Poll(const EctxTable& table) override;
+  // Our node address (ICMPv6 to its solicited-node group is always
+  // offered).
+  std::optional<std::span<const IpAddress>> Addresses() const override {
+    return std::span<const IpAddress>(&config_.node, 1);
+  }
   // Handler actions (handlers/api/context.h): start now or return false.
   bool HandlerPut(const PeerPut& put, uint32_t ectx_id) override;
   bool HandlerGet(const PeerGet& get, uint32_t ectx_id) override;

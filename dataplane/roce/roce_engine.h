@@ -243,6 +243,11 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   // Commands, queued replies (READ responses), coalesced ACKs. Once per
   // HPU loop iteration.
   void Poll(const EctxTable& table) override;
+  // Our IPv4 (mapped) and IPv6 addresses; ARP and ICMPv6 are always
+  // offered.
+  std::optional<std::span<const IpAddress>> Addresses() const override {
+    return std::span<const IpAddress>(config_.addresses);
+  }
   // Releases pinned regions and queued work (shutdown).
   void Shutdown() override;
 
