@@ -371,15 +371,9 @@ absl::StatusOr<HandlerConfig> ConvertHandler(
   h.cycle_budget = handler.cycle_budget();
   h.disable_after_overruns = handler.disable_after_overruns();
   h.priority = handler.priority();
-  if (handler.diad().has_stream_id()) {
-    h.binding = {diad::kBindStream, handler.diad().stream_id()};
-  } else if (handler.diad().has_write_region()) {
-    h.binding = {kBindRegionWrites, handler.diad().write_region()};
-  } else if (handler.roce().has_qpn()) {
-    h.binding = {roce::kBindQp, handler.roce().qpn()};
-  } else if (handler.roce().has_naaice_function()) {
-    h.binding = {roce::kBindNaaiceFunction, handler.roce().naaice_function()};
-  }
+  // A transport's messages instead of frames: each transport's section
+  // converts its own binding.
+  DiadBindingOf(handler, &h.binding) || RoceBindingOf(handler, &h.binding);
 
   const v1::MatchRule& match = handler.match();
   MatchRule& m = h.match;

@@ -96,8 +96,9 @@ std::string FormatStatsText(const StatsSnapshot& now,
                             e.failed, per_call, flags);
     }
   }
-  if (now.diad.enabled) AppendCounters("diad", now.diad.counters, &out);
-  if (now.roce.enabled) AppendCounters("roce", now.roce.counters, &out);
+  for (const TransportStats& t : now.transports) {
+    if (t.enabled) AppendCounters(t.name, t.counters, &out);
+  }
   return out;
 }
 
@@ -160,15 +161,17 @@ void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
   for (const EctxStats& e : snapshot.ectxs) {
     FillHandlerStats(e, out->add_handlers());
   }
-  for (const auto& [name, value] : snapshot.diad.counters) {
-    v1::Counter* counter = out->add_diad();
-    counter->set_name(name);
-    counter->set_value(value);
-  }
-  for (const auto& [name, value] : snapshot.roce.counters) {
-    v1::Counter* counter = out->add_roce();
-    counter->set_name(name);
-    counter->set_value(value);
+  // v1::Stats has a counter list per transport.
+  for (const TransportStats& t : snapshot.transports) {
+    auto* counters = t.name == "diad"   ? out->mutable_diad()
+                     : t.name == "roce" ? out->mutable_roce()
+                                        : nullptr;
+    if (counters == nullptr) continue;
+    for (const auto& [name, value] : t.counters) {
+      v1::Counter* counter = counters->Add();
+      counter->set_name(name);
+      counter->set_value(value);
+    }
   }
 }
 

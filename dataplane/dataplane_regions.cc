@@ -14,7 +14,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/dataplane.h"
-#include "dataplane/diad/stream_ring.h"
 #include "dataplane/rcu_table.h"
 
 namespace spinnic {
@@ -92,14 +91,12 @@ absl::StatusOr<RegionInfo> Dataplane::RegisterRegion(
         "region grants no access; set at least one of local_read, "
         "local_write, remote_read, remote_write");
   }
-  if (config.stream_id != 0 &&
-      config.length <
-          diad::StreamRing::kHeaderBytes + diad::StreamRing::RecordBytes(1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a stream region needs at least ",
-        diad::StreamRing::kHeaderBytes + diad::StreamRing::RecordBytes(1),
-        " bytes (a 64-byte header and one record); size it for the messages "
-        "a reader may fall behind by"));
+  // What a transport needs of the regions it delivers into (a DiAD stream
+  // region holds a ring).
+  for (const TransportModule* module : transport_list_) {
+    if (absl::Status status = module->CheckRegion(config); !status.ok()) {
+      return status;
+    }
   }
   if (config.length > kRegionSpaceEnd - kRegionSpaceStart) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,16 +59,12 @@ struct EctxStats {
   }
 };
 
-// The DiAD transport's counters summed over HPUs, by name (docs/diad.md
-// lists them); drops by reason with the "drop_" prefix.
-struct DiadStats {
-  bool enabled = false;
-  std::vector<std::pair<std::string, uint64_t>> counters;
-};
-
-// The RoCEv2 transport's counters summed over HPUs, by name (docs/roce.md
-// lists them); drops by reason with the "drop_" prefix.
-struct RoceStats {
+// One transport's counters summed over HPUs, by name (docs/diad.md and
+// docs/roce.md list them); drops by reason with the "drop_" prefix. Every
+// registered transport adds its section (TransportModule::Snapshot), with
+// no counters when the config leaves it off.
+struct TransportStats {
+  std::string name;  // TransportModule::name(): "diad", "roce"
   bool enabled = false;
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
@@ -76,8 +73,17 @@ struct StatsSnapshot {
   std::vector<PortStats> ports;
   std::vector<HpuStats> hpus;
   std::vector<EctxStats> ectxs;
-  DiadStats diad;
-  RoceStats roce;
+  std::vector<TransportStats> transports;
+
+  // A copy of the section of transport `name`, or an empty, disabled one.
+  // A copy, so that `Snapshot().transport("roce").counters` stays valid
+  // for a whole range-for.
+  TransportStats transport(std::string_view name) const {
+    for (const TransportStats& t : transports) {
+      if (t.name == name) return t;
+    }
+    return {};
+  }
 };
 
 }  // namespace spinnic

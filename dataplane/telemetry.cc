@@ -126,9 +126,10 @@ int ShowHpu(const char*, const char* params, rte_tel_data* d) {
 
 int ShowDiad(const char*, const char*, rte_tel_data* d) {
   return WithSnapshot([d](const StatsSnapshot& s) {
-    if (!s.diad.enabled) return -EINVAL;
+    const TransportStats& diad = s.transport("diad");
+    if (!diad.enabled) return -EINVAL;
     rte_tel_data_start_dict(d);
-    for (const auto& [name, value] : s.diad.counters) {
+    for (const auto& [name, value] : diad.counters) {
       rte_tel_data_add_dict_u64(d, name.c_str(), value);
     }
     return 0;

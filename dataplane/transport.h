@@ -58,6 +58,7 @@ class RegionTable;
 class SpinEngine;
 struct DataplaneConfig;
 struct HandlerConfig;
+struct RegionConfig;
 struct PeerGet;
 struct PeerPut;
 struct StatsSnapshot;
@@ -164,6 +165,12 @@ class TransportModule {
   virtual std::string DescribeBinding(const MessageBinding& binding) const {
     return absl::StrCat("messages of kind ", binding.kind, " key ",
                         binding.key);
+  }
+
+  // A region about to be registered: OK, or what this transport needs of
+  // it that it lacks (INVALID_ARGUMENT saying what to change).
+  virtual absl::Status CheckRegion(const RegionConfig& /*region*/) const {
+    return absl::OkStatus();
   }
 
   // Adds its counters to a stats snapshot (any thread; engines' counters

@@ -182,6 +182,18 @@ absl::Status CheckDiad(const v1::Config& config, const Reporter& r) {
   return CheckDiadSection(config, r);
 }
 
+bool DiadBindingOf(const v1::HandlerInstall& handler, MessageBinding* out) {
+  if (handler.diad().has_stream_id()) {
+    *out = {diad::kBindStream, handler.diad().stream_id()};
+    return true;
+  }
+  if (handler.diad().has_write_region()) {
+    *out = {kBindRegionWrites, handler.diad().write_region()};
+    return true;
+  }
+  return false;
+}
+
 absl::Status CheckDiadBinding(const v1::Config& config,
                               const v1::HandlerInstall& handler,
                               const FieldPath& p, const Reporter& r) {

@@ -34,6 +34,10 @@ absl::Status CheckDiadBinding(const v1::Config& config,
                               const v1::HandlerInstall& handler,
                               const FieldPath& p, const Reporter& r);
 
+// The handler's `diad` binding as the dataplane takes it (binding.h), or
+// false when it has none. `handler` is validated.
+bool DiadBindingOf(const v1::HandlerInstall& handler, MessageBinding* out);
+
 // Fills out->diad from a validated config when DiAD is on (diad_node set);
 // out->ports must be filled. Fails only when no port can carry DiAD.
 absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out);

@@ -137,6 +137,18 @@ absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
   return CheckRoceSection(config, r);
 }
 
+bool RoceBindingOf(const v1::HandlerInstall& handler, MessageBinding* out) {
+  if (handler.roce().has_qpn()) {
+    *out = {roce::kBindQp, handler.roce().qpn()};
+    return true;
+  }
+  if (handler.roce().has_naaice_function()) {
+    *out = {roce::kBindNaaiceFunction, handler.roce().naaice_function()};
+    return true;
+  }
+  return false;
+}
+
 absl::Status CheckRoceBinding(const v1::Config& config,
                               const v1::HandlerInstall& handler,
                               const FieldPath& p, const Reporter& r) {

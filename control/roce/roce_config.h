@@ -18,6 +18,10 @@ absl::Status CheckRoce(const v1::Config& config, const Reporter& r);
 // The `roce` binding of `handler` (at path `p`, "handlers[i]"): kind
 // naaice_function exactly when bound to a function code, RoCE on, no match
 // rule or DiAD binding, a valid code or data queue pair.
+// The handler's `roce` binding as the dataplane takes it (binding.h), or
+// false when it has none. `handler` is validated.
+bool RoceBindingOf(const v1::HandlerInstall& handler, MessageBinding* out);
+
 absl::Status CheckRoceBinding(const v1::Config& config,
                               const v1::HandlerInstall& handler,
                               const FieldPath& p, const Reporter& r);

@@ -15,6 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "dataplane/dataplane_config.h"
+#include "dataplane/diad/stream_ring.h"
+#include "dataplane/memory_region.h"
 #include "dataplane/port.h"
 #include "dataplane/rcu_table.h"
 #include "dataplane/stats.h"
@@ -189,6 +191,18 @@ std::unique_ptr<TransportEngine> DiadModule::CreateEngine(uint32_t hpu_index,
                                              epoch_seed_);
   engines_.push_back(engine.get());
   return engine;
+}
+
+absl::Status DiadModule::CheckRegion(const RegionConfig& region) const {
+  const uint64_t smallest =
+      StreamRing::kHeaderBytes + StreamRing::RecordBytes(1);
+  if (region.stream_id != 0 && region.length < smallest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a stream region needs at least ", smallest,
+        " bytes (a 64-byte header and one record); size it for the messages "
+        "a reader may fall behind by"));
+  }
+  return absl::OkStatus();
 }
 
 std::span<const BindingKind> DiadModule::BindingKinds() const {
@@ -452,7 +466,8 @@ absl::StatusOr<std::vector<DiadResult>> DiadModule::Execute(
 }
 
 void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
-  DiadStats* stats = &snapshot.diad;
+  TransportStats* stats = &snapshot.transports.emplace_back();
+  stats->name = std::string(name());
   stats->enabled = config_.enabled;
   if (!stats->enabled) return;
   using C = DiadCounters;

@@ -78,6 +78,9 @@ class DiadModule final : public TransportModule {
   absl::Status Open(const TransportEnv& env) override;
   std::unique_ptr<TransportEngine> CreateEngine(uint32_t hpu_index, Hpu& hpu,
                                                 SpinEngine& spin) override;
+  // A stream region (stream_id set) must hold the ring's header and one
+  // record.
+  absl::Status CheckRegion(const RegionConfig& region) const override;
   std::span<const BindingKind> BindingKinds() const override;
   absl::Status CheckBinding(const HandlerConfig& handler) const override;
   std::string DescribeBinding(const MessageBinding& binding) const override;

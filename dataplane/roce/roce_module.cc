@@ -521,7 +521,8 @@ absl::StatusOr<RoceBatchResult> RoceModule::ExecuteMany(
 }
 
 void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
-  RoceStats* stats = &snapshot.roce;
+  TransportStats* stats = &snapshot.transports.emplace_back();
+  stats->name = std::string(name());
   stats->enabled = config_.enabled;
   if (!stats->enabled) return;
   using C = roce::RoceCounters;

@@ -590,7 +590,8 @@ TEST_F(RoceControlTest, QpExecuteErrorsSayWhatToFixAndPostNothing) {
   uint64_t posted = 1;
   for (const auto& [name, value] : server_->dataplane()
                                        .Snapshot(Dataplane::StateCopy::kOmit)
-                                       .roce.counters) {
+                                       .transport("roce")
+                                       .counters) {
     if (name == "ops_posted") posted = value;
   }
   EXPECT_EQ(posted, 0u);

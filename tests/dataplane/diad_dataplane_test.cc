@@ -108,8 +108,10 @@ Bytes Pattern(size_t length, uint32_t seed) {
 }
 
 uint64_t DiadCounter(const Dataplane& dataplane, const std::string& name) {
-  for (const auto& [counter, value] :
-       const_cast<Dataplane&>(dataplane).Snapshot().diad.counters) {
+  for (const auto& [counter, value] : const_cast<Dataplane&>(dataplane)
+                                          .Snapshot()
+                                          .transport("diad")
+                                          .counters) {
     if (counter == name) return value;
   }
   ADD_FAILURE() << "no DiAD counter " << name;

@@ -238,7 +238,10 @@ class RoceDataplaneTest : public ::testing::Test {
 
   uint64_t Counter(const std::string& name) {
     for (const auto& [counter, value] :
-         dataplane().Snapshot(Dataplane::StateCopy::kOmit).roce.counters) {
+         dataplane()
+             .Snapshot(Dataplane::StateCopy::kOmit)
+             .transport("roce")
+             .counters) {
       if (counter == name) return value;
     }
     ADD_FAILURE() << "no RoCE counter " << name;

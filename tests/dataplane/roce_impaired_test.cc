@@ -711,7 +711,10 @@ class RoceImpairedTest : public ::testing::TestWithParam<Impairment> {
 
   uint64_t Counter(const std::string& name) {
     for (const auto& [counter, value] :
-         dataplane().Snapshot(Dataplane::StateCopy::kOmit).roce.counters) {
+         dataplane()
+             .Snapshot(Dataplane::StateCopy::kOmit)
+             .transport("roce")
+             .counters) {
       if (counter == name) return value;
     }
     ADD_FAILURE() << "no RoCE counter " << name;
@@ -782,7 +785,10 @@ class RoceImpairedTest : public ::testing::TestWithParam<Impairment> {
         absl::StrCat(GetParam().name, ": ", client_->Describe(),
                      "; wire: ", link_->Describe(), "; appliance:");
     for (const auto& [counter, value] :
-         dataplane().Snapshot(Dataplane::StateCopy::kOmit).roce.counters) {
+         dataplane()
+             .Snapshot(Dataplane::StateCopy::kOmit)
+             .transport("roce")
+             .counters) {
       if (value != 0) absl::StrAppend(&text, " ", counter, "=", value);
     }
     return text;

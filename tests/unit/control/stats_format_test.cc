@@ -35,8 +35,8 @@ StatsSnapshot Sample() {
   e.packets = 11;
   e.state = {0x01, 0xab};
   s.ectxs.push_back(e);
-  s.diad.enabled = true;
-  s.diad.counters = {{"tx_data", 12}, {"drop_truncated", 0}};
+  s.transports.push_back(
+      {"diad", true, {{"tx_data", 12}, {"drop_truncated", 0}}});
   return s;
 }
 
