@@ -1,8 +1,8 @@
 // The config loader's core: the checks of the sections that are the whole
 // appliance's (workers, addresses, eal_args, runtime), the order of all
 // checks, and the conversion. The other sections have their own files:
-// port_config.cc, handler_config.cc, diad/diad_config.cc,
-// roce/roce_config.cc; parsing is config_parse.cc.
+// port_config.cc, handler_config.cc, and each feature's ConfigSection
+// (config_sections.cc lists them); parsing is config_parse.cc.
 #include "control/config_loader.h"
 
 #include <arpa/inet.h>
@@ -19,20 +19,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "control/config_check.h"
+#include "control/config_section.h"
 #include "control/default_config.h"
-#include "control/diad/diad_config.h"
 #include "control/handler_config.h"
 #include "control/port_config.h"
-#include "control/roce/roce_config.h"
 
 namespace spinnic {
 namespace {
 
-using config_internal::CheckDiad;
 using config_internal::CheckHandlers;
 using config_internal::CheckPortPairs;
 using config_internal::CheckPorts;
-using config_internal::CheckRoce;
 using config_internal::FieldPath;
 using config_internal::ParseMac;
 using config_internal::Quote;
@@ -266,8 +263,14 @@ absl::Status ValidateConfig(const v1::Config& config,
                             const ConfigLocations* locations) {
   const Reporter r(locations);
   for (auto check :
-       {&CheckPorts, &CheckPortPairs, &CheckWorkers, &CheckAddresses,
-        &CheckDiad, &CheckRoce, &CheckHandlers, &CheckEalArgs, &CheckRuntime}) {
+       {&CheckPorts, &CheckPortPairs, &CheckWorkers, &CheckAddresses}) {
+    if (absl::Status s = check(config, r); !s.ok()) return s;
+  }
+  for (const config_internal::ConfigSection* section :
+       config_internal::ConfigSections()) {
+    if (absl::Status s = section->Check(config, r); !s.ok()) return s;
+  }
+  for (auto check : {&CheckHandlers, &CheckEalArgs, &CheckRuntime}) {
     if (absl::Status s = check(config, r); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -301,11 +304,9 @@ absl::StatusOr<DataplaneConfig> ToDataplaneConfig(const v1::Config& config) {
     if (!h.ok()) return h.status();
     out.handlers.push_back(*std::move(h));
   }
-  if (absl::Status s = config_internal::ConvertDiad(config, &out); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = config_internal::ConvertRoce(config, &out); !s.ok()) {
-    return s;
+  for (const config_internal::ConfigSection* section :
+       config_internal::ConfigSections()) {
+    if (absl::Status s = section->Convert(config, &out); !s.ok()) return s;
   }
   out.mbufs = config.runtime().mbufs();
   if (config.runtime().max_regions() != 0) {

@@ -12,9 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "control/diad/diad_config.h"
+#include "control/config_section.h"
 #include "control/port_config.h"
-#include "control/roce/roce_config.h"
 #include "dataplane/ectx.h"
 #include "dataplane/match_rule.h"
 #include "handlers/api/handler.h"
@@ -371,9 +370,11 @@ absl::StatusOr<HandlerConfig> ConvertHandler(
   h.cycle_budget = handler.cycle_budget();
   h.disable_after_overruns = handler.disable_after_overruns();
   h.priority = handler.priority();
-  // A transport's messages instead of frames: each transport's section
-  // converts its own binding.
-  DiadBindingOf(handler, &h.binding) || RoceBindingOf(handler, &h.binding);
+  // A transport's messages instead of frames: the section that owns the
+  // binding converts it.
+  for (const ConfigSection* section : ConfigSections()) {
+    if (section->BindingOf(handler, &h.binding)) break;
+  }
 
   const v1::MatchRule& match = handler.match();
   MatchRule& m = h.match;
@@ -423,16 +424,14 @@ absl::StatusOr<HandlerConfig> ToHandlerConfig(const v1::HandlerInstall& handler,
   using config_internal::FieldPath;
   const config_internal::Reporter r(nullptr);
   const FieldPath p = FieldPath().At("handlers", 0);
-  // In ValidateConfig's order: DiAD, RoCE, then the handler's own fields.
-  if (absl::Status s =
-          config_internal::CheckDiadBinding(running, handler, p, r);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          config_internal::CheckRoceBinding(running, handler, p, r);
-      !s.ok()) {
-    return s;
+  // In ValidateConfig's order: the features' bindings, then the handler's
+  // own fields.
+  for (const config_internal::ConfigSection* section :
+       config_internal::ConfigSections()) {
+    if (absl::Status s = section->CheckBinding(running, handler, p, r);
+        !s.ok()) {
+      return s;
+    }
   }
   if (absl::Status s =
           config_internal::CheckHandler(running, handler, 0, p, r, nullptr);

@@ -168,7 +168,9 @@ diad::PeerConfig ConvertPeer(const v1::DiadPeer& peer) {
   return p;
 }
 
-}  // namespace
+absl::Status CheckDiadBinding(const v1::Config& config,
+                              const v1::HandlerInstall& handler,
+                              const FieldPath& p, const Reporter& r);
 
 absl::Status CheckDiad(const v1::Config& config, const Reporter& r) {
   if (absl::Status s = CheckDiadNode(config, r); !s.ok()) return s;
@@ -265,6 +267,35 @@ absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
     d.peers.push_back(ConvertPeer(peer));
   }
   return absl::OkStatus();
+}
+
+class DiadSection final : public ConfigSection {
+ public:
+  absl::Status Check(const v1::Config& config,
+                     const Reporter& r) const override {
+    return CheckDiad(config, r);
+  }
+  absl::Status CheckBinding(const v1::Config& config,
+                            const v1::HandlerInstall& handler,
+                            const FieldPath& p,
+                            const Reporter& r) const override {
+    return CheckDiadBinding(config, handler, p, r);
+  }
+  bool BindingOf(const v1::HandlerInstall& handler,
+                 MessageBinding* out) const override {
+    return DiadBindingOf(handler, out);
+  }
+  absl::Status Convert(const v1::Config& config,
+                       DataplaneConfig* out) const override {
+    return ConvertDiad(config, out);
+  }
+};
+
+}  // namespace
+
+const ConfigSection& DiadConfigSection() {
+  static const DiadSection section;
+  return section;
 }
 
 }  // namespace config_internal

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "control/config_check.h"
+#include "control/config_section.h"
 #include "dataplane/dataplane_config.h"
 #include "spinnic/v1/config.pb.h"
 
@@ -24,23 +25,11 @@ absl::StatusOr<diad::PeerConfig> ToPeerConfig(const v1::DiadPeer& peer,
 
 namespace config_internal {
 
-// addresses.diad_node, the DiAD bindings of config.handlers and the diad
-// section, in that order.
-absl::Status CheckDiad(const v1::Config& config, const Reporter& r);
-
-// The `diad` binding of `handler` (at path `p`, "handlers[i]"): DiAD must
-// be on, a stream or a region named, no match rule.
-absl::Status CheckDiadBinding(const v1::Config& config,
-                              const v1::HandlerInstall& handler,
-                              const FieldPath& p, const Reporter& r);
-
-// The handler's `diad` binding as the dataplane takes it (binding.h), or
-// false when it has none. `handler` is validated.
-bool DiadBindingOf(const v1::HandlerInstall& handler, MessageBinding* out);
-
-// Fills out->diad from a validated config when DiAD is on (diad_node set);
-// out->ports must be filled. Fails only when no port can carry DiAD.
-absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out);
+// DiAD's part of the config (config_section.h). Check: addresses.diad_node,
+// the DiAD bindings of config.handlers, the diad section, in that order. A
+// `diad` binding needs DiAD on, a stream or a region named, no match rule.
+// Convert fills out->diad when DiAD is on (diad_node set).
+const ConfigSection& DiadConfigSection();
 
 }  // namespace config_internal
 }  // namespace spinnic

@@ -124,7 +124,9 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
   return absl::OkStatus();
 }
 
-}  // namespace
+absl::Status CheckRoceBinding(const v1::Config& config,
+                              const v1::HandlerInstall& handler,
+                              const FieldPath& p, const Reporter& r);
 
 absl::Status CheckRoce(const v1::Config& config, const Reporter& r) {
   for (int i = 0; i < config.handlers_size(); ++i) {
@@ -265,6 +267,35 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
     }
   }
   return absl::OkStatus();
+}
+
+class RoceSection final : public ConfigSection {
+ public:
+  absl::Status Check(const v1::Config& config,
+                     const Reporter& r) const override {
+    return CheckRoce(config, r);
+  }
+  absl::Status CheckBinding(const v1::Config& config,
+                            const v1::HandlerInstall& handler,
+                            const FieldPath& p,
+                            const Reporter& r) const override {
+    return CheckRoceBinding(config, handler, p, r);
+  }
+  bool BindingOf(const v1::HandlerInstall& handler,
+                 MessageBinding* out) const override {
+    return RoceBindingOf(handler, out);
+  }
+  absl::Status Convert(const v1::Config& config,
+                       DataplaneConfig* out) const override {
+    return ConvertRoce(config, out);
+  }
+};
+
+}  // namespace
+
+const ConfigSection& RoceConfigSection() {
+  static const RoceSection section;
+  return section;
 }
 
 }  // namespace spinnic::config_internal

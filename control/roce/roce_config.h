@@ -7,28 +7,18 @@
 
 #include "absl/status/status.h"
 #include "control/config_check.h"
+#include "control/config_section.h"
 #include "dataplane/dataplane_config.h"
 #include "spinnic/v1/config.pb.h"
 
 namespace spinnic::config_internal {
 
-// The RoCE bindings of config.handlers, then the roce section.
-absl::Status CheckRoce(const v1::Config& config, const Reporter& r);
-
-// The `roce` binding of `handler` (at path `p`, "handlers[i]"): kind
+// RoCE's part of the config (config_section.h). Check: the RoCE bindings
+// of config.handlers, then the roce section. A `roce` binding: kind
 // naaice_function exactly when bound to a function code, RoCE on, no match
-// rule or DiAD binding, a valid code or data queue pair.
-// The handler's `roce` binding as the dataplane takes it (binding.h), or
-// false when it has none. `handler` is validated.
-bool RoceBindingOf(const v1::HandlerInstall& handler, MessageBinding* out);
-
-absl::Status CheckRoceBinding(const v1::Config& config,
-                              const v1::HandlerInstall& handler,
-                              const FieldPath& p, const Reporter& r);
-
-// Fills out->roce from a validated config when the roce section is set;
-// out->ports must be filled. Fails only when no port can carry RoCE.
-absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out);
+// rule or DiAD binding, a valid code or data queue pair. Convert fills
+// out->roce when the roce section is set.
+const ConfigSection& RoceConfigSection();
 
 }  // namespace spinnic::config_internal
 
