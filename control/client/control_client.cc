@@ -269,6 +269,8 @@ ControlClient::ControlClient(std::string target,
     : target_(std::move(target)),
       channel_(std::move(channel)),
       stub_(v1::Spinnic::NewStub(channel_)),
+      diad_stub_(v1::DiadService::NewStub(channel_)),
+      roce_stub_(v1::RoceService::NewStub(channel_)),
       timeout_(timeout) {}
 
 std::unique_ptr<grpc::ClientContext> ControlClient::UnaryContext() const {
@@ -402,7 +404,7 @@ absl::StatusOr<uint32_t> ControlClient::AddPeer(const v1::DiadPeer& peer) {
   *request.mutable_peer() = peer;
   v1::AddPeerResponse response;
   grpc::Status status =
-      stub_->AddPeer(UnaryContext().get(), request, &response);
+      diad_stub_->AddPeer(UnaryContext().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response.slot();
 }
@@ -411,13 +413,13 @@ absl::Status ControlClient::RemovePeer(const std::string& name) {
   v1::RemovePeerRequest request;
   request.set_name(name);
   v1::RemovePeerResponse response;
-  return FromGrpc(stub_->RemovePeer(UnaryContext().get(), request, &response));
+  return FromGrpc(diad_stub_->RemovePeer(UnaryContext().get(), request, &response));
 }
 
 absl::StatusOr<v1::ListPeersResponse> ControlClient::ListPeers() {
   v1::ListPeersResponse response;
   grpc::Status status =
-      stub_->ListPeers(UnaryContext().get(), v1::ListPeersRequest(), &response);
+      diad_stub_->ListPeers(UnaryContext().get(), v1::ListPeersRequest(), &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -426,7 +428,7 @@ absl::StatusOr<uint32_t> ControlClient::CreateQp(
     const v1::CreateQpRequest& request) {
   v1::CreateQpResponse response;
   grpc::Status status =
-      stub_->CreateQp(UnaryContext().get(), request, &response);
+      roce_stub_->CreateQp(UnaryContext().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response.qpn();
 }
@@ -435,13 +437,13 @@ absl::Status ControlClient::DestroyQp(uint32_t qpn) {
   v1::DestroyQpRequest request;
   request.set_qpn(qpn);
   v1::DestroyQpResponse response;
-  return FromGrpc(stub_->DestroyQp(UnaryContext().get(), request, &response));
+  return FromGrpc(roce_stub_->DestroyQp(UnaryContext().get(), request, &response));
 }
 
 absl::StatusOr<v1::ListQpsResponse> ControlClient::ListQps() {
   v1::ListQpsResponse response;
   grpc::Status status =
-      stub_->ListQps(UnaryContext().get(), v1::ListQpsRequest(), &response);
+      roce_stub_->ListQps(UnaryContext().get(), v1::ListQpsRequest(), &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -449,7 +451,7 @@ absl::StatusOr<v1::ListQpsResponse> ControlClient::ListQps() {
 absl::StatusOr<v1::QpExecuteResponse> ControlClient::QpExecute(
     const v1::QpExecuteRequest& request) {
   v1::QpExecuteResponse response;
-  grpc::Status status = stub_->QpExecute(
+  grpc::Status status = roce_stub_->QpExecute(
       RemoteContext(request.timeout_ms()).get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
@@ -458,7 +460,7 @@ absl::StatusOr<v1::QpExecuteResponse> ControlClient::QpExecute(
 absl::StatusOr<v1::RemoteWriteResponse> ControlClient::RemoteWrite(
     const v1::RemoteWriteRequest& request) {
   v1::RemoteWriteResponse response;
-  grpc::Status status = stub_->RemoteWrite(
+  grpc::Status status = diad_stub_->RemoteWrite(
       RemoteContext(request.timeout_ms()).get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
@@ -471,7 +473,7 @@ absl::StatusOr<v1::RemoteReadResponse> ControlClient::RemoteRead(
   const uint64_t per_read =
       request.timeout_ms() == 0 ? 10000 : request.timeout_ms();
   const uint64_t reads = std::max<uint32_t>(request.repeat(), 1);
-  grpc::Status status = stub_->RemoteRead(RemoteContext(per_read * reads).get(),
+  grpc::Status status = diad_stub_->RemoteRead(RemoteContext(per_read * reads).get(),
                                           request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
@@ -480,7 +482,7 @@ absl::StatusOr<v1::RemoteReadResponse> ControlClient::RemoteRead(
 absl::StatusOr<v1::StreamSendResponse> ControlClient::StreamSend(
     const v1::StreamSendRequest& request) {
   v1::StreamSendResponse response;
-  grpc::Status status = stub_->StreamSend(
+  grpc::Status status = diad_stub_->StreamSend(
       RemoteContext(request.timeout_ms()).get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;

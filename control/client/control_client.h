@@ -19,6 +19,8 @@
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "spinnic/v1/control.grpc.pb.h"
+#include "spinnic/v1/diad.grpc.pb.h"
+#include "spinnic/v1/roce.grpc.pb.h"
 
 namespace spinnic {
 
@@ -80,7 +82,7 @@ class ControlClient {
 
   absl::StatusOr<v1::Stats> GetStats();
 
-  // DiAD peers. AddPeer returns the peer's slot.
+  // DiAD peers (spinnic.v1.DiadService). AddPeer returns the peer's slot.
   absl::StatusOr<uint32_t> AddPeer(const v1::DiadPeer& peer);
   absl::Status RemovePeer(const std::string& name);
   absl::StatusOr<v1::ListPeersResponse> ListPeers();
@@ -95,7 +97,8 @@ class ControlClient {
   absl::StatusOr<v1::StreamSendResponse> StreamSend(
       const v1::StreamSendRequest& request);
 
-  // RoCE queue pairs created by hand. CreateQp returns the new QPN.
+  // RoCE queue pairs created by hand (spinnic.v1.RoceService). CreateQp
+  // returns the new QPN.
   absl::StatusOr<uint32_t> CreateQp(const v1::CreateQpRequest& request);
   absl::Status DestroyQp(uint32_t qpn);
   absl::StatusOr<v1::ListQpsResponse> ListQps();
@@ -133,6 +136,8 @@ class ControlClient {
   std::string target_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Spinnic::Stub> stub_;
+  std::unique_ptr<v1::DiadService::Stub> diad_stub_;
+  std::unique_ptr<v1::RoceService::Stub> roce_stub_;
   absl::Duration timeout_;
 };
 

@@ -1,9 +1,10 @@
-// The DiAD RPCs of SpinnicService (docs/diad.md): AddPeer, RemovePeer,
-// ListPeers, RemoteWrite, RemoteRead, StreamSend; and DiAD's parts of
-// GetInfo and WatchEvents.
+// spinnic.v1.DiadService (docs/diad.md): AddPeer, RemovePeer, ListPeers,
+// RemoteWrite, RemoteRead, StreamSend; and DiAD's parts of GetInfo and of
+// the event stream (feature_service.h).
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,12 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "control/diad/diad_config.h"
+#include "control/diad/diad_service.h"
+#include "control/grpc/feature_service.h"
 #include "control/grpc/service_internal.h"
-#include "control/grpc/spinnic_service.h"
 #include "dataplane/diad/diad_engine.h"
+#include "dataplane/diad/diad_module.h"
+#include "spinnic/v1/diad.grpc.pb.h"
 
 namespace spinnic {
 namespace {
@@ -24,7 +28,7 @@ constexpr uint32_t kMaxRemoteRead = 1 << 20;
 
 void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {
   out->set_name(info.name);
-  out->set_node(NodeText(info.node));
+  out->set_node(AddressText(info.node));
   out->set_mac(MacText(info.mac));
   out->set_slot(info.slot);
   out->set_up(info.up);
@@ -119,13 +123,51 @@ absl::Status CheckGenerate(uint32_t count, uint32_t size, uint32_t min_size,
   return absl::OkStatus();
 }
 
-}  // namespace
+class DiadRpcs final : public v1::DiadService::Service, public FeatureService {
+ public:
+  DiadRpcs(const v1::Config& config, Dataplane* dataplane)
+      : config_(config), dataplane_(dataplane) {}
+
+  grpc::Service* service() override { return this; }
+  absl::string_view service_name() const override {
+    return v1::DiadService::service_full_name();
+  }
+  void FillInfo(v1::GetInfoResponse* response) const override;
+  void DecodeEvents(absl::Span<const Event> events,
+                    absl::Span<v1::Event> out) const override;
+
+  grpc::Status AddPeer(grpc::ServerContext*, const v1::AddPeerRequest* request,
+                       v1::AddPeerResponse* response) override;
+  grpc::Status RemovePeer(grpc::ServerContext*,
+                          const v1::RemovePeerRequest* request,
+                          v1::RemovePeerResponse* response) override;
+  grpc::Status ListPeers(grpc::ServerContext*,
+                         const v1::ListPeersRequest* request,
+                         v1::ListPeersResponse* response) override;
+  grpc::Status RemoteWrite(grpc::ServerContext*,
+                           const v1::RemoteWriteRequest* request,
+                           v1::RemoteWriteResponse* response) override;
+  grpc::Status RemoteRead(grpc::ServerContext* context,
+                          const v1::RemoteReadRequest* request,
+                          v1::RemoteReadResponse* response) override;
+  grpc::Status StreamSend(grpc::ServerContext*,
+                          const v1::StreamSendRequest* request,
+                          v1::StreamSendResponse* response) override;
+
+ private:
+  diad::DiadModule& module() const {
+    return *dataplane_->transport<diad::DiadModule>();
+  }
+
+  const v1::Config config_;
+  Dataplane* const dataplane_;
+};
 
 void FillDiadInfo(const diad::DiadConfig& d, const v1::Config& config,
                   v1::DiadInfo* diad) {
   diad->set_enabled(d.enabled);
   if (!d.enabled) return;
-  diad->set_node(NodeText(d.node));
+  diad->set_node(AddressText(d.node));
   diad->set_mac(MacText(d.mac));
   diad->set_udp_port(d.udp_port);
   if (d.port < config.ports_size()) {
@@ -143,6 +185,19 @@ void FillDiadInfo(const diad::DiadConfig& d, const v1::Config& config,
   diad->set_rto_max_us(static_cast<uint32_t>(d.channel.rto_max_ns / 1000));
   diad->set_max_retries(d.channel.max_retries);
   diad->set_down_after_us(diad::DownAfterNs(d.channel) / 1000);
+}
+
+// The name of one of Diad's event codes (v1::Event.name).
+const char* DiadEventName(uint32_t code) {
+  switch (code) {
+    case diad::kEventDiadChannelDown:
+      return "diad_channel_down";
+    case diad::kEventDiadPeerReset:
+      return "diad_peer_reset";
+    case diad::kEventDiadOpFailed:
+      return "diad_op_failed";
+  }
+  return "";
 }
 
 bool IsDiadEvent(uint32_t code) {
@@ -171,13 +226,12 @@ void DecodeDiadEvent(const Event& event,
   out->set_status(diad::StatusName(static_cast<diad::Status>(event.data[10])));
 }
 
-grpc::Status SpinnicService::AddPeer(grpc::ServerContext*,
-                                     const v1::AddPeerRequest* request,
-                                     v1::AddPeerResponse* response) {
-  if (!dataplane_->transport<diad::DiadModule>()->config().enabled) {
+grpc::Status DiadRpcs::AddPeer(grpc::ServerContext*,
+                               const v1::AddPeerRequest* request,
+                               v1::AddPeerResponse* response) {
+  if (!module().config().enabled) {
     // The dataplane's own words for it.
-    return ToGrpc(
-        dataplane_->transport<diad::DiadModule>()->AddPeer(diad::PeerConfig()));
+    return ToGrpc(module().AddPeer(diad::PeerConfig()));
   }
   // Checked and converted as a config file's diad.peers entry is.
   absl::StatusOr<diad::PeerConfig> converted =
@@ -192,46 +246,41 @@ grpc::Status SpinnicService::AddPeer(grpc::ServerContext*,
     return grpc::Status(
         static_cast<grpc::StatusCode>(converted.status().code()), message);
   }
-  absl::Status added =
-      dataplane_->transport<diad::DiadModule>()->AddPeer(*converted);
+  absl::Status added = module().AddPeer(*converted);
   if (!added.ok()) return ToGrpc(added);
-  for (const PeerInfo& peer :
-       dataplane_->transport<diad::DiadModule>()->ListPeers()) {
+  for (const PeerInfo& peer : module().ListPeers()) {
     if (peer.name == request->peer().name()) response->set_slot(peer.slot);
   }
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::RemovePeer(grpc::ServerContext*,
-                                        const v1::RemovePeerRequest* request,
-                                        v1::RemovePeerResponse*) {
+grpc::Status DiadRpcs::RemovePeer(grpc::ServerContext*,
+                                  const v1::RemovePeerRequest* request,
+                                  v1::RemovePeerResponse*) {
   if (request->name().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "name: missing; give the peer's name");
   }
-  return ToGrpc(
-      dataplane_->transport<diad::DiadModule>()->RemovePeer(request->name()));
+  return ToGrpc(module().RemovePeer(request->name()));
 }
 
-grpc::Status SpinnicService::ListPeers(grpc::ServerContext*,
-                                       const v1::ListPeersRequest*,
-                                       v1::ListPeersResponse* response) {
-  for (const PeerInfo& peer :
-       dataplane_->transport<diad::DiadModule>()->ListPeers()) {
+grpc::Status DiadRpcs::ListPeers(grpc::ServerContext*,
+                                 const v1::ListPeersRequest*,
+                                 v1::ListPeersResponse* response) {
+  for (const PeerInfo& peer : module().ListPeers()) {
     FillPeerStatus(peer, response->add_peers());
   }
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
-                                         const v1::RemoteWriteRequest* request,
-                                         v1::RemoteWriteResponse* response) {
+grpc::Status DiadRpcs::RemoteWrite(grpc::ServerContext*,
+                                   const v1::RemoteWriteRequest* request,
+                                   v1::RemoteWriteResponse* response) {
   const uint32_t count = request->generate_count();
   const uint32_t size = request->generate_size();
-  if (absl::Status s = CheckGenerate(
-          count, size, 1,
-          dataplane_->transport<diad::DiadModule>()->config().max_message_bytes,
-          "data", request->data().empty());
+  if (absl::Status s =
+          CheckGenerate(count, size, 1, module().config().max_message_bytes,
+                        "data", request->data().empty());
       !s.ok()) {
     return ToGrpc(s);
   }
@@ -268,8 +317,7 @@ grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
   const size_t n = ops.size();
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<DiadResult>> results =
-      dataplane_->transport<diad::DiadModule>()->Execute(
-          std::move(ops), DiadTimeout(request->timeout_ms()));
+      module().Execute(std::move(ops), RemoteTimeout(request->timeout_ms()));
   const uint64_t elapsed = ElapsedNs(start);
   if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
   std::vector<uint64_t> latencies;
@@ -297,9 +345,9 @@ grpc::Status SpinnicService::RemoteWrite(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::RemoteRead(grpc::ServerContext* context,
-                                        const v1::RemoteReadRequest* request,
-                                        v1::RemoteReadResponse* response) {
+grpc::Status DiadRpcs::RemoteRead(grpc::ServerContext* context,
+                                  const v1::RemoteReadRequest* request,
+                                  v1::RemoteReadResponse* response) {
   if (request->length() == 0 || request->length() > kMaxRemoteRead) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
@@ -331,8 +379,7 @@ grpc::Status SpinnicService::RemoteRead(grpc::ServerContext* context,
     ops.push_back(std::move(op));
     const absl::Time start = absl::Now();
     absl::StatusOr<std::vector<DiadResult>> results =
-        dataplane_->transport<diad::DiadModule>()->Execute(
-            std::move(ops), DiadTimeout(request->timeout_ms()));
+        module().Execute(std::move(ops), RemoteTimeout(request->timeout_ms()));
     elapsed += ElapsedNs(start);
     if (!results.ok()) return ToGrpc(results.status());
     DiadResult& result = results->front();
@@ -358,19 +405,18 @@ grpc::Status SpinnicService::RemoteRead(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
-                                        const v1::StreamSendRequest* request,
-                                        v1::StreamSendResponse* response) {
+grpc::Status DiadRpcs::StreamSend(grpc::ServerContext*,
+                                  const v1::StreamSendRequest* request,
+                                  v1::StreamSendResponse* response) {
   if (request->stream_id() == 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "stream_id: missing; streams are numbered from 1");
   }
   const uint32_t count = request->generate_count();
   const uint32_t size = request->generate_size();
-  if (absl::Status s = CheckGenerate(
-          count, size, 8,
-          dataplane_->transport<diad::DiadModule>()->config().max_message_bytes,
-          "messages", request->messages().empty());
+  if (absl::Status s =
+          CheckGenerate(count, size, 8, module().config().max_message_bytes,
+                        "messages", request->messages().empty());
       !s.ok()) {
     return ToGrpc(s);
   }
@@ -399,8 +445,7 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<DiadResult>> results =
-      dataplane_->transport<diad::DiadModule>()->Execute(
-          std::move(ops), DiadTimeout(request->timeout_ms()));
+      module().Execute(std::move(ops), RemoteTimeout(request->timeout_ms()));
   const uint64_t elapsed = ElapsedNs(start);
   if (!results.ok()) return ToGrpc(RenameRequestIndex(results.status()));
   std::vector<uint64_t> latencies;
@@ -432,4 +477,36 @@ grpc::Status SpinnicService::StreamSend(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+void DiadRpcs::FillInfo(v1::GetInfoResponse* response) const {
+  FillDiadInfo(module().config(), config_, response->mutable_diad());
+}
+
+void DiadRpcs::DecodeEvents(absl::Span<const Event> events,
+                            absl::Span<v1::Event> out) const {
+  // DiAD events name their peer by slot; people know names.
+  absl::flat_hash_map<uint32_t, std::string> peers;
+  bool peers_listed = false;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!IsDiadEvent(events[i].code)) continue;
+    if (!peers_listed) {
+      peers_listed = true;
+      for (PeerInfo& peer : module().ListPeers()) {
+        peers[peer.slot] = std::move(peer.name);
+      }
+    }
+    out[i].set_name(DiadEventName(events[i].code));
+    DecodeDiadEvent(events[i], peers, out[i].mutable_diad());
+  }
+}
+
+}  // namespace
+
+namespace diad {
+
+std::unique_ptr<FeatureService> MakeDiadService(const v1::Config& config,
+                                                Dataplane* dataplane) {
+  return std::make_unique<DiadRpcs>(config, dataplane);
+}
+
+}  // namespace diad
 }  // namespace spinnic

@@ -305,6 +305,9 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(
                              &server->tcp_port_);
   }
   builder.RegisterService(server->service_.get());
+  for (const auto& feature : server->service_->features()) {
+    builder.RegisterService(feature->service());
+  }
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
@@ -334,6 +337,9 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(
           server->server_->GetHealthCheckService();
       health != nullptr) {
     health->SetServingStatus(v1::Spinnic::service_full_name(), true);
+    for (const auto& feature : server->service_->features()) {
+      health->SetServingStatus(std::string(feature->service_name()), true);
+    }
   }
   return server;
 }

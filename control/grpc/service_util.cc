@@ -1,4 +1,4 @@
-// Helpers the SpinnicService RPC files share (service_internal.h).
+// Helpers the gRPC services share (service_internal.h).
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -14,7 +14,7 @@ namespace spinnic {
 namespace {
 
 // A remote operation's timeout when the request gives none.
-constexpr absl::Duration kDefaultDiadTimeout = absl::Seconds(10);
+constexpr absl::Duration kDefaultRemoteTimeout = absl::Seconds(10);
 
 }  // namespace
 
@@ -25,18 +25,12 @@ grpc::Status ToGrpc(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-std::string NodeText(const diad::NodeAddress& node) {
-  char text[INET6_ADDRSTRLEN];
-  return inet_ntop(AF_INET6, node.data(), text, sizeof text) ? text : "?";
-}
-
-std::string MacText(const diad::MacAddress& m) {
+std::string MacText(const std::array<uint8_t, 6>& m) {
   return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
                          m[3], m[4], m[5]);
 }
 
-// "192.0.2.12" for an IPv4-mapped address, else IPv6 text.
-std::string GidText(const roce::Gid& ip) {
+std::string AddressText(const std::array<uint8_t, 16>& ip) {
   char text[INET6_ADDRSTRLEN];
   static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0,    0,
                                           0, 0, 0, 0, 0xff, 0xff};
@@ -46,8 +40,9 @@ std::string GidText(const roce::Gid& ip) {
   return inet_ntop(AF_INET6, ip.data(), text, sizeof text) ? text : "?";
 }
 
-absl::Duration DiadTimeout(uint32_t timeout_ms) {
-  return timeout_ms == 0 ? kDefaultDiadTimeout : absl::Milliseconds(timeout_ms);
+absl::Duration RemoteTimeout(uint32_t timeout_ms) {
+  return timeout_ms == 0 ? kDefaultRemoteTimeout
+                         : absl::Milliseconds(timeout_ms);
 }
 
 // Nearest-rank percentile of sorted `values` (not empty).

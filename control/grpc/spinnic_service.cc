@@ -15,8 +15,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/clock.h"
 #include "control/grpc/service_internal.h"
-#include "dataplane/diad/diad_engine.h"
-#include "dataplane/roce/roce_engine.h"
 #include "dataplane/spin_engine.h"
 
 namespace spinnic {
@@ -31,18 +29,6 @@ const char* EngineEventName(uint32_t code) {
       return "handler_invalid";
     case kEventEctxDisabled:
       return "ectx_disabled";
-    case diad::kEventDiadChannelDown:
-      return "diad_channel_down";
-    case diad::kEventDiadPeerReset:
-      return "diad_peer_reset";
-    case diad::kEventDiadOpFailed:
-      return "diad_op_failed";
-    case roce::kEventRoceWriteImm:
-      return "roce_write_imm";
-    case roce::kEventRoceQpError:
-      return "roce_qp_error";
-    case roce::kEventRoceSend:
-      return "roce_send";
   }
   return "";
 }
@@ -51,6 +37,9 @@ const char* EngineEventName(uint32_t code) {
 
 SpinnicService::SpinnicService(const v1::Config& config, Dataplane* dataplane)
     : config_(config), dataplane_(dataplane) {
+  for (FeatureServiceFactory make : FeatureServices()) {
+    features_.push_back(make(config_, dataplane_));
+  }
   absl::MutexLock lock(&mu_);
   for (const v1::HandlerInstall& handler : config.handlers()) {
     installed_[handler.name()] = handler;
@@ -94,10 +83,7 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
   response->set_max_handlers(Ectx::kMaxEctxs);
   response->set_max_state_size(Ectx::kMaxStateSize);
   response->set_max_region_bytes(dataplane_->region_bytes_limit());
-  FillRoceInfo(dataplane_->transport<roce::RoceModule>()->config(), config_,
-               response->mutable_roce());
-  FillDiadInfo(dataplane_->transport<diad::DiadModule>()->config(), config_,
-               response->mutable_diad());
+  for (const auto& feature : features_) feature->FillInfo(response);
   return grpc::Status::OK;
 }
 
@@ -125,31 +111,27 @@ void SpinnicService::PublishEvents(const std::vector<Event>& events) {
   if (events.empty() || events_.subscribers() == 0) return;
   // Events name their ECTX by id; names are what clients know.
   absl::flat_hash_map<uint32_t, std::string> names = dataplane_->EctxNames();
-  // DiAD events name their peer by slot; people know names.
-  absl::flat_hash_map<uint32_t, std::string> peers;
-  if (std::any_of(events.begin(), events.end(),
-                  [](const Event& e) { return IsDiadEvent(e.code); })) {
-    for (PeerInfo& peer :
-         dataplane_->transport<diad::DiadModule>()->ListPeers()) {
-      peers[peer.slot] = std::move(peer.name);
-    }
+  std::vector<v1::Event> out(events.size());
+  const int64_t now_ns = absl::ToUnixNanos(absl::Now());
+  for (size_t i = 0; i < events.size(); ++i) {
+    out[i].set_timestamp_ns(static_cast<uint64_t>(now_ns));
+    out[i].set_code(events[i].code);
+    out[i].set_hpu(events[i].hpu);
+    out[i].set_data(events[i].data, events[i].length);
   }
-  for (const Event& event : events) {
-    v1::Event out;
-    out.set_timestamp_ns(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
-    out.set_code(event.code);
-    out.set_hpu(event.hpu);
-    out.set_data(event.data, event.length);
-    out.set_name(EngineEventName(event.code));
-    if (IsDiadEvent(event.code)) {
-      // Raised by the transport, not by an ECTX.
-      DecodeDiadEvent(event, peers, out.mutable_diad());
-    } else if (IsRoceEvent(event.code)) {
-      DecodeRoceEvent(event, out.mutable_roce());
-    } else if (auto it = names.find(event.ectx_id); it != names.end()) {
-      out.set_handler(it->second);
+  // A transport's events are named by its feature and raised by the
+  // transport, not by an ECTX; the rest are the engine's or a handler's.
+  for (const auto& feature : features_) {
+    feature->DecodeEvents(events, absl::MakeSpan(out));
+  }
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (out[i].name().empty()) {
+      out[i].set_name(EngineEventName(events[i].code));
+      if (auto it = names.find(events[i].ectx_id); it != names.end()) {
+        out[i].set_handler(it->second);
+      }
     }
-    events_.Publish(out);
+    events_.Publish(out[i]);
   }
 }
 

@@ -2,18 +2,22 @@
 // a running Dataplane. Handler calls are validated exactly like the config
 // file's `handlers` entries and answered with canonical status codes; a
 // failed call changes nothing. Runs on gRPC's threads, never on an HPU.
-// Implemented one feature per file: spinnic_service.cc (GetInfo, events),
-// handler_rpcs.cc, region_rpcs.cc, stats_rpcs.cc, control/diad/diad_rpcs.cc,
-// control/roce/roce_rpcs.cc.
+// Implemented one concern per file: spinnic_service.cc (GetInfo, events),
+// handler_rpcs.cc, region_rpcs.cc, stats_rpcs.cc. It makes the features'
+// services (feature_service.h: DiadService, RoceService) and consults them
+// for their parts of GetInfo and of the event stream.
 #ifndef SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
 #define SPINNIC_CONTROL_GRPC_SPINNIC_SERVICE_H_
 
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "control/grpc/event_hub.h"
+#include "control/grpc/feature_service.h"
 #include "dataplane/dataplane.h"
 #include "spinnic/v1/control.grpc.pb.h"
 
@@ -64,33 +68,11 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status WatchEvents(grpc::ServerContext* context,
                            const v1::WatchEventsRequest* request,
                            grpc::ServerWriter<v1::Event>* writer) override;
-  grpc::Status AddPeer(grpc::ServerContext*, const v1::AddPeerRequest* request,
-                       v1::AddPeerResponse* response) override;
-  grpc::Status RemovePeer(grpc::ServerContext*,
-                          const v1::RemovePeerRequest* request,
-                          v1::RemovePeerResponse*) override;
-  grpc::Status ListPeers(grpc::ServerContext*, const v1::ListPeersRequest*,
-                         v1::ListPeersResponse* response) override;
-  grpc::Status RemoteWrite(grpc::ServerContext*,
-                           const v1::RemoteWriteRequest* request,
-                           v1::RemoteWriteResponse* response) override;
-  grpc::Status RemoteRead(grpc::ServerContext*,
-                          const v1::RemoteReadRequest* request,
-                          v1::RemoteReadResponse* response) override;
-  grpc::Status StreamSend(grpc::ServerContext*,
-                          const v1::StreamSendRequest* request,
-                          v1::StreamSendResponse* response) override;
-  grpc::Status CreateQp(grpc::ServerContext*,
-                        const v1::CreateQpRequest* request,
-                        v1::CreateQpResponse* response) override;
-  grpc::Status DestroyQp(grpc::ServerContext*,
-                         const v1::DestroyQpRequest* request,
-                         v1::DestroyQpResponse*) override;
-  grpc::Status ListQps(grpc::ServerContext*, const v1::ListQpsRequest*,
-                       v1::ListQpsResponse* response) override;
-  grpc::Status QpExecute(grpc::ServerContext*,
-                         const v1::QpExecuteRequest* request,
-                         v1::QpExecuteResponse* response) override;
+  // The features' services (feature_services.cc), for the server to
+  // register beside this one.
+  const std::vector<std::unique_ptr<FeatureService>>& features() const {
+    return features_;
+  }
 
   // Hands events drained from the dataplane to the WatchEvents subscribers.
   // Called by the daemon's main loop.
@@ -105,6 +87,7 @@ class SpinnicService final : public v1::Spinnic::Service {
   // What each installed handler was installed with (read back = written).
   std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
   EventHub events_;
+  std::vector<std::unique_ptr<FeatureService>> features_;
 };
 
 }  // namespace spinnic

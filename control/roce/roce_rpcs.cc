@@ -1,10 +1,12 @@
-// The RoCEv2 RPCs of SpinnicService (docs/roce.md): CreateQp, DestroyQp,
-// ListQps, QpExecute; and RoCE's parts of GetInfo and WatchEvents.
+// spinnic.v1.RoceService (docs/roce.md): CreateQp, DestroyQp, ListQps,
+// QpExecute; and RoCE's parts of GetInfo and of the event stream
+// (feature_service.h).
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,10 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "control/grpc/feature_service.h"
 #include "control/grpc/service_internal.h"
-#include "control/grpc/spinnic_service.h"
+#include "control/roce/roce_service.h"
 #include "dataplane/roce/roce_engine.h"
+#include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
+#include "spinnic/v1/roce.grpc.pb.h"
 
 namespace spinnic {
 namespace {
@@ -76,9 +81,9 @@ void FillQpStatus(const QpInfo& info, v1::QpStatus* out) {
   out->set_qpn(info.qpn);
   v1::CreateQpRequest* spec = out->mutable_spec();
   spec->set_remote_qpn(info.spec.remote_qpn);
-  spec->set_remote_ip(GidText(info.spec.remote_ip));
+  spec->set_remote_ip(AddressText(info.spec.remote_ip));
   spec->set_remote_mac(MacText(info.spec.remote_mac));
-  spec->set_local_ip(GidText(info.spec.local_ip));
+  spec->set_local_ip(AddressText(info.spec.local_ip));
   spec->set_path_mtu(info.spec.pmtu);
   spec->set_expected_psn(info.spec.expected_psn);
   spec->set_send_psn(info.spec.send_psn);
@@ -110,13 +115,46 @@ absl::StatusOr<roce::WorkRequest::Kind> RoceKind(absl::string_view name) {
                    "cmp_swap"));
 }
 
-}  // namespace
+class RoceRpcs final : public v1::RoceService::Service, public FeatureService {
+ public:
+  RoceRpcs(const v1::Config& config, Dataplane* dataplane)
+      : config_(config), dataplane_(dataplane) {}
+
+  grpc::Service* service() override { return this; }
+  absl::string_view service_name() const override {
+    return v1::RoceService::service_full_name();
+  }
+  void FillInfo(v1::GetInfoResponse* response) const override;
+  void DecodeEvents(absl::Span<const Event> events,
+                    absl::Span<v1::Event> out) const override;
+
+  grpc::Status CreateQp(grpc::ServerContext*,
+                        const v1::CreateQpRequest* request,
+                        v1::CreateQpResponse* response) override;
+  grpc::Status DestroyQp(grpc::ServerContext*,
+                         const v1::DestroyQpRequest* request,
+                         v1::DestroyQpResponse* response) override;
+  grpc::Status ListQps(grpc::ServerContext*, const v1::ListQpsRequest* request,
+                       v1::ListQpsResponse* response) override;
+  grpc::Status QpExecute(grpc::ServerContext*,
+                         const v1::QpExecuteRequest* request,
+                         v1::QpExecuteResponse* response) override;
+
+ private:
+  roce::RoceModule& module() const {
+    return *dataplane_->transport<roce::RoceModule>();
+  }
+
+  const v1::Config config_;
+  Dataplane* const dataplane_;
+};
 
 void FillRoceInfo(const roce::RoceConfig& r, const v1::Config& config,
                   v1::RoceInfo* roce) {
   roce->set_enabled(r.enabled);
   if (r.enabled) {
-    for (const roce::Gid& ip : r.addresses) roce->add_addresses(GidText(ip));
+    for (const roce::Gid& ip : r.addresses)
+      roce->add_addresses(AddressText(ip));
     roce->set_mac(MacText(r.mac));
     if (r.port < config.ports_size()) {
       roce->set_port(config.ports(r.port).name());
@@ -127,6 +165,19 @@ void FillRoceInfo(const roce::RoceConfig& r, const v1::Config& config,
     roce->set_max_rd_atomic(r.max_rd_atomic);
     roce->set_udp_port(roce::kRoceUdpPort);
   }
+}
+
+// The name of one of Roce's event codes (v1::Event.name).
+const char* RoceEventName(uint32_t code) {
+  switch (code) {
+    case roce::kEventRoceWriteImm:
+      return "roce_write_imm";
+    case roce::kEventRoceQpError:
+      return "roce_qp_error";
+    case roce::kEventRoceSend:
+      return "roce_send";
+  }
+  return "";
 }
 
 bool IsRoceEvent(uint32_t code) {
@@ -158,16 +209,13 @@ void DecodeRoceEvent(const Event& event, v1::RoceEvent* out) {
   }
 }
 
-grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
-                                      const v1::CreateQpRequest* request,
-                                      v1::CreateQpResponse* response) {
-  const roce::RoceConfig& config =
-      dataplane_->transport<roce::RoceModule>()->config();
+grpc::Status RoceRpcs::CreateQp(grpc::ServerContext*,
+                                const v1::CreateQpRequest* request,
+                                v1::CreateQpResponse* response) {
+  const roce::RoceConfig& config = module().config();
   if (!config.enabled) {
     // The dataplane's own words for it.
-    return ToGrpc(dataplane_->transport<roce::RoceModule>()
-                      ->CreateQp(roce::QpSpec())
-                      .status());
+    return ToGrpc(module().CreateQp(roce::QpSpec()).status());
   }
   roce::QpSpec spec;
   spec.remote_qpn = request->remote_qpn();
@@ -200,7 +248,8 @@ grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
     if (std::find(config.addresses.begin(), config.addresses.end(),
                   spec.local_ip) == config.addresses.end()) {
       std::vector<std::string> ours;
-      for (const roce::Gid& ip : config.addresses) ours.push_back(GidText(ip));
+      for (const roce::Gid& ip : config.addresses)
+        ours.push_back(AddressText(ip));
       return grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,
           absl::StrCat("local_ip: ", request->local_ip(),
@@ -223,39 +272,33 @@ grpc::Status SpinnicService::CreateQp(grpc::ServerContext*,
   spec.max_rd_atomic = request->max_rd_atomic() != 0
                            ? static_cast<uint8_t>(request->max_rd_atomic())
                            : config.max_rd_atomic;
-  absl::StatusOr<uint32_t> qpn =
-      dataplane_->transport<roce::RoceModule>()->CreateQp(spec);
+  absl::StatusOr<uint32_t> qpn = module().CreateQp(spec);
   if (!qpn.ok()) return ToGrpc(qpn.status());
   response->set_qpn(*qpn);
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::DestroyQp(grpc::ServerContext*,
-                                       const v1::DestroyQpRequest* request,
-                                       v1::DestroyQpResponse*) {
-  if (!dataplane_->transport<roce::RoceModule>()->config().enabled) {
-    return ToGrpc(dataplane_->transport<roce::RoceModule>()
-                      ->CreateQp(roce::QpSpec())
-                      .status());
+grpc::Status RoceRpcs::DestroyQp(grpc::ServerContext*,
+                                 const v1::DestroyQpRequest* request,
+                                 v1::DestroyQpResponse*) {
+  if (!module().config().enabled) {
+    return ToGrpc(module().CreateQp(roce::QpSpec()).status());
   }
-  return ToGrpc(
-      dataplane_->transport<roce::RoceModule>()->DestroyQp(request->qpn()));
+  return ToGrpc(module().DestroyQp(request->qpn()));
 }
 
-grpc::Status SpinnicService::ListQps(grpc::ServerContext*,
-                                     const v1::ListQpsRequest*,
-                                     v1::ListQpsResponse* response) {
+grpc::Status RoceRpcs::ListQps(grpc::ServerContext*, const v1::ListQpsRequest*,
+                               v1::ListQpsResponse* response) {
   // Like ListPeers without DiAD: nothing to list is not an error.
-  for (const QpInfo& qp :
-       dataplane_->transport<roce::RoceModule>()->ListQps()) {
+  for (const QpInfo& qp : module().ListQps()) {
     FillQpStatus(qp, response->add_qps());
   }
   return grpc::Status::OK;
 }
 
-grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
-                                       const v1::QpExecuteRequest* request,
-                                       v1::QpExecuteResponse* response) {
+grpc::Status RoceRpcs::QpExecute(grpc::ServerContext*,
+                                 const v1::QpExecuteRequest* request,
+                                 v1::QpExecuteResponse* response) {
   using Kind = roce::WorkRequest::Kind;
   absl::StatusOr<Kind> kind = RoceKind(request->kind());
   if (!kind.ok()) return ToGrpc(kind.status());
@@ -328,16 +371,15 @@ grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
       ops.push_back(op);
     }
   }
-  const absl::Duration timeout = DiadTimeout(request->timeout_ms());
+  const absl::Duration timeout = RemoteTimeout(request->timeout_ms());
   std::vector<absl::StatusOr<RoceOpResult>> results;
   uint64_t elapsed = 0;
   if (request->one_at_a_time() && ops.size() > 1) {
     const absl::Time start = absl::Now();
     const absl::Time deadline = start + timeout;
     for (const RoceOp& op : ops) {
-      absl::StatusOr<RoceBatchResult> one =
-          dataplane_->transport<roce::RoceModule>()->ExecuteMany(
-              {op}, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+      absl::StatusOr<RoceBatchResult> one = module().ExecuteMany(
+          {op}, std::max(deadline - absl::Now(), absl::ZeroDuration()));
       if (!one.ok()) return ToGrpc(one.status());
       results.push_back(std::move(one->results.front()));
       if (!results.back().ok()) break;
@@ -345,8 +387,7 @@ grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
     elapsed = ElapsedNs(start);
   } else {
     absl::StatusOr<RoceBatchResult> batch =
-        dataplane_->transport<roce::RoceModule>()->ExecuteMany(std::move(ops),
-                                                               timeout);
+        module().ExecuteMany(std::move(ops), timeout);
     if (!batch.ok()) return ToGrpc(batch.status());
     results = std::move(batch->results);
     elapsed = static_cast<uint64_t>(absl::ToInt64Nanoseconds(batch->elapsed));
@@ -375,4 +416,27 @@ grpc::Status SpinnicService::QpExecute(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+void RoceRpcs::FillInfo(v1::GetInfoResponse* response) const {
+  FillRoceInfo(module().config(), config_, response->mutable_roce());
+}
+
+void RoceRpcs::DecodeEvents(absl::Span<const Event> events,
+                            absl::Span<v1::Event> out) const {
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!IsRoceEvent(events[i].code)) continue;
+    out[i].set_name(RoceEventName(events[i].code));
+    DecodeRoceEvent(events[i], out[i].mutable_roce());
+  }
+}
+
+}  // namespace
+
+namespace roce {
+
+std::unique_ptr<FeatureService> MakeRoceService(const v1::Config& config,
+                                                Dataplane* dataplane) {
+  return std::make_unique<RoceRpcs>(config, dataplane);
+}
+
+}  // namespace roce
 }  // namespace spinnic

@@ -503,9 +503,14 @@ TEST_F(ControlTlsTest, HealthAnswersServingOnUnixAndTcp) {
     grpc::Status status = HealthCheck(channel, "", &serving);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(serving, kServing);
-    status = HealthCheck(channel, "spinnic.v1.Spinnic", &serving);
-    ASSERT_TRUE(status.ok()) << status.error_message();
-    EXPECT_EQ(serving, kServing);
+    // The API and each feature's service, by name.
+    for (const char* service : {"spinnic.v1.Spinnic", "spinnic.v1.DiadService",
+                                "spinnic.v1.RoceService"}) {
+      serving = 0;
+      status = HealthCheck(channel, service, &serving);
+      ASSERT_TRUE(status.ok()) << service << ": " << status.error_message();
+      EXPECT_EQ(serving, kServing) << service;
+    }
     EXPECT_EQ(HealthCheck(channel, "no.such.Service", &serving).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
@@ -519,7 +524,8 @@ TEST_F(ControlTlsTest, ReflectionListsTheServices) {
     grpc::Status status = ListServices(channel, &names);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_THAT(names, ::testing::IsSupersetOf(
-                           {"spinnic.v1.Spinnic", "grpc.health.v1.Health",
+                           {"spinnic.v1.Spinnic", "spinnic.v1.DiadService",
+                            "spinnic.v1.RoceService", "grpc.health.v1.Health",
                             "grpc.reflection.v1alpha.ServerReflection"}));
   }
 }

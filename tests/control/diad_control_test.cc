@@ -21,6 +21,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "spinnic/v1/control.grpc.pb.h"
+#include "spinnic/v1/diad.grpc.pb.h"
 #include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
@@ -72,9 +73,11 @@ class Server {
     EXPECT_TRUE(control.ok()) << control.status();
     if (!control.ok()) return nullptr;
     server->control_ = *std::move(control);
-    server->stub_ = v1::Spinnic::NewStub(
+    std::shared_ptr<grpc::Channel> channel =
         grpc::CreateChannel(absl::StrCat("unix:", server->dir_, "/s.sock"),
-                            grpc::InsecureChannelCredentials()));
+                            grpc::InsecureChannelCredentials());
+    server->stub_ = v1::Spinnic::NewStub(channel);
+    server->diad_stub_ = v1::DiadService::NewStub(channel);
     return server;
   }
 
@@ -85,6 +88,7 @@ class Server {
   }
 
   v1::Spinnic::Stub& stub() { return *stub_; }
+  v1::DiadService::Stub& diad() { return *diad_stub_; }
   Dataplane& dataplane() { return rings_->dataplane(); }
   SpinnicService& service() { return control_->service(); }
 
@@ -94,6 +98,7 @@ class Server {
   std::string dir_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<v1::Spinnic::Stub> stub_;
+  std::unique_ptr<v1::DiadService::Stub> diad_stub_;
 };
 
 // The EAL, once per process: lcore 1 runs the HPU.
@@ -118,6 +123,7 @@ class DiadControlTest : public ::testing::Test {
   void TearDown() override { server_.reset(); }
 
   v1::Spinnic::Stub& stub() { return server_->stub(); }
+  v1::DiadService::Stub& diad() { return server_->diad(); }
 
   grpc::Status AddPeer(const std::string& name, const std::string& node,
                        const std::string& mac) {
@@ -127,7 +133,7 @@ class DiadControlTest : public ::testing::Test {
     request.mutable_peer()->set_mac(mac);
     v1::AddPeerResponse response;
     grpc::ClientContext context;
-    return stub().AddPeer(&context, request, &response);
+    return diad().AddPeer(&context, request, &response);
   }
 
   grpc::Status RemovePeer(const std::string& name) {
@@ -135,13 +141,13 @@ class DiadControlTest : public ::testing::Test {
     request.set_name(name);
     v1::RemovePeerResponse response;
     grpc::ClientContext context;
-    return stub().RemovePeer(&context, request, &response);
+    return diad().RemovePeer(&context, request, &response);
   }
 
   v1::ListPeersResponse ListPeers() {
     v1::ListPeersResponse response;
     grpc::ClientContext context;
-    EXPECT_TRUE(stub().ListPeers(&context, {}, &response).ok());
+    EXPECT_TRUE(diad().ListPeers(&context, {}, &response).ok());
     return response;
   }
 
@@ -156,7 +162,7 @@ class DiadControlTest : public ::testing::Test {
     request.set_timeout_ms(5000);
     v1::RemoteWriteResponse response;
     grpc::ClientContext context;
-    return stub().RemoteWrite(&context, request, &response);
+    return diad().RemoteWrite(&context, request, &response);
   }
 
   grpc::Status Read(const std::string& peer, uint32_t channel,
@@ -170,7 +176,7 @@ class DiadControlTest : public ::testing::Test {
     request.set_timeout_ms(5000);
     v1::RemoteReadResponse response;
     grpc::ClientContext context;
-    return stub().RemoteRead(&context, request, &response);
+    return diad().RemoteRead(&context, request, &response);
   }
 
   grpc::Status Send(const std::string& peer, uint32_t stream_id,
@@ -184,7 +190,7 @@ class DiadControlTest : public ::testing::Test {
     request.set_timeout_ms(5000);
     v1::StreamSendResponse response;
     grpc::ClientContext context;
-    return stub().StreamSend(&context, request, &response);
+    return diad().StreamSend(&context, request, &response);
   }
 
   std::unique_ptr<Server> server_;
@@ -199,7 +205,7 @@ TEST_F(DiadControlTest, AddListRemovePeer) {
   v1::AddPeerResponse response;
   {
     grpc::ClientContext context;
-    grpc::Status status = stub().AddPeer(&context, request, &response);
+    grpc::Status status = diad().AddPeer(&context, request, &response);
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
   v1::ListPeersResponse peers = ListPeers();
@@ -320,7 +326,7 @@ TEST_F(DiadControlTest, GenerateAndRepeatErrorsNameTheField) {
     request.set_timeout_ms(5000);
     v1::StreamSendResponse response;
     grpc::ClientContext context;
-    return stub().StreamSend(&context, request, &response);
+    return diad().StreamSend(&context, request, &response);
   };
   auto gen_write = [&](uint32_t count, uint32_t size, const std::string& data,
                        uint64_t region = 0) {
@@ -335,7 +341,7 @@ TEST_F(DiadControlTest, GenerateAndRepeatErrorsNameTheField) {
     request.set_timeout_ms(5000);
     v1::RemoteWriteResponse response;
     grpc::ClientContext context;
-    return stub().RemoteWrite(&context, request, &response);
+    return diad().RemoteWrite(&context, request, &response);
   };
   auto read = [&](uint32_t repeat) {
     v1::RemoteReadRequest request;
@@ -347,7 +353,7 @@ TEST_F(DiadControlTest, GenerateAndRepeatErrorsNameTheField) {
     request.set_timeout_ms(5000);
     v1::RemoteReadResponse response;
     grpc::ClientContext context;
-    return stub().RemoteRead(&context, request, &response);
+    return diad().RemoteRead(&context, request, &response);
   };
   // A size without a count, a count without a (valid) size.
   expect(gen_send(0, 64, {}), "generate_size");
@@ -522,7 +528,7 @@ TEST(DiadControlOffTest, DiadOffIsFailedPrecondition) {
   v1::AddPeerResponse response;
   {
     grpc::ClientContext context;
-    grpc::Status status = server->stub().AddPeer(&context, request, &response);
+    grpc::Status status = server->diad().AddPeer(&context, request, &response);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_THAT(status.error_message(), HasSubstr("diad_node"));
   }
@@ -533,7 +539,7 @@ TEST(DiadControlOffTest, DiadOffIsFailedPrecondition) {
     v1::RemoteWriteResponse ignored;
     grpc::ClientContext context;
     EXPECT_EQ(
-        server->stub().RemoteWrite(&context, write, &ignored).error_code(),
+        server->diad().RemoteWrite(&context, write, &ignored).error_code(),
         grpc::StatusCode::FAILED_PRECONDITION);
   }
   v1::GetInfoResponse info;
@@ -542,7 +548,7 @@ TEST(DiadControlOffTest, DiadOffIsFailedPrecondition) {
   EXPECT_FALSE(info.diad().enabled());
   v1::ListPeersResponse peers;
   grpc::ClientContext list;
-  ASSERT_TRUE(server->stub().ListPeers(&list, {}, &peers).ok());
+  ASSERT_TRUE(server->diad().ListPeers(&list, {}, &peers).ok());
   EXPECT_TRUE(peers.peers().empty());
 }
 

@@ -27,6 +27,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "spinnic/v1/control.grpc.pb.h"
+#include "spinnic/v1/roce.grpc.pb.h"
 #include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
@@ -83,9 +84,11 @@ class Server {
     EXPECT_TRUE(control.ok()) << control.status();
     if (!control.ok()) return nullptr;
     server->control_ = *std::move(control);
-    server->stub_ = v1::Spinnic::NewStub(
+    std::shared_ptr<grpc::Channel> channel =
         grpc::CreateChannel(absl::StrCat("unix:", server->dir_, "/s.sock"),
-                            grpc::InsecureChannelCredentials()));
+                            grpc::InsecureChannelCredentials());
+    server->stub_ = v1::Spinnic::NewStub(channel);
+    server->roce_stub_ = v1::RoceService::NewStub(channel);
     return server;
   }
 
@@ -96,6 +99,7 @@ class Server {
   }
 
   v1::Spinnic::Stub& stub() { return *stub_; }
+  v1::RoceService::Stub& roce() { return *roce_stub_; }
   Dataplane& dataplane() { return rings_->dataplane(); }
   SpinnicService& service() { return control_->service(); }
   testing_rings::RingDataplane& rings() { return *rings_; }
@@ -106,6 +110,7 @@ class Server {
   std::string dir_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<v1::Spinnic::Stub> stub_;
+  std::unique_ptr<v1::RoceService::Stub> roce_stub_;
 };
 
 // The EAL, once per process: lcore 1 runs the HPU.
@@ -141,12 +146,13 @@ class RoceControlTest : public ::testing::Test {
   void TearDown() override { server_.reset(); }
 
   v1::Spinnic::Stub& stub() { return server_->stub(); }
+  v1::RoceService::Stub& roce() { return server_->roce(); }
 
   grpc::Status CreateQp(const v1::CreateQpRequest& request,
                         uint32_t* qpn = nullptr) {
     v1::CreateQpResponse response;
     grpc::ClientContext context;
-    grpc::Status status = stub().CreateQp(&context, request, &response);
+    grpc::Status status = roce().CreateQp(&context, request, &response);
     if (qpn != nullptr) *qpn = response.qpn();
     return status;
   }
@@ -156,13 +162,13 @@ class RoceControlTest : public ::testing::Test {
     request.set_qpn(qpn);
     v1::DestroyQpResponse response;
     grpc::ClientContext context;
-    return stub().DestroyQp(&context, request, &response);
+    return roce().DestroyQp(&context, request, &response);
   }
 
   v1::ListQpsResponse ListQps() {
     v1::ListQpsResponse response;
     grpc::ClientContext context;
-    EXPECT_TRUE(stub().ListQps(&context, {}, &response).ok());
+    EXPECT_TRUE(roce().ListQps(&context, {}, &response).ok());
     return response;
   }
 
@@ -472,7 +478,7 @@ TEST(RoceControlOffTest, RoceOffIsFailedPrecondition) {
     v1::CreateQpResponse response;
     grpc::ClientContext context;
     grpc::Status status =
-        server->stub().CreateQp(&context, ClientQp(), &response);
+        server->roce().CreateQp(&context, ClientQp(), &response);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_THAT(status.error_message(),
                 HasSubstr("RoCE is off: add a roce { } section"));
@@ -483,14 +489,14 @@ TEST(RoceControlOffTest, RoceOffIsFailedPrecondition) {
     v1::DestroyQpResponse response;
     grpc::ClientContext context;
     grpc::Status status =
-        server->stub().DestroyQp(&context, request, &response);
+        server->roce().DestroyQp(&context, request, &response);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_THAT(status.error_message(), HasSubstr("RoCE is off"));
   }
   v1::ListQpsResponse qps;
   {
     grpc::ClientContext context;
-    ASSERT_TRUE(server->stub().ListQps(&context, {}, &qps).ok());
+    ASSERT_TRUE(server->roce().ListQps(&context, {}, &qps).ok());
   }
   EXPECT_TRUE(qps.qps().empty());
   v1::GetInfoResponse info;
@@ -583,7 +589,7 @@ TEST_F(RoceControlTest, QpExecuteErrorsSayWhatToFixAndPostNothing) {
     c.change(request);
     v1::QpExecuteResponse response;
     grpc::ClientContext context;
-    grpc::Status status = stub().QpExecute(&context, request, &response);
+    grpc::Status status = roce().QpExecute(&context, request, &response);
     EXPECT_EQ(status.error_code(), c.code) << c.what;
     EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.what;
   }
@@ -626,7 +632,7 @@ TEST_F(RoceControlTest, QpExecuteFetchAddCompletesWithThePeersAnswer) {
   grpc::Status status;
   std::thread caller([&] {
     grpc::ClientContext context;
-    status = stub().QpExecute(&context, request, &response);
+    status = roce().QpExecute(&context, request, &response);
   });
 
   rte_mbuf* sent = nullptr;
@@ -705,7 +711,7 @@ TEST(RoceControlOffTest, QpExecuteIsFailedPrecondition) {
   request.set_length(8);
   v1::QpExecuteResponse response;
   grpc::ClientContext context;
-  grpc::Status status = server->stub().QpExecute(&context, request, &response);
+  grpc::Status status = server->roce().QpExecute(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(status.error_message(), HasSubstr("RoCE is off"));
 }
