@@ -10,6 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "control/script_json.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/reflection.h"
 
 namespace spinnic {
 namespace {
@@ -161,12 +163,24 @@ void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
   for (const EctxStats& e : snapshot.ectxs) {
     FillHandlerStats(e, out->add_handlers());
   }
-  // v1::Stats has a counter list per transport.
+  // A transport's counters go to the v1::Stats list named after it (`diad`,
+  // `roce`: what scripts read), else to the generic `transports` list, so a
+  // new transport's counters need no code here.
+  const google::protobuf::Descriptor* descriptor = v1::Stats::descriptor();
   for (const TransportStats& t : snapshot.transports) {
-    auto* counters = t.name == "diad"   ? out->mutable_diad()
-                     : t.name == "roce" ? out->mutable_roce()
-                                        : nullptr;
-    if (counters == nullptr) continue;
+    const google::protobuf::FieldDescriptor* field =
+        descriptor->FindFieldByName(t.name);
+    google::protobuf::RepeatedPtrField<v1::Counter>* counters = nullptr;
+    if (field != nullptr && field->is_repeated() &&
+        field->message_type() == v1::Counter::descriptor()) {
+      counters =
+          v1::Stats::GetReflection()->MutableRepeatedPtrField<v1::Counter>(
+              out, field);
+    } else {
+      v1::TransportCounters* own = out->add_transports();
+      own->set_name(t.name);
+      counters = own->mutable_counters();
+    }
     for (const auto& [name, value] : t.counters) {
       v1::Counter* counter = counters->Add();
       counter->set_name(name);

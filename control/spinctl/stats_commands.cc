@@ -105,25 +105,22 @@ void PrintStats(const v1::Stats& stats, const v1::Stats* previous) {
   std::printf("hpus:\n");
   hpus.Print(stdout, "  ");
 
-  if (!stats.diad().empty()) {
-    std::printf("diad:\n");
-    KeyValues diad;
-    for (const v1::Counter& c : stats.diad()) {
-      // Like the ports' DROPS: only drops that happened (all in --json).
+  // Each transport's counters under its name; like the ports' DROPS, only
+  // drops that happened (all in --json).
+  auto print_transport = [](const std::string& name, const auto& counters) {
+    if (counters.empty()) return;
+    std::printf("%s:\n", name.c_str());
+    KeyValues values;
+    for (const v1::Counter& c : counters) {
       if (c.value() == 0 && absl::StartsWith(c.name(), "drop_")) continue;
-      diad.Add(c.name(), absl::StrCat(c.value()));
+      values.Add(c.name(), absl::StrCat(c.value()));
     }
-    diad.Print(stdout, "  ");
-  }
-
-  if (!stats.roce().empty()) {
-    std::printf("roce:\n");
-    KeyValues roce;
-    for (const v1::Counter& c : stats.roce()) {
-      if (c.value() == 0 && absl::StartsWith(c.name(), "drop_")) continue;
-      roce.Add(c.name(), absl::StrCat(c.value()));
-    }
-    roce.Print(stdout, "  ");
+    values.Print(stdout, "  ");
+  };
+  print_transport("diad", stats.diad());
+  print_transport("roce", stats.roce());
+  for (const v1::TransportCounters& t : stats.transports()) {
+    print_transport(t.name(), t.counters());
   }
 
   if (stats.handlers().empty()) return;

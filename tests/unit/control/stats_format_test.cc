@@ -85,5 +85,24 @@ TEST(StatsFormatTest, TextNamesPortsAndHandlers) {
   EXPECT_NE(text.find("drop runt"), std::string::npos) << text;
 }
 
+// A transport with a list of its own in v1::Stats fills that list; any other
+// transport's counters appear under its name in `transports`, none dropped.
+TEST(StatsFormatTest, EveryTransportsCountersReachTheMessage) {
+  StatsSnapshot snapshot = Sample();
+  snapshot.transports.push_back({"toy", true, {{"frames", 3}, {"bytes", 0}}});
+  v1::Stats stats;
+  FillStats(snapshot, &stats);
+  ASSERT_EQ(stats.diad_size(), 2);
+  EXPECT_EQ(stats.diad(0).name(), "tx_data");
+  EXPECT_EQ(stats.diad(0).value(), 12u);
+  EXPECT_EQ(stats.roce_size(), 0);
+  ASSERT_EQ(stats.transports_size(), 1);
+  EXPECT_EQ(stats.transports(0).name(), "toy");
+  ASSERT_EQ(stats.transports(0).counters_size(), 2);
+  EXPECT_EQ(stats.transports(0).counters(0).name(), "frames");
+  EXPECT_EQ(stats.transports(0).counters(0).value(), 3u);
+  EXPECT_EQ(stats.transports(0).counters(1).name(), "bytes");
+}
+
 }  // namespace
 }  // namespace spinnic
