@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/diad/diad_module.h"
@@ -124,16 +125,39 @@ int ShowHpu(const char*, const char* params, rte_tel_data* d) {
   });
 }
 
-int ShowDiad(const char*, const char*, rte_tel_data* d) {
+int ListTransports(const char*, const char*, rte_tel_data* d) {
   return WithSnapshot([d](const StatsSnapshot& s) {
-    const TransportStats& diad = s.transport("diad");
-    if (!diad.enabled) return -EINVAL;
-    rte_tel_data_start_dict(d);
-    for (const auto& [name, value] : diad.counters) {
-      rte_tel_data_add_dict_u64(d, name.c_str(), value);
+    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+    for (const TransportStats& t : s.transports) {
+      if (t.enabled) rte_tel_data_add_array_string(d, t.name.c_str());
     }
     return 0;
   });
+}
+
+// One transport's counters by name, -EINVAL when it is unknown or off.
+int TransportCounters(absl::string_view name, rte_tel_data* d) {
+  return WithSnapshot([d, name](const StatsSnapshot& s) {
+    for (const TransportStats& t : s.transports) {
+      if (t.name != name || !t.enabled) continue;
+      rte_tel_data_start_dict(d);
+      for (const auto& [counter, value] : t.counters) {
+        rte_tel_data_add_dict_u64(d, counter.c_str(), value);
+      }
+      return 0;
+    }
+    return -EINVAL;
+  });
+}
+
+int ShowTransport(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr) return -EINVAL;
+  return TransportCounters(params, d);
+}
+
+// The name scripts used before /spinnic/transport existed.
+int ShowDiad(const char*, const char*, rte_tel_data* d) {
+  return TransportCounters("diad", d);
 }
 
 int ListPeers(const char*, const char*, rte_tel_data* d) {
@@ -186,8 +210,14 @@ void RegisterOnce() {
                                "Number of HPU worker lcores.");
     rte_telemetry_register_cmd("/spinnic/hpu", ShowHpu,
                                "Counters of one HPU. Parameter: its index");
+    rte_telemetry_register_cmd("/spinnic/transports", ListTransports,
+                               "Names of the transports that are on.");
+    rte_telemetry_register_cmd("/spinnic/transport", ShowTransport,
+                               "Counters of one transport. Parameter: its "
+                               "name (diad, roce)");
     rte_telemetry_register_cmd("/spinnic/diad", ShowDiad,
-                               "DiAD transport counters (when DiAD is on).");
+                               "DiAD transport counters (when DiAD is on); "
+                               "the same as /spinnic/transport,diad.");
     rte_telemetry_register_cmd("/spinnic/peers", ListPeers,
                                "Names of the DiAD peers.");
     rte_telemetry_register_cmd("/spinnic/peer", ShowPeer,

@@ -378,6 +378,27 @@ sc stats --json
 check "stats --json: RoCE counters" py 'any(c["name"] == "write_immediates" for c in d["roce"]) and any(c["name"] == "drop_bad_icrc" for c in d["roce"]) and d["diad"] == []'
 sc stats
 check "stats: a roce section" eval 'rc_is 0 && out_has "^roce:$" && out_has "^  rx_packets: "'
+# DPDK telemetry: every transport by name, generic counters (docs/counters.md).
+"$PY" - "$FILE_PREFIX" >"$TMP/cmd.out" 2>"$TMP/cmd.err" <<'EOF2'
+import glob, json, os, socket, sys
+paths = glob.glob(f"/var/run/dpdk/{sys.argv[1]}/dpdk_telemetry.v2") + glob.glob(
+    os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "dpdk",
+                 sys.argv[1], "dpdk_telemetry.v2"))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(paths[0])
+s.recv(4096)  # the greeting
+out = {}
+for cmd in ("/spinnic/transports", "/spinnic/transport,roce",
+            "/spinnic/transport,nope"):
+    s.send(cmd.encode())
+    # The reply is keyed by the command without its parameter.
+    out[cmd] = json.loads(s.recv(65536).decode())[cmd.split(",")[0]]
+print(json.dumps(out))
+EOF2
+RC=$?
+check "telemetry: /spinnic/transports lists roce, /spinnic/transport,roce its counters, an unknown name null" py \
+  'd["/spinnic/transports"] == ["roce"] and "write_immediates" in d["/spinnic/transport,roce"] and "drop_bad_icrc" in d["/spinnic/transport,roce"] and d["/spinnic/transport,nope"] is None'
 sc qp-destroy 256
 check "qp-destroy 256: exit 0" eval 'rc_is 0 && out_has "^destroyed queue pair 256$"'
 sc qp-destroy 0x100
