@@ -89,14 +89,18 @@ constexpr uint32_t kMaxReadRepeat = 1000000;
 
 // Checks generate_count/generate_size of a request: `min_size` is the
 // smallest size, `max_size` the largest (diad.max_message_bytes), `other`
-// names the field that must then be empty and whether it is.
+// names the field that must then be empty and whether it is. Without
+// generation `other` must be given; `none_given` says what to send.
 absl::Status CheckGenerate(uint32_t count, uint32_t size, uint32_t min_size,
                            uint32_t max_size, absl::string_view other,
-                           bool other_empty) {
+                           bool other_empty, absl::string_view none_given) {
   if (count == 0) {
     if (size != 0) {
       return absl::InvalidArgumentError(
           "generate_size: set without generate_count; set both to generate");
+    }
+    if (other_empty) {
+      return absl::InvalidArgumentError(absl::StrCat(other, ": ", none_given));
     }
     return absl::OkStatus();
   }
@@ -278,15 +282,11 @@ grpc::Status DiadRpcs::RemoteWrite(grpc::ServerContext*,
                                    v1::RemoteWriteResponse* response) {
   const uint32_t count = request->generate_count();
   const uint32_t size = request->generate_size();
-  if (absl::Status s =
-          CheckGenerate(count, size, 1, module().config().max_message_bytes,
-                        "data", request->data().empty());
+  if (absl::Status s = CheckGenerate(
+          count, size, 1, module().config().max_message_bytes, "data",
+          request->data().empty(), "empty; a write carries at least one byte");
       !s.ok()) {
     return ToGrpc(s);
-  }
-  if (count == 0 && request->data().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "data: empty; a write carries at least one byte");
   }
   std::vector<DiadRequest> ops;
   if (count == 0) {
@@ -414,15 +414,11 @@ grpc::Status DiadRpcs::StreamSend(grpc::ServerContext*,
   }
   const uint32_t count = request->generate_count();
   const uint32_t size = request->generate_size();
-  if (absl::Status s =
-          CheckGenerate(count, size, 8, module().config().max_message_bytes,
-                        "messages", request->messages().empty());
+  if (absl::Status s = CheckGenerate(
+          count, size, 8, module().config().max_message_bytes, "messages",
+          request->messages().empty(), "none given; send at least one");
       !s.ok()) {
     return ToGrpc(s);
-  }
-  if (count == 0 && request->messages().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "messages: none given; send at least one");
   }
   std::vector<DiadRequest> ops;
   uint64_t bytes = 0;

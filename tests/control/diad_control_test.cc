@@ -293,11 +293,11 @@ TEST_F(DiadControlTest, RemoteRequestErrors) {
   expect(Write("b", 4, "x"), kInvalid, "channel");
   expect(Read("b", 70000, 8), kInvalid, "channel");
   expect(Send("b", 7, {"x", "y"}, 4), kInvalid, "channel");
-  expect(Write("b", 0, ""), kInvalid, "data");
+  expect(Write("b", 0, ""), kInvalid, "data: empty");
   expect(Read("b", 0, 0), kInvalid, "length");
   expect(Read("b", 0, (1u << 20) + 1), kInvalid, "length");
   expect(Send("b", 0, {"x"}), kInvalid, "stream_id");
-  expect(Send("b", 7, {}), kInvalid, "messages");
+  expect(Send("b", 7, {}), kInvalid, "messages: none given");
   expect(Send("b", 7, {"x", ""}), kInvalid, "messages[1]");
   // Nothing was started.
   v1::ListPeersResponse peers = ListPeers();
