@@ -10,9 +10,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "dataplane/binding.h"
-#include "dataplane/diad/diad_config.h"
 #include "dataplane/match_rule.h"
-#include "dataplane/roce/roce_config.h"
+#include "dataplane/transport_sections.h"
 
 namespace spinnic {
 
@@ -61,8 +60,8 @@ struct DataplaneConfig {
   // Memory regions: at most this many, of at most this many bytes in all.
   uint32_t max_regions = 1024;
   uint64_t region_bytes_limit = uint64_t{64} << 20;
-  diad::DiadConfig diad;
-  roce::RoceConfig roce;
+  // Each transport's own config (diad::DiadConfig, roce::RoceConfig, ...).
+  TransportSections transports;
 };
 
 }  // namespace spinnic

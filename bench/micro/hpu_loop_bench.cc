@@ -23,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "bench/micro/bench_util.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/diad/diad_config.h"
+#include "dataplane/roce/roce_config.h"
 
 namespace spinnic {
 namespace {
@@ -79,16 +81,16 @@ std::unique_ptr<Rig> MakeRig(int mode) {
   config.worker_cores = {1};
   config.mbufs = 8191;
   if (mode >= 1) {
-    config.diad.enabled = true;
-    config.diad.port = 0;
-    config.diad.node = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0,
-                        0,    0, 0,    0,    0, 0, 0, 1};
-    config.diad.mac = {0x02, 0, 0, 0, 0, 0x0b};
-    config.roce.enabled = true;
-    config.roce.port = 0;
-    config.roce.mac = {0x02, 0, 0, 0, 0, 0x0b};
-    config.roce.addresses = {
-        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 11}};
+    diad::DiadConfig& dc = config.transports.get<diad::DiadConfig>();
+    roce::RoceConfig& rc = config.transports.get<roce::RoceConfig>();
+    dc.enabled = true;
+    dc.port = 0;
+    dc.node = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    dc.mac = {0x02, 0, 0, 0, 0, 0x0b};
+    rc.enabled = true;
+    rc.port = 0;
+    rc.mac = {0x02, 0, 0, 0, 0, 0x0b};
+    rc.addresses = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 11}};
   }
   if (mode == 2) {
     HandlerConfig null;

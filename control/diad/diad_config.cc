@@ -219,7 +219,7 @@ absl::Status CheckDiadBinding(const v1::Config& config,
 
 absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
   if (config.addresses().diad_node().empty()) return absl::OkStatus();
-  diad::DiadConfig& d = out->diad;
+  diad::DiadConfig& d = out->transports.get<diad::DiadConfig>();
   const v1::Diad& c = config.diad();
   d.enabled = true;
   ParseNode(config.addresses().diad_node(), &d.node);

@@ -11,6 +11,7 @@
 #include "control/config_check.h"
 #include "control/config_section.h"
 #include "dataplane/dataplane_config.h"
+#include "dataplane/diad/diad_config.h"
 #include "spinnic/v1/config.pb.h"
 
 namespace spinnic {
@@ -28,7 +29,7 @@ namespace config_internal {
 // DiAD's part of the config (config_section.h). Check: addresses.diad_node,
 // the DiAD bindings of config.handlers, the diad section, in that order. A
 // `diad` binding needs DiAD on, a stream or a region named, no match rule.
-// Convert fills out->diad when DiAD is on (diad_node set).
+// Convert fills out's diad::DiadConfig when DiAD is on (diad_node set).
 const ConfigSection& DiadConfigSection();
 
 }  // namespace config_internal

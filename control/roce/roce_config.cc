@@ -199,7 +199,7 @@ absl::Status CheckRoceBinding(const v1::Config& config,
 
 absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   if (!config.has_roce()) return absl::OkStatus();
-  roce::RoceConfig& rc = out->roce;
+  roce::RoceConfig& rc = out->transports.get<roce::RoceConfig>();
   const v1::Roce& c = config.roce();
   rc.enabled = true;
   if (!config.addresses().mac().empty()) {

@@ -9,6 +9,7 @@
 #include "control/config_check.h"
 #include "control/config_section.h"
 #include "dataplane/dataplane_config.h"
+#include "dataplane/roce/roce_config.h"
 #include "spinnic/v1/config.pb.h"
 
 namespace spinnic::config_internal {
@@ -17,7 +18,7 @@ namespace spinnic::config_internal {
 // of config.handlers, then the roce section. A `roce` binding: kind
 // naaice_function exactly when bound to a function code, RoCE on, no match
 // rule or DiAD binding, a valid code or data queue pair. Convert fills
-// out->roce when the roce section is set.
+// out's roce::RoceConfig when the roce section is set.
 const ConfigSection& RoceConfigSection();
 
 }  // namespace spinnic::config_internal

@@ -87,7 +87,8 @@ bool IsUnicastMac(const MacAddress& mac) {
 
 absl::StatusOr<std::unique_ptr<TransportModule>> DiadModule::Make(
     const DataplaneConfig& config) {
-  return std::unique_ptr<TransportModule>(new DiadModule(config.diad));
+  return std::unique_ptr<TransportModule>(
+      new DiadModule(config.transports.get<DiadConfig>()));
 }
 
 DiadModule::~DiadModule() { Close(); }

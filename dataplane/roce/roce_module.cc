@@ -68,7 +68,8 @@ absl::StatusOr<std::unique_ptr<TransportModule>> RoceModule::Make(
   // rte_net_crc picks its algorithm on first use, by the EAL's SIMD width:
   // choose now, on the control thread, before any HPU computes an ICRC.
   InitIcrc();
-  return std::unique_ptr<TransportModule>(new RoceModule(config.roce));
+  return std::unique_ptr<TransportModule>(
+      new RoceModule(config.transports.get<RoceConfig>()));
 }
 
 RoceModule::~RoceModule() { Close(); }

@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/diad/diad_config.h"
+#include "dataplane/roce/roce_config.h"
 #include "spinnic/v1/config.pb.h"
 
 namespace spinnic::testing_rings {
@@ -88,8 +90,10 @@ class RingDataplane {
     dataplane_config.mbufs = options.mbufs;
     dataplane_config.region_bytes_limit = options.region_bytes_limit;
     if (options.diad.enabled) {
-      dataplane_config.diad = options.diad;
-      dataplane_config.diad.port = 0;
+      diad::DiadConfig& dc =
+          dataplane_config.transports.get<diad::DiadConfig>();
+      dc = options.diad;
+      dc.port = 0;
       char node[INET6_ADDRSTRLEN];
       inet_ntop(AF_INET6, options.diad.node.data(), node, sizeof node);
       rings->config_.mutable_addresses()->set_diad_node(node);
@@ -117,8 +121,10 @@ class RingDataplane {
           static_cast<uint32_t>(ch.nack_interval_ns / 1000));
     }
     if (options.roce.enabled) {
-      dataplane_config.roce = options.roce;
-      dataplane_config.roce.port = 0;
+      roce::RoceConfig& rc =
+          dataplane_config.transports.get<roce::RoceConfig>();
+      rc = options.roce;
+      rc.port = 0;
       rings->config_.mutable_roce()->set_port("wire0");
     }
     rings->config_.add_port_pairs()->set_a("wire0");

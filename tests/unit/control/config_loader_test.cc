@@ -14,7 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "control/diad/diad_config.h"
+#include "dataplane/diad/diad_config.h"
 #include "dataplane/ectx.h"
+#include "dataplane/roce/roce_config.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
@@ -985,7 +987,7 @@ TEST(RoceConfigTest, Converted) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
   ASSERT_TRUE(dp.ok()) << dp.status();
-  const roce::RoceConfig& rc = dp->roce;
+  const roce::RoceConfig& rc = dp->transports.get<roce::RoceConfig>();
   EXPECT_TRUE(rc.enabled);
   ASSERT_EQ(rc.addresses.size(), 2u);
   const std::array<uint8_t, 16> mapped = {0, 0, 0,    0,    0,   0, 0, 0,
@@ -1020,10 +1022,12 @@ TEST(RoceConfigTest, ServicePorts) {
   absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
   ASSERT_TRUE(dp.ok()) << dp.status();
   // The CM listens on every service's port too.
-  EXPECT_EQ(dp->roce.listen_ports, (std::vector<uint16_t>{7471, 7174, 18515}));
-  EXPECT_EQ(dp->roce.rping_port, 7174);
-  EXPECT_EQ(dp->roce.perftest_port, 18515);
-  EXPECT_EQ(dp->roce.connection_region_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(dp->transports.get<roce::RoceConfig>().listen_ports,
+            (std::vector<uint16_t>{7471, 7174, 18515}));
+  EXPECT_EQ(dp->transports.get<roce::RoceConfig>().rping_port, 7174);
+  EXPECT_EQ(dp->transports.get<roce::RoceConfig>().perftest_port, 18515);
+  EXPECT_EQ(dp->transports.get<roce::RoceConfig>().connection_region_bytes,
+            uint64_t{1} << 20);
 }
 
 TEST(RoceConfigTest, QueuePairHandlers) {
@@ -1435,9 +1439,12 @@ TEST(ToPeerConfigTest, SameResultAsTheWholeConfig) {
     absl::StatusOr<diad::PeerConfig> got = ToPeerConfig(peer, running);
     ASSERT_EQ(got.status(), expected.status()) << text;
     if (!got.ok()) continue;
-    EXPECT_EQ(got->name, expected->diad.peers[0].name);
-    EXPECT_EQ(got->node, expected->diad.peers[0].node);
-    EXPECT_EQ(got->mac, expected->diad.peers[0].mac);
+    EXPECT_EQ(got->name,
+              expected->transports.get<diad::DiadConfig>().peers[0].name);
+    EXPECT_EQ(got->node,
+              expected->transports.get<diad::DiadConfig>().peers[0].node);
+    EXPECT_EQ(got->mac,
+              expected->transports.get<diad::DiadConfig>().peers[0].mac);
   }
 }
 
