@@ -3,13 +3,16 @@
 #include <rte_telemetry.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "dataplane/dataplane.h"
-#include "dataplane/diad/diad_module.h"
 
 namespace spinnic {
 namespace {
@@ -160,40 +163,22 @@ int ShowDiad(const char*, const char*, rte_tel_data* d) {
   return TransportCounters("diad", d);
 }
 
-int ListPeers(const char*, const char*, rte_tel_data* d) {
-  absl::MutexLock lock(&g_mu);
-  if (g_dataplane == nullptr) return -EINVAL;
-  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-  for (const PeerInfo& peer :
-       g_dataplane->transport<diad::DiadModule>()->ListPeers()) {
-    rte_tel_data_add_array_string(d, peer.name.c_str());
-  }
-  return 0;
+// The transports' own commands, by name: DPDK passes the command to its
+// callback, so one callback serves them all.
+absl::flat_hash_map<std::string,
+                    std::function<int(const char*, rte_tel_data*)>>&
+TransportCommands() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
+  static auto* commands =
+      new absl::flat_hash_map<std::string,
+                              std::function<int(const char*, rte_tel_data*)>>();
+  return *commands;
 }
 
-int ShowPeer(const char*, const char* params, rte_tel_data* d) {
-  if (params == nullptr) return -EINVAL;
+int RunTransportCommand(const char* cmd, const char* params, rte_tel_data* d) {
   absl::MutexLock lock(&g_mu);
-  if (g_dataplane == nullptr) return -EINVAL;
-  for (const PeerInfo& p :
-       g_dataplane->transport<diad::DiadModule>()->ListPeers()) {
-    if (p.name != params) continue;
-    rte_tel_data_start_dict(d);
-    rte_tel_data_add_dict_u64(d, "up", p.up ? 1 : 0);
-    rte_tel_data_add_dict_u64(d, "channels_down", p.channels_down);
-    rte_tel_data_add_dict_u64(d, "in_flight_packets", p.in_flight_packets);
-    rte_tel_data_add_dict_u64(d, "tx_packets", p.tx_packets);
-    rte_tel_data_add_dict_u64(d, "tx_bytes", p.tx_bytes);
-    rte_tel_data_add_dict_u64(d, "rx_packets", p.rx_packets);
-    rte_tel_data_add_dict_u64(d, "rx_bytes", p.rx_bytes);
-    rte_tel_data_add_dict_u64(d, "retransmits", p.retransmits);
-    rte_tel_data_add_dict_u64(d, "down_events", p.down_events);
-    rte_tel_data_add_dict_u64(d, "resets", p.resets);
-    rte_tel_data_add_dict_u64(d, "ops_completed", p.ops_completed);
-    rte_tel_data_add_dict_u64(d, "ops_failed", p.ops_failed);
-    return 0;
-  }
-  return -EINVAL;
+  auto it = TransportCommands().find(cmd);
+  if (g_dataplane == nullptr || it == TransportCommands().end()) return -EINVAL;
+  return it->second(params, d);
 }
 
 void RegisterOnce() {
@@ -218,11 +203,6 @@ void RegisterOnce() {
     rte_telemetry_register_cmd("/spinnic/diad", ShowDiad,
                                "DiAD transport counters (when DiAD is on); "
                                "the same as /spinnic/transport,diad.");
-    rte_telemetry_register_cmd("/spinnic/peers", ListPeers,
-                               "Names of the DiAD peers.");
-    rte_telemetry_register_cmd("/spinnic/peer", ShowPeer,
-                               "State and counters of one DiAD peer. "
-                               "Parameter: its name");
     return true;
   }();
   (void)registered;
@@ -232,8 +212,22 @@ void RegisterOnce() {
 
 void AttachTelemetry(const Dataplane* dataplane) {
   RegisterOnce();
+  // Commands are registered once per process and never removed; a detached
+  // or unknown one answers -EINVAL.
+  static auto* registered = new absl::flat_hash_set<std::string>();
   absl::MutexLock lock(&g_mu);
   g_dataplane = dataplane;
+  TransportCommands().clear();
+  if (dataplane == nullptr) return;
+  for (TransportModule* module : dataplane->transports()) {
+    for (TelemetryCommand& command : module->TelemetryCommands()) {
+      if (registered->insert(command.name).second) {
+        rte_telemetry_register_cmd(command.name.c_str(), RunTransportCommand,
+                                   command.help.c_str());
+      }
+      TransportCommands()[command.name] = std::move(command.handler);
+    }
+  }
 }
 
 }  // namespace spinnic

@@ -6,6 +6,10 @@
 //   /spinnic/ectx,count-icmp  one handler's counters
 //   /spinnic/hpus             number of HPUs
 //   /spinnic/hpu,0            one HPU's counters
+//   /spinnic/transports       names of the transports that are on
+//   /spinnic/transport,roce   one transport's counters
+// and each transport's own commands (TransportModule::TelemetryCommands,
+// e.g. DiAD's /spinnic/peers), registered when a dataplane attaches.
 #ifndef SPINNIC_DATAPLANE_TELEMETRY_H_
 #define SPINNIC_DATAPLANE_TELEMETRY_H_
 
@@ -13,9 +17,10 @@ namespace spinnic {
 
 class Dataplane;
 
-// Registers the commands (once per process) and points them at `dataplane`;
-// nullptr detaches (commands then answer with an error). Call with nullptr
-// before destroying the dataplane.
+// Registers the commands (once per process; a transport's when a dataplane
+// that has it first attaches) and points them at `dataplane`; nullptr
+// detaches (commands then answer with an error). Call with nullptr before
+// destroying the dataplane.
 void AttachTelemetry(const Dataplane* dataplane);
 
 }  // namespace spinnic

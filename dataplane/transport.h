@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,7 @@ struct rte_mbuf;
 struct rte_mempool;
 struct rte_rcu_qsbr;
 struct rte_ring;
+struct rte_tel_data;
 
 namespace spinnic {
 
@@ -129,6 +131,14 @@ struct TransportEnv {
       find_region;
 };
 
+// A DPDK telemetry command ("/spinnic/peers"): `handler` answers it with
+// the command's parameter (or nullptr) as rte_telemetry callbacks do.
+struct TelemetryCommand {
+  std::string name;
+  std::string help;
+  std::function<int(const char* params, rte_tel_data* data)> handler;
+};
+
 class TransportModule {
  public:
   virtual ~TransportModule() = default;
@@ -176,6 +186,9 @@ class TransportModule {
   // Adds its counters to a stats snapshot (any thread; engines' counters
   // are single-writer and read relaxed).
   virtual void Snapshot(StatsSnapshot& /*snapshot*/) const {}
+  // DPDK telemetry commands of its own (telemetry.h registers them beside
+  // the dataplane's; its counters are served already, by name).
+  virtual std::vector<TelemetryCommand> TelemetryCommands() const { return {}; }
   // After every engine is destroyed: frees its rings and pools.
   virtual void Close() {}
 };

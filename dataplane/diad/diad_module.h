@@ -86,6 +86,8 @@ class DiadModule final : public TransportModule {
   std::string DescribeBinding(const MessageBinding& binding) const override;
   void Snapshot(StatsSnapshot& snapshot) const override;
   void Close() override;
+  // /spinnic/peers and /spinnic/peer,<name> (diad_telemetry.cc).
+  std::vector<TelemetryCommand> TelemetryCommands() const override;
 
   // Peers (docs/diad.md). FAILED_PRECONDITION without a DiAD node address;
   // INVALID_ARGUMENT for a bad node address or MAC; ALREADY_EXISTS for a

@@ -274,6 +274,30 @@ err_has() { grep -Eq -- "$1" "$TMP/cmd.err"; }
 rc_is() { [[ $RC -eq $1 ]] || { log "exit status $RC, expected $1: $(head -c 500 "$TMP/cmd.err")"; return 1; }; }
 py() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$TMP/cmd.out"; }
 
+# it_telemetry CMD...: asks spinnicd's DPDK telemetry socket (its
+# --file-prefix $FILE_PREFIX) each command; $TMP/cmd.out gets one JSON object
+# {command: reply}, a refused command's reply being null; RC is the exit code.
+it_telemetry() {
+  "$PY" - "$FILE_PREFIX" "$@" >"$TMP/cmd.out" 2>"$TMP/cmd.err" <<'EOF'
+import glob, json, os, socket, sys
+prefix = sys.argv[1]
+paths = glob.glob(f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2") + glob.glob(
+    os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "dpdk",
+                 prefix, "dpdk_telemetry.v2"))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(paths[0])
+s.recv(4096)  # the greeting
+out = {}
+for cmd in sys.argv[2:]:
+    s.send(cmd.encode())
+    # The reply is keyed by the command without its parameter.
+    out[cmd] = json.loads(s.recv(65536).decode())[cmd.split(",")[0]]
+print(json.dumps(out))
+EOF
+  RC=$?
+}
+
 # it_wait_spinctl: until `spinctl health` succeeds on $SOCK, at most 60 s;
 # fatal if spinnicd exits meanwhile.
 it_wait_spinctl() {

@@ -295,6 +295,9 @@ sc peers
 check "peers: a row for b, up" eval 'rc_is 0 && out_has "^NAME +NODE +MAC" && out_has "^b +fd00:d1ad::2 +02:00:00:00:00:02 +[0-9]+ +up "'
 sc peers --json
 check "peers --json: b with its node and MAC" py '[(p["name"], p["node"], p["mac"], p["up"]) for p in d["peers"]] == [("b", "fd00:d1ad::2", "02:00:00:00:00:02", True)]'
+it_telemetry /spinnic/peers /spinnic/peer,b /spinnic/peer,nosuch /spinnic/transport,diad /spinnic/diad
+check "telemetry: DiAD's own commands (peers, peer,b) and its counters by name" py \
+  'd["/spinnic/peers"] == ["b"] and d["/spinnic/peer,b"]["up"] == 1 and d["/spinnic/peer,nosuch"] is None and "tx_data" in d["/spinnic/transport,diad"] and d["/spinnic/diad"] == d["/spinnic/transport,diad"]'
 sc peer-add b fd00:d1ad::3 02:00:00:00:00:03
 check "peer-add b again: exit 1, ALREADY_EXISTS" eval 'rc_is 1 && err_has "^spinctl: ALREADY_EXISTS: "'
 sc peer-add x 2001:db8::1 02:00:00:00:00:03
@@ -379,24 +382,7 @@ check "stats --json: RoCE counters" py 'any(c["name"] == "write_immediates" for 
 sc stats
 check "stats: a roce section" eval 'rc_is 0 && out_has "^roce:$" && out_has "^  rx_packets: "'
 # DPDK telemetry: every transport by name, generic counters (docs/counters.md).
-"$PY" - "$FILE_PREFIX" >"$TMP/cmd.out" 2>"$TMP/cmd.err" <<'EOF2'
-import glob, json, os, socket, sys
-paths = glob.glob(f"/var/run/dpdk/{sys.argv[1]}/dpdk_telemetry.v2") + glob.glob(
-    os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "dpdk",
-                 sys.argv[1], "dpdk_telemetry.v2"))
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.settimeout(5)
-s.connect(paths[0])
-s.recv(4096)  # the greeting
-out = {}
-for cmd in ("/spinnic/transports", "/spinnic/transport,roce",
-            "/spinnic/transport,nope"):
-    s.send(cmd.encode())
-    # The reply is keyed by the command without its parameter.
-    out[cmd] = json.loads(s.recv(65536).decode())[cmd.split(",")[0]]
-print(json.dumps(out))
-EOF2
-RC=$?
+it_telemetry /spinnic/transports /spinnic/transport,roce /spinnic/transport,nope
 check "telemetry: /spinnic/transports lists roce, /spinnic/transport,roce its counters, an unknown name null" py \
   'd["/spinnic/transports"] == ["roce"] and "write_immediates" in d["/spinnic/transport,roce"] and "drop_bad_icrc" in d["/spinnic/transport,roce"] and d["/spinnic/transport,nope"] is None'
 sc qp-destroy 256
