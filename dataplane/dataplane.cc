@@ -17,7 +17,6 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "dataplane/diad/stream_ring.h"
 #include "dataplane/rcu_table.h"
 
 namespace spinnic {
