@@ -1,0 +1,156 @@
+// bpf: runs a user's eBPF handler program (spin_bpf.h, docs/bpf.md) as an
+// ECTX: its spin/header, spin/payload and spin/completion functions where
+// the native handlers' Header, Payload and Completion run, with the same
+// result codes, state memory, bound regions, cycle budget and counters.
+// A missing section behaves like a native handler without that function:
+// no header means PROCESS_DATA, no payload means the packet goes on, no
+// completion means SUCCESS. A helper's refused access makes the call FAIL.
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "handlers/api/handler.h"
+#include "handlers/bpf/bpf_helpers.h"
+#include "handlers/bpf/bpf_program.h"
+
+namespace spinnic::bpf {
+namespace {
+
+// Larger than any handler a person writes (SPIN_MAX_INSNS instructions per
+// section, three sections, symbols, BTF), small enough to hex-encode.
+constexpr size_t kMaxProgramBytes = 1 << 20;
+
+absl::StatusOr<std::vector<uint8_t>> ReadProgramFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter 'program_file' = '", path,
+        "': cannot read it; give a path spinnicd can read, or send the "
+        "object itself in 'program'"));
+  }
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  return bytes;
+}
+
+class BpfHandler {
+ public:
+  static constexpr absl::string_view kName = "bpf";
+  static constexpr absl::string_view kDescription =
+      "a user's eBPF program (clang -target bpf; spin_bpf.h): its "
+      "spin/header, spin/payload and spin/completion functions run as this "
+      "handler, checked at install and JIT-compiled";
+  static constexpr uint32_t kMinStateSize = 0;
+  static constexpr ParamSpec kParams[] = {
+      {.name = "program",
+       .type = ParamType::kBytes,
+       .required = false,
+       .default_value = "",
+       .help = "the ELF object clang made, in hex (spinctl install --bpf "
+               "FILE sends it); or use program_file"},
+      {.name = "program_file",
+       .type = ParamType::kString,
+       .required = false,
+       .default_value = "",
+       .help = "path of the ELF object on the appliance, read at install"},
+      {.name = "arg",
+       .type = ParamType::kUint,
+       .required = false,
+       .default_value = "0",
+       .help = "a number the program reads as ctx->param"},
+  };
+
+  static absl::StatusOr<std::unique_ptr<BpfHandler>> Create(
+      const HandlerParams& params) {
+    const std::vector<uint8_t>& inline_program = params.GetBytes("program");
+    const std::string& path = params.GetString("program_file");
+    if (inline_program.empty() == path.empty()) {
+      return absl::InvalidArgumentError(
+          "give the program in exactly one of the parameters 'program' (hex "
+          "bytes; spinctl install --bpf FILE) and 'program_file' (a path)");
+    }
+    std::vector<uint8_t> from_file;
+    if (!path.empty()) {
+      absl::StatusOr<std::vector<uint8_t>> read = ReadProgramFile(path);
+      if (!read.ok()) return read.status();
+      from_file = *std::move(read);
+    }
+    std::span<const uint8_t> elf =
+        path.empty() ? std::span<const uint8_t>(inline_program) : from_file;
+    if (elf.size() > kMaxProgramBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("program: ", elf.size(), " bytes, more than ",
+                       kMaxProgramBytes, "; strip debug information (-g0)"));
+    }
+    absl::StatusOr<std::unique_ptr<BpfProgram>> program = BpfProgram::Load(elf);
+    if (!program.ok()) return program.status();
+    return std::unique_ptr<BpfHandler>(
+        new BpfHandler(*std::move(program), params.GetUint("arg")));
+  }
+
+  HandlerResult Header(HandlerContext& ctx, PacketView& packet) {
+    if (!program_->Has(Stage::kHeader)) return HandlerResult::kProcessData;
+    return Run(Stage::kHeader, ctx, &packet, 0, false);
+  }
+  HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
+    if (!program_->Has(Stage::kPayload)) return HandlerResult::kSuccess;
+    return Run(Stage::kPayload, ctx, &packet, 0, false);
+  }
+  HandlerResult Completion(HandlerContext& ctx, uint64_t dropped_bytes,
+                           bool flow_control) {
+    if (!program_->Has(Stage::kCompletion)) return HandlerResult::kSuccess;
+    return Run(Stage::kCompletion, ctx, nullptr, dropped_bytes, flow_control);
+  }
+
+ private:
+  BpfHandler(std::unique_ptr<BpfProgram> program, uint64_t arg)
+      : program_(std::move(program)), arg_(arg) {}
+
+  HandlerResult Run(Stage stage, HandlerContext& ctx, PacketView* packet,
+                    uint64_t dropped_bytes, bool flow_control) const {
+    BpfInvocation inv{};
+    spin_ctx& c = inv.pub;
+    if (packet != nullptr) {
+      const PacketLayers& layers = packet->Layers();
+      c.packet_length = packet->Length();
+      c.l3_offset = layers.l3_offset;
+      c.l4_offset = layers.l4_offset;
+      c.payload_offset = layers.payload_offset;
+      c.l3_end = layers.l3_end;
+      c.ethertype = layers.ethertype;
+      c.ip_proto = layers.ip_proto;
+      c.flags =
+          (layers.is_ipv4 ? SPIN_IPV4 : 0) | (layers.is_ipv6 ? SPIN_IPV6 : 0);
+      c.in_port = packet->InPort();
+      c.vlan_tags = layers.vlan_tags;
+    } else {
+      c.l3_offset = c.l4_offset = c.payload_offset = c.l3_end = SPIN_ABSENT;
+    }
+    c.state_size = static_cast<spin_u32>(ctx.State().size());
+    c.hpu = ctx.LcoreIndex();
+    c.ectx_id = ctx.EctxId();
+    c.flow_control = flow_control ? 1 : 0;
+    c.dropped_bytes = dropped_bytes;
+    c.param = arg_;
+    inv.handler = &ctx;
+    inv.packet = packet;
+    const uint64_t rc = program_->Run(stage, &inv);
+    if (inv.fault) return HandlerResult::kFail;
+    // Codes past FAIL are the engine's to count as invalid.
+    return static_cast<HandlerResult>(rc > 0xff ? 0xff : rc);
+  }
+
+  std::unique_ptr<BpfProgram> program_;
+  uint64_t arg_;
+};
+
+SPINNIC_HANDLER(BpfHandler);
+
+}  // namespace
+}  // namespace spinnic::bpf

@@ -1,0 +1,249 @@
+#include "handlers/bpf/bpf_helpers.h"
+
+#include <x86intrin.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+namespace spinnic::bpf {
+namespace {
+
+BpfInvocation& Of(uint64_t ctx) {
+  return *reinterpret_cast<BpfInvocation*>(static_cast<uintptr_t>(ctx));
+}
+
+bool ValidSize(uint64_t size) {
+  return size == 1 || size == 2 || size == 4 || size == 8;
+}
+
+// `size` bytes at `offset` lie inside a buffer of `length` bytes.
+bool Inside(uint64_t offset, uint64_t size, uint64_t length) {
+  return ValidSize(size) && offset <= length && size <= length - offset;
+}
+
+uint64_t Fault(BpfInvocation& inv) {
+  inv.fault = true;
+  return 0;
+}
+
+uint64_t LoadBigEndian(const uint8_t* p, uint64_t size) {
+  uint64_t value = 0;
+  for (uint64_t i = 0; i < size; ++i) value = (value << 8) | p[i];
+  return value;
+}
+
+void StoreBigEndian(uint8_t* p, uint64_t size, uint64_t value) {
+  for (uint64_t i = size; i-- > 0;) {
+    p[i] = static_cast<uint8_t>(value);
+    value >>= 8;
+  }
+}
+
+uint64_t LoadHost(const uint8_t* p, uint64_t size) {
+  switch (size) {
+    case 1:
+      return *p;
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+  }
+}
+
+void StoreHost(uint8_t* p, uint64_t size, uint64_t value) {
+  switch (size) {
+    case 1:
+      *p = static_cast<uint8_t>(value);
+      return;
+    case 2: {
+      uint16_t v = static_cast<uint16_t>(value);
+      std::memcpy(p, &v, 2);
+      return;
+    }
+    case 4: {
+      uint32_t v = static_cast<uint32_t>(value);
+      std::memcpy(p, &v, 4);
+      return;
+    }
+    default:
+      std::memcpy(p, &value, 8);
+  }
+}
+
+uint64_t PktLoad(uint64_t ctx, uint64_t offset, uint64_t size, uint64_t,
+                 uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  if (inv.packet == nullptr) return Fault(inv);
+  std::span<uint8_t> bytes = inv.packet->Bytes();
+  if (!Inside(offset, size, bytes.size())) return Fault(inv);
+  return LoadBigEndian(bytes.data() + offset, size);
+}
+
+uint64_t PktStore(uint64_t ctx, uint64_t offset, uint64_t size, uint64_t value,
+                  uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  if (inv.packet == nullptr) return Fault(inv);
+  std::span<uint8_t> bytes = inv.packet->Bytes();
+  if (!Inside(offset, size, bytes.size())) return Fault(inv);
+  StoreBigEndian(bytes.data() + offset, size, value);
+  return 0;
+}
+
+uint64_t StateLoad(uint64_t ctx, uint64_t offset, uint64_t size, uint64_t,
+                   uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  std::span<uint8_t> state = inv.handler->State();
+  if (!Inside(offset, size, state.size())) return Fault(inv);
+  return LoadHost(state.data() + offset, size);
+}
+
+uint64_t StateStore(uint64_t ctx, uint64_t offset, uint64_t size,
+                    uint64_t value, uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  std::span<uint8_t> state = inv.handler->State();
+  if (!Inside(offset, size, state.size())) return Fault(inv);
+  StoreHost(state.data() + offset, size, value);
+  return 0;
+}
+
+uint64_t StateAdd(uint64_t ctx, uint64_t offset, uint64_t delta, uint64_t,
+                  uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  std::span<uint8_t> state = inv.handler->State();
+  // State memory is 64-byte aligned, so an 8-aligned offset is an aligned
+  // word that std::atomic_ref may update.
+  if (!Inside(offset, 8, state.size()) || offset % 8 != 0) return Fault(inv);
+  uint64_t& word = *reinterpret_cast<uint64_t*>(state.data() + offset);
+  return std::atomic_ref<uint64_t>(word).fetch_add(delta,
+                                                   std::memory_order_relaxed) +
+         delta;
+}
+
+// The first bound region, when the install granted the access.
+std::span<uint8_t> Region(BpfInvocation& inv, bool write) {
+  std::span<const BoundRegion> regions = inv.handler->Regions();
+  if (regions.empty()) return {};
+  const BoundRegion& region = regions[0];
+  if (write ? !region.writable : !region.readable) return {};
+  return region.bytes;
+}
+
+uint64_t RegionLoad(uint64_t ctx, uint64_t offset, uint64_t size, uint64_t,
+                    uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  std::span<uint8_t> region = Region(inv, /*write=*/false);
+  if (!Inside(offset, size, region.size())) return Fault(inv);
+  return LoadHost(region.data() + offset, size);
+}
+
+uint64_t RegionStore(uint64_t ctx, uint64_t offset, uint64_t size,
+                     uint64_t value, uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  std::span<uint8_t> region = Region(inv, /*write=*/true);
+  if (!Inside(offset, size, region.size())) return Fault(inv);
+  StoreHost(region.data() + offset, size, value);
+  return 0;
+}
+
+uint64_t SetDisposition(uint64_t ctx, uint64_t disposition, uint64_t, uint64_t,
+                        uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  if (inv.packet == nullptr) return Fault(inv);
+  switch (disposition) {
+    case SPIN_FORWARD:
+      inv.packet->Forward();
+      return 0;
+    case SPIN_REPLY:
+      inv.packet->Reply();
+      return 0;
+    case SPIN_DISCARD:
+      inv.packet->Drop();
+      return 0;
+  }
+  return Fault(inv);
+}
+
+uint64_t Event(uint64_t ctx, uint64_t code, uint64_t value, uint64_t,
+               uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  uint8_t data[8];
+  std::memcpy(data, &value, sizeof data);
+  return inv.handler->RaiseEvent(static_cast<uint32_t>(code), data) ? 1 : 0;
+}
+
+uint64_t CsumReplace16(uint64_t checksum, uint64_t old_value,
+                       uint64_t new_value, uint64_t, uint64_t) {
+  // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m').
+  uint32_t sum =
+      (~checksum & 0xffff) + (~old_value & 0xffff) + (new_value & 0xffff);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return ~sum & 0xffff;
+}
+
+uint64_t Cycles(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t) {
+  return __rdtsc();
+}
+
+constexpr rte_bpf_arg kCtxArg = {
+    .type = RTE_BPF_ARG_PTR, .size = sizeof(spin_ctx), .buf_size = 0};
+constexpr rte_bpf_arg kRaw = {
+    .type = RTE_BPF_ARG_RAW, .size = sizeof(uint64_t), .buf_size = 0};
+
+rte_bpf_xsym Func(const char* name,
+                  uint64_t (*fn)(uint64_t, uint64_t, uint64_t, uint64_t,
+                                 uint64_t),
+                  uint32_t nb_args, bool ctx_first) {
+  rte_bpf_xsym x{};
+  x.name = name;
+  x.type = RTE_BPF_XTYPE_FUNC;
+  x.func.val = fn;
+  x.func.nb_args = nb_args;
+  for (uint32_t i = 0; i < nb_args; ++i) {
+    x.func.args[i] = (i == 0 && ctx_first) ? kCtxArg : kRaw;
+  }
+  x.func.ret = kRaw;
+  return x;
+}
+
+}  // namespace
+
+std::span<const rte_bpf_xsym> Helpers() {
+  static const std::array<rte_bpf_xsym, 11> kHelpers = {
+      Func("spin_pkt_load", &PktLoad, 3, true),
+      Func("spin_pkt_store", &PktStore, 4, true),
+      Func("spin_state_load", &StateLoad, 3, true),
+      Func("spin_state_store", &StateStore, 4, true),
+      Func("spin_state_add", &StateAdd, 3, true),
+      Func("spin_region_load", &RegionLoad, 3, true),
+      Func("spin_region_store", &RegionStore, 4, true),
+      Func("spin_set_disposition", &SetDisposition, 2, true),
+      Func("spin_event", &Event, 3, true),
+      Func("spin_csum_replace16", &CsumReplace16, 3, false),
+      Func("spin_cycles", &Cycles, 0, false),
+  };
+  return kHelpers;
+}
+
+int FindHelper(absl::string_view name) {
+  std::span<const rte_bpf_xsym> helpers = Helpers();
+  for (size_t i = 0; i < helpers.size(); ++i) {
+    if (name == helpers[i].name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace spinnic::bpf

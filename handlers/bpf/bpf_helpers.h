@@ -1,0 +1,40 @@
+// The helpers an eBPF handler may call (spin_bpf.h): the eBPF faces of
+// HandlerContext's actions, each checking every offset and size against the
+// buffer it reaches. A helper gets the program's context pointer, which is
+// the start of a BpfInvocation: the public spin_ctx the program reads, then
+// what only the helpers see (the engine's context and packet, and the fault
+// flag a refused access sets, which turns the invocation into FAIL).
+#ifndef SPINNIC_HANDLERS_BPF_BPF_HELPERS_H_
+#define SPINNIC_HANDLERS_BPF_BPF_HELPERS_H_
+
+#include <rte_bpf.h>
+
+#include <span>
+
+#include "absl/strings/string_view.h"
+#include "handlers/api/handler.h"
+
+extern "C" {
+#include "handlers/bpf/spin_bpf.h"
+}
+
+namespace spinnic::bpf {
+
+struct BpfInvocation {
+  spin_ctx pub;  // first: the program's context pointer points here
+  HandlerContext* handler;
+  PacketView* packet;  // null in the completion handler
+  bool fault;
+};
+static_assert(offsetof(BpfInvocation, pub) == 0);
+
+// The helpers as librte_bpf external symbols, in a fixed order (a program's
+// call instruction carries its helper's index here).
+std::span<const rte_bpf_xsym> Helpers();
+
+// The index of the helper named `name` in Helpers(), or -1.
+int FindHelper(absl::string_view name);
+
+}  // namespace spinnic::bpf
+
+#endif  // SPINNIC_HANDLERS_BPF_BPF_HELPERS_H_

@@ -1,0 +1,84 @@
+// An eBPF handler program (spin_bpf.h): the ELF object clang made, checked
+// and loaded once at install, then run per packet by JIT-compiled code (the
+// interpreter only where librte_bpf has no JIT).
+//
+// Load checks, in order, and stops at the first problem with
+// INVALID_ARGUMENT naming the section and the instruction index:
+//   the file: ELF, 64-bit little-endian, relocatable, machine BPF;
+//   the sections: at least one of spin/header, spin/payload,
+//     spin/completion, each 1..SPIN_MAX_INSNS instructions;
+//   the instructions: no loops (no cycle in the control flow), no 32-bit
+//     jumps (eBPF v3: compile with -mcpu=v2), calls only to spin_bpf.h's
+//     helpers by name (a program's own functions must be inlined), no
+//     global variables or maps, no division or modulo by a register (it
+//     may be zero) or by the constant 0;
+//   then librte_bpf's validator: every register and memory access provably
+//     inside the context or the stack, helper arguments of the right kind,
+//     every path ends in exit.
+// Control path only; a loaded program is immutable and may run on every
+// HPU at once.
+#ifndef SPINNIC_HANDLERS_BPF_BPF_PROGRAM_H_
+#define SPINNIC_HANDLERS_BPF_BPF_PROGRAM_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+struct rte_bpf;
+
+namespace spinnic::bpf {
+
+enum class Stage : uint8_t { kHeader = 0, kPayload = 1, kCompletion = 2 };
+inline constexpr std::array<const char*, 3> kSectionNames = {
+    "spin/header", "spin/payload", "spin/completion"};
+
+// What the checks found, for spinctl bpf-check and ListHandlers.
+struct SectionReport {
+  std::string name;
+  uint32_t instructions = 0;
+  uint32_t stack_bytes = 0;
+  std::vector<std::string> helpers;  // called, in first-use order
+};
+struct ProgramReport {
+  std::vector<SectionReport> sections;
+  bool jit = false;  // false: librte_bpf's interpreter runs it
+};
+
+class BpfProgram {
+ public:
+  static absl::StatusOr<std::unique_ptr<BpfProgram>> Load(
+      std::span<const uint8_t> elf);
+  ~BpfProgram();
+  BpfProgram(const BpfProgram&) = delete;
+  BpfProgram& operator=(const BpfProgram&) = delete;
+
+  bool Has(Stage stage) const {
+    return stages_[static_cast<size_t>(stage)].bpf != nullptr;
+  }
+  // Runs the stage's function on `ctx` (a BpfInvocation). The stage exists.
+  uint64_t Run(Stage stage, void* ctx) const;
+
+  const ProgramReport& report() const { return report_; }
+
+ private:
+  BpfProgram() = default;
+  struct LoadedStage {
+    rte_bpf* bpf = nullptr;
+    uint64_t (*jit)(void*) = nullptr;
+  };
+  std::array<LoadedStage, 3> stages_;
+  ProgramReport report_;
+};
+
+// "spin/payload: 12 instructions, stack 16 B, helpers spin_pkt_load; ...;
+// JIT".
+std::string DescribeReport(const ProgramReport& report);
+
+}  // namespace spinnic::bpf
+
+#endif  // SPINNIC_HANDLERS_BPF_BPF_PROGRAM_H_

@@ -1,0 +1,122 @@
+/* spin_bpf.h: the one header a spinnic eBPF handler includes.
+ *
+ * A handler is a C file compiled with stock clang:
+ *
+ *   clang -O2 -target bpf -mcpu=v2 -ffreestanding -c my.c -o my.o
+ *
+ * and installed with `spinctl install --bpf my.o NAME ...` (docs/bpf.md).
+ * It defines up to three functions, one per sPIN handler, each in the ELF
+ * section its macro names, each taking the one context below:
+ *
+ *   SPIN_HEADER(my_header)    { ... }  first packet of a message:
+ *       SPIN_PROCESS_DATA (run the payload handler on every packet),
+ *       SPIN_DROP (drop the message), SPIN_SUCCESS (no payload handler),
+ *       SPIN_FAIL.
+ *   SPIN_PAYLOAD(my_payload)  { ... }  every packet: SPIN_SUCCESS (the
+ *       packet goes on per its disposition), SPIN_DROP, SPIN_FAIL.
+ *   SPIN_COMPLETION(my_done)  { ... }  after the last packet: SPIN_SUCCESS
+ *       or SPIN_FAIL; ctx->dropped_bytes and ctx->flow_control are set.
+ *
+ * These are the native handlers' codes and ordering (handlers/api/handler.h).
+ *
+ * Rules the loader enforces (INVALID_ARGUMENT naming the section and the
+ * instruction otherwise): no loops (every jump goes forward), at most
+ * SPIN_MAX_INSNS instructions per handler, no calls but to the helpers
+ * below (mark your own functions SPIN_INLINE), no global variables, and
+ * every memory access provably inside the context or the stack. Packet
+ * bytes, state memory and bound regions are reached through helpers that
+ * check every offset: an access outside them makes the invocation FAIL
+ * (counted; past disable_after_overruns the handler is disabled).
+ */
+#ifndef SPINNIC_HANDLERS_BPF_SPIN_BPF_H_
+#define SPINNIC_HANDLERS_BPF_SPIN_BPF_H_
+
+typedef __UINT8_TYPE__ spin_u8;
+typedef __UINT16_TYPE__ spin_u16;
+typedef __UINT32_TYPE__ spin_u32;
+typedef __UINT64_TYPE__ spin_u64;
+
+#define SPIN_MAX_INSNS 4096
+
+/* Handler results. */
+#define SPIN_PROCESS_DATA 0
+#define SPIN_DROP 1
+#define SPIN_SUCCESS 2
+#define SPIN_FAIL 3
+
+/* Packet dispositions (spin_set_disposition). */
+#define SPIN_FORWARD 0 /* default: out of the paired port */
+#define SPIN_REPLY 1   /* back out of the port it arrived on */
+#define SPIN_DISCARD 2 /* freed, counted as a handler drop */
+
+/* A layer offset the classifier did not find. */
+#define SPIN_ABSENT 0xffff
+
+/* ctx->flags */
+#define SPIN_IPV4 1
+#define SPIN_IPV6 2
+
+/* What every handler function receives. Read-only by convention: the
+ * helpers never trust what a program wrote here. */
+struct spin_ctx {
+  spin_u32 packet_length;  /* bytes of the frame, Ethernet header on */
+  spin_u16 l3_offset;      /* IPv4/IPv6 header, or SPIN_ABSENT */
+  spin_u16 l4_offset;      /* TCP/UDP/ICMP header, or SPIN_ABSENT */
+  spin_u16 payload_offset; /* first byte after the L4 header, or ABSENT */
+  spin_u16 l3_end;         /* one past the IP datagram, or SPIN_ABSENT */
+  spin_u16 ethertype;      /* innermost ethertype, host order */
+  spin_u8 ip_proto;        /* IPv4 protocol / IPv6 next header */
+  spin_u8 flags;           /* SPIN_IPV4, SPIN_IPV6 */
+  spin_u16 in_port;        /* DPDK port id the packet arrived on */
+  spin_u16 vlan_tags;      /* 0, 1 or 2 */
+  spin_u32 state_size;     /* bytes of ECTX state memory */
+  spin_u32 hpu;            /* which HPU runs this call (0-based) */
+  spin_u32 ectx_id;        /* the installed handler's id */
+  spin_u32 flow_control;   /* completion: 1 if flow control triggered */
+  spin_u64 dropped_bytes;  /* completion: bytes the message dropped */
+  spin_u64 param;          /* the install's `arg` parameter (default 0) */
+};
+
+/* Helpers: the eBPF faces of HandlerContext's actions (docs/bpf.md). Sizes
+ * are 1, 2, 4 or 8 bytes; anything else, or an offset outside the buffer,
+ * makes the invocation FAIL. */
+
+/* Packet bytes, read and written in network (big-endian) order. */
+spin_u64 spin_pkt_load(struct spin_ctx *ctx, spin_u32 offset, spin_u32 size);
+spin_u64 spin_pkt_store(struct spin_ctx *ctx, spin_u32 offset, spin_u32 size,
+                        spin_u64 value);
+/* ECTX state memory, in host (little-endian) order, shared by all HPUs. */
+spin_u64 spin_state_load(struct spin_ctx *ctx, spin_u32 offset, spin_u32 size);
+spin_u64 spin_state_store(struct spin_ctx *ctx, spin_u32 offset, spin_u32 size,
+                          spin_u64 value);
+/* Atomic 64-bit add to an 8-byte aligned state word; returns the new
+ * value. */
+spin_u64 spin_state_add(struct spin_ctx *ctx, spin_u32 offset, spin_u64 delta);
+/* The first bound region's bytes (bounds and access rights checked). */
+spin_u64 spin_region_load(struct spin_ctx *ctx, spin_u64 offset, spin_u32 size);
+spin_u64 spin_region_store(struct spin_ctx *ctx, spin_u64 offset, spin_u32 size,
+                           spin_u64 value);
+/* SPIN_FORWARD, SPIN_REPLY or SPIN_DISCARD for the current packet. */
+spin_u64 spin_set_disposition(struct spin_ctx *ctx, spin_u32 disposition);
+/* Raises an event (spinctl events) with `value` as its 8 data bytes;
+ * returns 1 when queued, 0 when the event ring was full. */
+spin_u64 spin_event(struct spin_ctx *ctx, spin_u32 code, spin_u64 value);
+/* The one's-complement sum update for a 16-bit field that changed from
+ * `old_value` to `new_value` (RFC 1624): the new checksum. */
+spin_u64 spin_csum_replace16(spin_u64 checksum, spin_u64 old_value,
+                             spin_u64 new_value);
+/* The CPU's cycle counter. */
+spin_u64 spin_cycles(void);
+
+/* For a function of your own: the loader runs one function per handler, so
+ * every other function must be inlined into it. */
+#define SPIN_INLINE static inline __attribute__((always_inline))
+
+#define SPIN_SECTION(name) __attribute__((section(name), used))
+#define SPIN_HEADER(fn) SPIN_SECTION("spin/header") int fn(struct spin_ctx *ctx)
+#define SPIN_PAYLOAD(fn) \
+  SPIN_SECTION("spin/payload") int fn(struct spin_ctx *ctx)
+#define SPIN_COMPLETION(fn) \
+  SPIN_SECTION("spin/completion") int fn(struct spin_ctx *ctx)
+
+#endif /* SPINNIC_HANDLERS_BPF_SPIN_BPF_H_ */

@@ -1,0 +1,163 @@
+// The eBPF loader's rules: each with a minimal program that breaks it
+// (tests/unit/bpf/programs/), refused with INVALID_ARGUMENT naming the
+// section and instruction; the run-time checks of the helpers; and the
+// three sPIN stages run through the handler kind `bpf`.
+#include "handlers/bpf/bpf_program.h"
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "handlers/api/testing.h"
+#include "tests/unit/handlers/frames.h"
+#include "tests/unit/handlers/handler_test_util.h"
+
+namespace spinnic::handler_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<uint8_t> ReadObject(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<uint8_t> TestProgram(const std::string& name) {
+  return ReadObject(std::string(SPINNIC_BPF_TEST_DIR) + "/" + name + ".o");
+}
+
+std::string ProgramHex(const std::vector<uint8_t>& bytes) {
+  return absl::BytesToHexString(
+      {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+}
+
+absl::Status LoadStatus(const std::vector<uint8_t>& elf) {
+  return bpf::BpfProgram::Load(elf).status();
+}
+
+void ExpectRefused(const std::string& program, const std::string& says) {
+  absl::Status status = LoadStatus(TestProgram(program));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument)
+      << program << ": " << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(says)) << program;
+}
+
+TEST(BpfProgramTest, RefusesWhatIsNotABpfObject) {
+  const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o'};
+  EXPECT_THAT(std::string(LoadStatus(text).message()),
+              HasSubstr("not an ELF object"));
+  EXPECT_THAT(std::string(LoadStatus({}).message()),
+              HasSubstr("not an ELF object"));
+  ExpectRefused("host_object", "not little-endian 64-bit BPF");
+  ExpectRefused("no_section", "no handler section");
+}
+
+TEST(BpfProgramTest, EachRuleNamesSectionAndInstruction) {
+  ExpectRefused("loop", "spin/payload, instruction ");
+  ExpectRefused("loop", "jumps back into a loop");
+  ExpectRefused("unknown_helper", "calls `bpf_ktime_get_ns`, which is not");
+  ExpectRefused("global", "refers to `packets`: global variables");
+  ExpectRefused("divide", "divides by a value that may be zero");
+  ExpectRefused("jmp32", "eBPF v3");
+  ExpectRefused("program_call", "calls `.text`, a function of the program");
+  ExpectRefused("too_long", "more than 4096");
+  ExpectRefused("ctx_out_of_bounds", "spin/payload: librte_bpf's validator");
+}
+
+TEST(BpfProgramTest, ReportsSectionsHelpersAndJit) {
+  absl::StatusOr<std::unique_ptr<bpf::BpfProgram>> program =
+      bpf::BpfProgram::Load(TestProgram("all_stages"));
+  ASSERT_TRUE(program.ok()) << program.status();
+  const bpf::ProgramReport& report = (*program)->report();
+  ASSERT_EQ(report.sections.size(), 3u);
+  EXPECT_TRUE(report.jit);
+  std::vector<std::string> names;
+  for (const auto& s : report.sections) names.push_back(s.name);
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre(
+                         "spin/header", "spin/payload", "spin/completion"));
+  for (const auto& s : report.sections) {
+    EXPECT_GT(s.instructions, 0u);
+    if (s.name == "spin/payload") {
+      EXPECT_THAT(s.helpers,
+                  ::testing::ElementsAre("spin_state_add", "spin_event"));
+    }
+  }
+  EXPECT_THAT(bpf::DescribeReport(report), HasSubstr("JIT"));
+}
+
+// The kind `bpf` with a program: the engine's three calls reach the three
+// sections, in sPIN's order, with the packet and completion facts.
+TEST(BpfProgramTest, HeaderPayloadCompletionThroughTheKind) {
+  absl::StatusOr<HandlerInstance> handler = CreateHandlerForTest(
+      "bpf", {{"program", ProgramHex(TestProgram("all_stages"))}});
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  FakeEctx ectx(/*state_size=*/32);
+  FrameSpec spec;
+  spec.payload = Text("some payload");
+  std::vector<uint8_t> frame = Build(spec);
+  TestPacket packet(frame, ClassifierLayers(frame), /*in_port=*/1);
+  EXPECT_EQ(RunHeader(*handler, ectx.context(), packet.view()),
+            HandlerResult::kProcessData);
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(RunCompletion(*handler, ectx.context(), 77, false),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(RunCompletion(*handler, ectx.context(), 5, true),
+            HandlerResult::kFail);
+  const uint64_t* words =
+      reinterpret_cast<const uint64_t*>(ectx.context().State().data());
+  EXPECT_EQ(words[0], 1u);  // headers
+  EXPECT_EQ(words[1], 2u);  // payloads
+  EXPECT_EQ(words[2], 2u);  // completions
+  EXPECT_EQ(words[3], 5u);  // the last dropped_bytes
+  ASSERT_EQ(ectx.sink().events().size(), 2u);
+  EXPECT_EQ(ectx.sink().events()[0].code, 0x1234u);
+  uint64_t length = 0;
+  std::memcpy(&length, ectx.sink().events()[0].data.data(), sizeof length);
+  EXPECT_EQ(length, frame.size());
+  EXPECT_EQ(packet.bytes(), frame);  // nothing written
+}
+
+// A helper's refused access fails the call; the state outside stays as is.
+TEST(BpfProgramTest, AccessOutsideStateFailsTheCall) {
+  absl::StatusOr<HandlerInstance> handler = CreateHandlerForTest(
+      "bpf", {{"program", ProgramHex(TestProgram("state_overrun"))}});
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  FakeEctx ectx(/*state_size=*/8);
+  std::vector<uint8_t> frame = Build(FrameSpec{});
+  TestPacket packet(frame, ClassifierLayers(frame), /*in_port=*/0);
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
+            HandlerResult::kFail);
+  uint64_t first = 0;
+  std::memcpy(&first, ectx.context().State().data(), sizeof first);
+  EXPECT_EQ(first, 1u);  // the access before the refused one happened
+}
+
+TEST(BpfProgramTest, InstallErrorsNameTheParameter) {
+  absl::StatusOr<HandlerInstance> none = CreateHandlerForTest("bpf", {});
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("exactly one of the parameters 'program'"));
+  absl::StatusOr<HandlerInstance> missing =
+      CreateHandlerForTest("bpf", {{"program_file", "/nonexistent/prog.o"}});
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("'program_file' = '/nonexistent/prog.o'"));
+  absl::StatusOr<HandlerInstance> file = CreateHandlerForTest(
+      "bpf",
+      {{"program_file", std::string(SPINNIC_BPF_TEST_DIR) + "/all_stages.o"}});
+  EXPECT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<HandlerInstance> bad = CreateHandlerForTest(
+      "bpf", {{"program", ProgramHex(TestProgram("loop"))}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace spinnic::handler_test
