@@ -19,7 +19,9 @@ packages=(
   # control plane, config schema
   libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   # net_pcap, unit tests, micro-benchmarks
-  libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev clang libelf-dev
+  libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # eBPF handlers: libelf reads a program, clang builds the examples
+  libelf-dev clang
   # instructions per iteration of the micro-benchmarks (bench/micro/callgrind.sh)
   valgrind
   # the control API's TLS tests make their certificates with the openssl CLI

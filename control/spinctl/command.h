@@ -79,6 +79,8 @@ std::vector<Command> DiadCommands();
 std::vector<Command> RoceCommands();
 // Offline: decodes a capture, never connects (decode_command.cc).
 std::vector<Command> DecodeCommands();
+// Offline: checks an eBPF handler program (bpf_command.cc).
+std::vector<Command> BpfCommands();
 
 // Counters shared by the `handlers` and `stats` tables.
 std::vector<std::string> HandlerCounterHeaders();

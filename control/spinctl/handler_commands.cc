@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -251,6 +252,13 @@ absl::StatusOr<v1::InstallHandlerRequest> InstallRequest(
   }
   if (args.Has("name")) handler->set_name(args.String("name"));
   if (args.Has("kind")) handler->set_kind(args.String("kind"));
+  if (args.Has("bpf")) {
+    // The object goes as the kind's `program` parameter; spinnicd checks it.
+    absl::StatusOr<std::string> object = ReadFile(args.String("bpf"));
+    if (!object.ok()) return object.status();
+    if (handler->kind().empty()) handler->set_kind("bpf");
+    (*handler->mutable_params())["program"] = absl::BytesToHexString(*object);
+  }
   for (const std::string& param : args.List("param")) {
     size_t eq = param.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -413,6 +421,9 @@ std::vector<Command> HandlerCommands() {
        {
            {"name", FlagType::kString, "NAME", "unique instance name"},
            {"kind", FlagType::kString, "KIND", "handler kind (spinctl kinds)"},
+           {"bpf", FlagType::kString, "FILE.o",
+            "an eBPF handler program (clang -target bpf; docs/bpf.md): kind "
+            "bpf, the object as its program"},
            {"param", FlagType::kList, "KEY=VALUE",
             "a parameter of the kind; repeat for more"},
            {"state_size", FlagType::kUint, "N",
@@ -441,7 +452,8 @@ std::vector<Command> HandlerCommands() {
        "1'\n"
        "  spinctl install --name f1 --kind filter --param action=drop "
        "--match 'ip_proto: 17 dst_port { first: 9 }'\n"
-       "  spinctl install --handler_file h.textproto --replace\n",
+       "  spinctl install --handler_file h.textproto --replace\n"
+       "  spinctl install --name c --bpf count.o --state_size 16\n",
        RunInstall},
       {"remove",
        "NAME",

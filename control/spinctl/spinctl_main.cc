@@ -47,8 +47,9 @@ const std::vector<FlagSpec>& GlobalFlags() {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> all;
-  for (auto* group : {&HandlerCommands, &RegionCommands, &DiadCommands,
-                      &RoceCommands, &StatsCommands, &DecodeCommands}) {
+  for (auto* group :
+       {&HandlerCommands, &RegionCommands, &DiadCommands, &RoceCommands,
+        &StatsCommands, &DecodeCommands, &BpfCommands}) {
     for (Command& c : group()) all.push_back(std::move(c));
   }
   return all;

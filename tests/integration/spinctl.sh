@@ -7,7 +7,9 @@
 # code on stderr, 2 usage, 3 unreachable), and the server's state read back
 # after every change.
 #
-# usage: spinctl.sh SPINNICD SPINCTL
+# usage: spinctl.sh SPINNICD SPINCTL [BUILD_DIR]
+# (BUILD_DIR: where the eBPF examples and test programs were built; without
+# it, or without clang, the eBPF checks are skipped and say so.)
 # shellcheck disable=SC2034  # used by lib.sh
 TEST_NAME=spinctl
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -122,6 +124,35 @@ check "install --handler_file (+ --param): exit 0" eval 'rc_is 0 && out_has "^id
 sc handlers --json
 check "handlers --json: f1 as written in the file, with the flag's param" \
   py 'any(h["name"] == "f1" and h["kind"] == "filter" and h["priority"] == 3 and h["match"]["dst_port"]["first"] == 9 and h["params"] == {"payload_prefix": "474554"} for h in d["handlers"])'
+
+# --- eBPF handlers (docs/bpf.md) ----------------------------------------------
+BPF_DIR=${3:-}/handlers/bpf
+BPF_BAD=${3:-}/tests/unit/bpf
+if [[ -n ${3:-} && -f $BPF_DIR/count.o ]]; then
+  sc bpf-check "$BPF_DIR/count.o"
+  check "bpf-check count.o: valid, JIT, one payload section" eval \
+    'rc_is 0 && out_has "count.o: valid, runs JIT-compiled" && out_has "^spin/payload +[0-9]+ +0 +spin_state_add$"'
+  sc --json bpf-check "$BPF_BAD/loop.o"
+  check "bpf-check loop.o: exit 1, names the section, instruction and the loop" py \
+    'not d["valid"] and "spin/payload, instruction" in d["error"] and "loop" in d["error"]'
+  # net_null's frames have ethertype 0: every one of them reaches it.
+  sc install --name bc --bpf "$BPF_DIR/count.o" --state_size 16 --match 'ethertype: 0'
+  check "install --bpf count.o: exit 0" eval 'rc_is 0 && out_has "^id: [0-9]+$"'
+  sleep 0.3
+  sc state bc --raw
+  check "bpf count: packets > 0 and 64 bytes each" eval \
+    'rc_is 0 && "$PY" -c "import struct,sys; p,b=struct.unpack(\"<QQ\", open(sys.argv[1],\"rb\").read()); sys.exit(0 if p > 0 and b == 64 * p else 1)" "$TMP/cmd.out"'
+  sc handlers --json
+  check "handlers --json: bc is kind bpf with its program" \
+    py 'any(h["name"] == "bc" and h["kind"] == "bpf" and h["params"]["program"].startswith("7f454c46") for h in d["handlers"])'
+  sc install --name bl --bpf "$BPF_BAD/loop.o" --state_size 16
+  check "install --bpf loop.o: exit 1, INVALID_ARGUMENT naming the instruction" eval \
+    'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: .*spin/payload, instruction [0-9]+: jumps back into a loop"'
+  sc remove bc
+  check "remove bc: exit 0" rc_is 0
+else
+  log "SKIP: eBPF checks (no build dir or no clang-built examples)"
+fi
 
 # ip_proto 200 never matches net_null's all-zero frames: the state stays as
 # written.
