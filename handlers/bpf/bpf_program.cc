@@ -22,15 +22,27 @@
 #include "handlers/bpf/bpf_helpers.h"
 
 namespace spinnic::bpf {
+
+// A relocation of a handler section: the symbol an instruction refers to.
+struct Relocation {
+  uint64_t offset;  // of the instruction it patches, in bytes
+  std::string name;
+  bool defined;  // in this object (a function or section of the program)
+};
+
 namespace {
 
 constexpr uint8_t kClassJmp = 0x05;
 constexpr uint8_t kClassJmp32 = 0x06;
 constexpr uint8_t kOpCall = 0x80;
 constexpr uint8_t kOpExit = 0x90;
+constexpr uint8_t kOpJa = 0x00;  // unconditional jump
 constexpr uint8_t kLdImm64 = 0x18;
 constexpr uint8_t kOpDiv = 0x30;
 constexpr uint8_t kOpMod = 0x90;
+constexpr uint8_t kOpLsh = 0x60;
+constexpr uint8_t kOpRsh = 0x70;
+constexpr uint8_t kOpArsh = 0xc0;
 constexpr uint8_t kSourceRegister =
     0x08;  // BPF_X: the operand is a register  // BPF_LD | BPF_IMM | EBPF_DW
 constexpr uint8_t kStackRegister = 10;
@@ -94,12 +106,6 @@ std::string SectionName(Elf* elf, Elf_Scn* section) {
 
 // The symbol names that relocations of section `target` refer to, by the
 // byte offset of the instruction they patch.
-struct Relocation {
-  uint64_t offset;  // of the instruction it patches, in bytes
-  std::string name;
-  bool defined;  // in this object (a function or section of the program)
-};
-
 absl::StatusOr<std::vector<Relocation>> Relocations(Elf* elf, size_t target) {
   std::vector<Relocation> out;
   Elf_Scn* section = nullptr;
@@ -144,55 +150,233 @@ absl::StatusOr<std::vector<Relocation>> Relocations(Elf* elf, size_t target) {
   return out;
 }
 
-// The jump at the end of a cycle of the control flow graph (a loop), if
-// any. Clang places shared tails before the code that jumps to them, so a
-// backward jump alone is no loop: only a jump back to an instruction still
-// on the depth-first path is.
-std::optional<size_t> FindLoop(const std::vector<ebpf_insn>& insns) {
+// The instructions control may go to after instruction `i` (jump targets
+// were checked to be instructions of the section).
+int Successors(const std::vector<ebpf_insn>& insns, size_t i, size_t out[2]) {
+  const ebpf_insn& insn = insns[i];
+  const uint8_t cls = insn.code & 0x07;
+  const uint8_t op = insn.code & 0xf0;
+  if (insn.code == kLdImm64) {
+    out[0] = i + 2;
+    return 1;
+  }
+  if (cls != kClassJmp || op == kOpCall) {
+    out[0] = i + 1;
+    return 1;
+  }
+  if (op == kOpExit) return 0;
+  out[0] = static_cast<size_t>(static_cast<int64_t>(i) + 1 + insn.off);
+  if (op == kOpJa) return 1;
+  out[1] = i + 1;
+  return 2;
+}
+
+// Depth-first from the entry: the jump at the end of a cycle of the control
+// flow graph (a loop), if any, else the reachable instructions in reverse
+// postorder (a topological order). Clang places shared tails before the
+// code that jumps to them, so a backward jump alone is no loop: only a jump
+// back to an instruction still on the depth-first path is.
+struct FlowOrder {
+  std::optional<size_t> loop;
+  std::vector<size_t> order;
+};
+FlowOrder OrderFlow(const std::vector<ebpf_insn>& insns) {
   const size_t n = insns.size();
-  auto successors = [&](size_t i, size_t out[2]) -> int {
-    const ebpf_insn& insn = insns[i];
-    const uint8_t cls = insn.code & 0x07;
-    const uint8_t op = insn.code & 0xf0;
-    if (insn.code == kLdImm64) {
-      out[0] = i + 2;
-      return 1;
-    }
-    if (cls != kClassJmp || op == kOpCall) {
-      out[0] = i + 1;
-      return 1;
-    }
-    if (op == kOpExit) return 0;
-    const size_t target =
-        static_cast<size_t>(static_cast<int64_t>(i) + 1 + insn.off);
-    out[0] = target;
-    if (op == 0x00) return 1;  // BPF_JA: unconditional
-    out[1] = i + 1;
-    return 2;
-  };
   enum : uint8_t { kNew, kOnPath, kDone };
   std::vector<uint8_t> state(n, kNew);
+  FlowOrder result;
   // (instruction, next successor to visit)
   std::vector<std::pair<size_t, int>> stack = {{0, 0}};
   state[0] = kOnPath;
   while (!stack.empty()) {
     auto& [i, next] = stack.back();
     size_t out[2];
-    const int count = successors(i, out);
+    const int count = Successors(insns, i, out);
     if (next == count) {
       state[i] = kDone;
+      result.order.push_back(i);
       stack.pop_back();
       continue;
     }
     const size_t target = out[next++];
-    if (target >= n) continue;  // off the end: librte_bpf refuses it
-    if (state[target] == kOnPath) return i;
+    if (target >= n) continue;  // CheckSection refused such a flow
+    if (state[target] == kOnPath) {
+      result.loop = i;
+      return result;
+    }
     if (state[target] == kNew) {
       state[target] = kOnPath;
       stack.emplace_back(target, 0);
     }
   }
-  return std::nullopt;
+  std::reverse(result.order.begin(), result.order.end());
+  return result;
+}
+
+// What is known at an instruction on every path to it: which registers, and
+// which 8-byte stack slots, hold the context pointer unchanged.
+struct PointerState {
+  uint16_t registers = 0;
+  uint64_t stack_slots = 0;
+};
+
+constexpr int kStackBytes = 512;
+
+uint32_t AccessSize(uint8_t code) {
+  switch (code & 0x18) {
+    case 0x00:
+      return 4;
+    case 0x08:
+      return 2;
+    case 0x10:
+      return 1;
+    default:
+      return 8;
+  }
+}
+
+// librte_bpf's validator lets a program compute with its context pointer
+// and then dereference the result, or pass a stack address where a helper
+// expects the context (fuzzing found both): spinnic proves instead that
+// every load and store goes through the frame pointer r10 or a register
+// that holds the context pointer unchanged, within their bounds, and that
+// every helper that takes the context gets it in r1.
+absl::Status CheckPointers(absl::string_view name,
+                           const std::vector<ebpf_insn>& insns,
+                           const std::vector<size_t>& order) {
+  std::vector<PointerState> in(insns.size());
+  std::vector<bool> reached(insns.size(), false);
+  in[0].registers = 1u << 1;  // r1: the context
+  reached[0] = true;
+  for (size_t i : order) {
+    if (!reached[i]) continue;
+    PointerState st = in[i];
+    const ebpf_insn& insn = insns[i];
+    const uint8_t cls = insn.code & 0x07;
+    const uint8_t mode = insn.code & 0xe0;
+    auto holds_context = [&](uint8_t reg) {
+      return reg < 16 && (st.registers & (1u << reg)) != 0;
+    };
+    auto check_access = [&](uint8_t base, int16_t off,
+                            uint32_t size) -> absl::Status {
+      if (base == kStackRegister) {
+        if (off < -kStackBytes || off + static_cast<int32_t>(size) > 0) {
+          return Refuse(name, i,
+                        absl::StrCat("stack access at r10", off,
+                                     " outside the 512-byte stack"));
+        }
+        return absl::OkStatus();
+      }
+      if (holds_context(base)) {
+        if (off < 0 ||
+            off + static_cast<int64_t>(size) > int64_t{sizeof(spin_ctx)}) {
+          return Refuse(
+              name, i,
+              absl::StrCat("context access at offset ", off, " outside its ",
+                           sizeof(spin_ctx), " bytes"));
+        }
+        return absl::OkStatus();
+      }
+      return Refuse(name, i,
+                    absl::StrCat("accesses memory through r", base,
+                                 ", which holds neither the context nor "
+                                 "the stack pointer; use the helpers"));
+    };
+    auto slot_of = [](int16_t off) { return (off + kStackBytes) / 8; };
+    auto clobber_slots = [&](int16_t off, uint32_t size) {
+      for (int16_t b = off; b < off + static_cast<int16_t>(size); b += 1) {
+        st.stack_slots &= ~(uint64_t{1} << slot_of(b));
+      }
+    };
+    switch (cls) {
+      case 0x00:  // LD: only the 16-byte immediate load
+        if (insn.code != kLdImm64) {
+          return Refuse(name, i,
+                        "packet loads by absolute offset are for socket "
+                        "filters; use spin_pkt_load");
+        }
+        st.registers &= ~(1u << insn.dst_reg);
+        break;
+      case 0x01: {  // LDX
+        if (mode != 0x60) return Refuse(name, i, "an unknown load mode");
+        const uint32_t size = AccessSize(insn.code);
+        if (absl::Status s = check_access(insn.src_reg, insn.off, size);
+            !s.ok()) {
+          return s;
+        }
+        const bool reload = insn.src_reg == kStackRegister && size == 8 &&
+                            insn.off % 8 == 0 &&
+                            (st.stack_slots >> slot_of(insn.off) & 1) != 0;
+        if (reload) {
+          st.registers |= 1u << insn.dst_reg;
+        } else {
+          st.registers &= ~(1u << insn.dst_reg);
+        }
+        break;
+      }
+      case 0x02:    // ST
+      case 0x03: {  // STX (and atomic add)
+        if (mode != 0x60 && !(cls == 0x03 && mode == 0xc0)) {
+          return Refuse(name, i, "an unknown store mode");
+        }
+        const uint32_t size = AccessSize(insn.code);
+        if (absl::Status s = check_access(insn.dst_reg, insn.off, size);
+            !s.ok()) {
+          return s;
+        }
+        if (insn.dst_reg == kStackRegister) {
+          clobber_slots(insn.off, size);
+          if (cls == 0x03 && mode == 0x60 && size == 8 && insn.off % 8 == 0 &&
+              holds_context(insn.src_reg)) {
+            st.stack_slots |= uint64_t{1} << slot_of(insn.off);  // a spill
+          }
+        }
+        break;
+      }
+      case 0x04:    // ALU
+      case 0x07: {  // ALU64
+        if (insn.dst_reg == kStackRegister) {
+          return Refuse(name, i, "writes the frame pointer r10");
+        }
+        const bool copy = insn.code == 0xbf;  // MOV64 from a register
+        if (copy && holds_context(insn.src_reg)) {
+          st.registers |= 1u << insn.dst_reg;
+        } else {
+          st.registers &= ~(1u << insn.dst_reg);
+        }
+        break;
+      }
+      case kClassJmp:
+        if ((insn.code & 0xf0) == kOpCall) {
+          const size_t helper = static_cast<size_t>(insn.imm);
+          if (helper < Helpers().size() &&
+              Helpers()[helper].func.args[0].type == RTE_BPF_ARG_PTR &&
+              !holds_context(1)) {
+            return Refuse(name, i,
+                          absl::StrCat("calls ", Helpers()[helper].name,
+                                       " without the context in r1"));
+          }
+          st.registers &= ~uint16_t{0x3f};  // r0-r5: results and scratch
+        }
+        break;
+      default:
+        return Refuse(name, i, "an unknown instruction class");
+    }
+    size_t next[2];
+    const int count = Successors(insns, i, next);
+    for (int k = 0; k < count; ++k) {
+      const size_t j = next[k];
+      if (j >= insns.size()) continue;
+      if (!reached[j]) {
+        in[j] = st;
+        reached[j] = true;
+      } else {
+        in[j].registers &= st.registers;
+        in[j].stack_slots &= st.stack_slots;
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 // spinnic's own rules over one section's instructions; resolves calls to
@@ -215,6 +399,17 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
       return Refuse(name, index, "a relocation outside the section");
     }
     symbol[index] = &relocation;
+  }
+  // The second halves of 16-byte instructions: no jump may land there (the
+  // JIT would run the constant as code).
+  std::vector<bool> second_half(insns.size(), false);
+  for (size_t i = 0; i < insns.size(); ++i) {
+    if (insns[i].code == kLdImm64) {
+      if (i + 1 == insns.size()) {
+        return Refuse(name, i, "a 16-byte load cut off by the section's end");
+      }
+      second_half[++i] = true;
+    }
   }
   int64_t lowest_stack = 0;
   for (size_t i = 0; i < insns.size(); ++i) {
@@ -261,8 +456,36 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
       }
       continue;
     }
+    // Every instruction but exit and an unconditional jump goes on to the
+    // next: the last one must not (librte_bpf's validator would read past
+    // the program).
+    const bool ends_flow = cls == kClassJmp && ((insn.code & 0xf0) == kOpExit ||
+                                                (insn.code & 0xf0) == kOpJa);
+    if (i + 1 == insns.size() && !ends_flow) {
+      return Refuse(name, i,
+                    "the section ends without exit; every path must return");
+    }
+    if (cls == kClassJmp && (insn.code & 0xf0) != kOpExit &&
+        (insn.code & 0xf0) != kOpCall) {
+      const int64_t target = static_cast<int64_t>(i) + 1 + insn.off;
+      if (target < 0 || target >= static_cast<int64_t>(insns.size()) ||
+          second_half[static_cast<size_t>(target)]) {
+        return Refuse(name, i,
+                      absl::StrCat("jumps to ", target,
+                                   ", which is not the start of an "
+                                   "instruction of this section"));
+      }
+    }
     const bool alu = cls == 0x04 || cls == 0x07;  // ALU, ALU64
     const uint8_t op = insn.code & 0xf0;
+    const uint32_t width = cls == 0x07 ? 64 : 32;
+    if (alu && (op == kOpLsh || op == kOpRsh || op == kOpArsh) &&
+        (insn.code & kSourceRegister) == 0 &&
+        static_cast<uint32_t>(insn.imm) >= width) {
+      return Refuse(name, i,
+                    absl::StrCat("shifts a ", width, "-bit value by ", insn.imm,
+                                 " bits"));
+    }
     if (alu && (op == kOpDiv || op == kOpMod) &&
         ((insn.code & kSourceRegister) != 0 || insn.imm == 0)) {
       return Refuse(name, i,
@@ -277,10 +500,14 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
       lowest_stack = std::min<int64_t>(lowest_stack, insn.off);
     }
   }
-  if (std::optional<size_t> loop = FindLoop(insns); loop.has_value()) {
-    return Refuse(name, *loop,
+  const FlowOrder flow = OrderFlow(insns);
+  if (flow.loop.has_value()) {
+    return Refuse(name, *flow.loop,
                   "jumps back into a loop; unroll it (#pragma unroll with a "
                   "constant bound)");
+  }
+  if (absl::Status s = CheckPointers(name, insns, flow.order); !s.ok()) {
+    return s;
   }
   report->name = std::string(name);
   report->instructions = static_cast<uint32_t>(insns.size());
@@ -345,7 +572,8 @@ absl::StatusOr<std::unique_ptr<BpfProgram>> BpfProgram::Load(
       return Refuse(name, 0, "defined twice; one function per section");
     }
     Elf_Data* data = elf_getdata(section, nullptr);
-    if (data == nullptr || data->d_size % sizeof(ebpf_insn) != 0) {
+    if (data == nullptr || (data->d_size != 0 && data->d_buf == nullptr) ||
+        data->d_size % sizeof(ebpf_insn) != 0) {
       return Refuse(name, 0, "not a whole number of instructions");
     }
     std::vector<ebpf_insn> insns(data->d_size / sizeof(ebpf_insn));
@@ -353,48 +581,71 @@ absl::StatusOr<std::unique_ptr<BpfProgram>> BpfProgram::Load(
     absl::StatusOr<std::vector<Relocation>> relocations =
         Relocations(elf.get(), elf_ndxscn(section));
     if (!relocations.ok()) return relocations.status();
-    SectionReport report;
-    if (absl::Status s = CheckSection(name, insns, *relocations, &report);
+    if (absl::Status s =
+            program->LoadStage(static_cast<Stage>(stage), insns, *relocations);
         !s.ok()) {
       return s;
     }
-    rte_bpf_prm prm{};
-    prm.ins = insns.data();
-    prm.nb_ins = static_cast<uint32_t>(insns.size());
-    prm.xsym = Helpers().data();
-    prm.nb_xsym = static_cast<uint32_t>(Helpers().size());
-    prm.prog_arg.type = RTE_BPF_ARG_PTR;
-    prm.prog_arg.size = sizeof(spin_ctx);
-    LoadedStage& loaded = program->stages_[stage];
-    {
-      absl::MutexLock lock(&g_log_mu);
-      LogCapture log;
-      loaded.bpf = rte_bpf_load(&prm);
-      if (loaded.bpf == nullptr) {
-        const std::string why = log.Text();
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ": librte_bpf's validator refused it (",
-            std::strerror(rte_errno), ")", why.empty() ? "" : ": ", why));
-      }
-    }
-    rte_bpf_jit jit{};
-    if (rte_bpf_get_jit(loaded.bpf, &jit) == 0 && jit.func != nullptr) {
-      loaded.jit = jit.func;
-    }
-    program->report_.sections.push_back(std::move(report));
   }
   if (program->report_.sections.empty()) {
     return absl::InvalidArgumentError(
         "program: no handler section; define at least one of "
         "SPIN_HEADER, SPIN_PAYLOAD, SPIN_COMPLETION (spin_bpf.h)");
   }
-  program->report_.jit = true;
-  for (const LoadedStage& stage : program->stages_) {
-    if (stage.bpf != nullptr && stage.jit == nullptr) {
-      program->report_.jit = false;
-    }
+  return program;
+}
+
+absl::StatusOr<std::unique_ptr<BpfProgram>> BpfProgram::LoadInstructions(
+    std::span<const uint8_t> code) {
+  std::vector<ebpf_insn> insns(code.size() / sizeof(ebpf_insn));
+  if (!insns.empty()) {
+    std::memcpy(insns.data(), code.data(), insns.size() * sizeof(ebpf_insn));
+  }
+  std::unique_ptr<BpfProgram> program(new BpfProgram());
+  if (absl::Status s = program->LoadStage(Stage::kPayload, insns, {});
+      !s.ok()) {
+    return s;
   }
   return program;
+}
+
+absl::Status BpfProgram::LoadStage(Stage stage, std::vector<ebpf_insn>& insns,
+                                   const std::vector<Relocation>& relocations) {
+  const char* name = kSectionNames[static_cast<size_t>(stage)];
+  SectionReport report;
+  if (absl::Status s = CheckSection(name, insns, relocations, &report);
+      !s.ok()) {
+    return s;
+  }
+  rte_bpf_prm prm{};
+  prm.ins = insns.data();
+  prm.nb_ins = static_cast<uint32_t>(insns.size());
+  prm.xsym = Helpers().data();
+  prm.nb_xsym = static_cast<uint32_t>(Helpers().size());
+  prm.prog_arg.type = RTE_BPF_ARG_PTR;
+  prm.prog_arg.size = sizeof(spin_ctx);
+  LoadedStage& loaded = stages_[static_cast<size_t>(stage)];
+  {
+    absl::MutexLock lock(&g_log_mu);
+    LogCapture log;
+    loaded.bpf = rte_bpf_load(&prm);
+    if (loaded.bpf == nullptr) {
+      const std::string why = log.Text();
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": librte_bpf's validator refused it (",
+          std::strerror(rte_errno), ")", why.empty() ? "" : ": ", why));
+    }
+  }
+  rte_bpf_jit jit{};
+  if (rte_bpf_get_jit(loaded.bpf, &jit) == 0 && jit.func != nullptr) {
+    loaded.jit = jit.func;
+  }
+  report_.sections.push_back(std::move(report));
+  report_.jit = true;
+  for (const LoadedStage& s : stages_) {
+    if (s.bpf != nullptr && s.jit == nullptr) report_.jit = false;
+  }
+  return absl::OkStatus();
 }
 
 BpfProgram::~BpfProgram() {

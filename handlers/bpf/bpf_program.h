@@ -11,7 +11,8 @@
 //     jumps (eBPF v3: compile with -mcpu=v2), calls only to spin_bpf.h's
 //     helpers by name (a program's own functions must be inlined), no
 //     global variables or maps, no division or modulo by a register (it
-//     may be zero) or by the constant 0;
+//     may be zero) or by the constant 0, no shift by the value's width or
+//     more, every jump to the start of an instruction of its section;
 //   then librte_bpf's validator: every register and memory access provably
 //     inside the context or the stack, helper arguments of the right kind,
 //     every path ends in exit.
@@ -29,9 +30,12 @@
 
 #include "absl/status/statusor.h"
 
+struct ebpf_insn;
 struct rte_bpf;
 
 namespace spinnic::bpf {
+
+struct Relocation;
 
 enum class Stage : uint8_t { kHeader = 0, kPayload = 1, kCompletion = 2 };
 inline constexpr std::array<const char*, 3> kSectionNames = {
@@ -65,8 +69,16 @@ class BpfProgram {
 
   const ProgramReport& report() const { return report_; }
 
+  // For fuzzing: raw instructions as a payload handler, through the same
+  // checks (without relocations, so a helper call is refused).
+  static absl::StatusOr<std::unique_ptr<BpfProgram>> LoadInstructions(
+      std::span<const uint8_t> code);
+
  private:
   BpfProgram() = default;
+  // Checks, validates and JIT-compiles one section (calls resolved in place).
+  absl::Status LoadStage(Stage stage, std::vector<ebpf_insn>& insns,
+                         const std::vector<Relocation>& relocations);
   struct LoadedStage {
     rte_bpf* bpf = nullptr;
     uint64_t (*jit)(void*) = nullptr;

@@ -68,7 +68,94 @@ TEST(BpfProgramTest, EachRuleNamesSectionAndInstruction) {
   ExpectRefused("jmp32", "eBPF v3");
   ExpectRefused("program_call", "calls `.text`, a function of the program");
   ExpectRefused("too_long", "more than 4096");
-  ExpectRefused("ctx_out_of_bounds", "spin/payload: librte_bpf's validator");
+  ExpectRefused(
+      "ctx_out_of_bounds",
+      "instruction 0: context access at offset 256 outside its 56 bytes");
+}
+
+// Raw instructions (little-endian eBPF), for the rules no C compiler
+// breaks on purpose.
+struct Insn {
+  uint8_t code;
+  uint8_t dst : 4;
+  uint8_t src : 4;
+  int16_t off;
+  int32_t imm;
+};
+static_assert(sizeof(Insn) == 8);
+
+absl::Status RawStatus(std::initializer_list<Insn> insns) {
+  std::vector<uint8_t> bytes(insns.size() * sizeof(Insn));
+  std::memcpy(bytes.data(), insns.begin(), bytes.size());
+  return bpf::BpfProgram::LoadInstructions(bytes).status();
+}
+
+constexpr Insn Mov64Imm(uint8_t dst, int32_t imm) {
+  return {0xb7, dst, 0, 0, imm};
+}
+constexpr Insn Mov64Reg(uint8_t dst, uint8_t src) {
+  return {0xbf, dst, src, 0, 0};
+}
+constexpr Insn LoadWord(uint8_t dst, uint8_t src, int16_t off) {
+  return {0x61, dst, src, off, 0};
+}
+constexpr Insn LoadDouble(uint8_t dst, uint8_t src, int16_t off) {
+  return {0x79, dst, src, off, 0};
+}
+constexpr Insn StoreDouble(uint8_t dst, uint8_t src, int16_t off) {
+  return {0x7b, dst, src, off, 0};
+}
+constexpr Insn Exit() { return {0x95, 0, 0, 0, 0}; }
+
+TEST(BpfProgramTest, MemoryOnlyThroughTheContextOrTheStack) {
+  // Found by the fuzz target: librte_bpf accepts an AND on the context
+  // pointer and a load through the result.
+  EXPECT_THAT(std::string(RawStatus({Mov64Reg(6, 1),
+                                     {0x57, 6, 0, 0, 2},  // r6 &= 2
+                                     LoadWord(0, 6, 0),
+                                     Exit()})
+                              .message()),
+              HasSubstr("instruction 2: accesses memory through r6"));
+  // A copy of the context pointer is the context.
+  EXPECT_TRUE(RawStatus({Mov64Reg(6, 1), LoadWord(0, 6, 4), Exit()}).ok());
+  // Spilled to the stack and reloaded, it still is; overwritten, not.
+  EXPECT_TRUE(RawStatus({StoreDouble(10, 1, -8), Mov64Imm(1, 0),
+                         LoadDouble(1, 10, -8), LoadWord(0, 1, 0), Exit()})
+                  .ok());
+  EXPECT_THAT(std::string(RawStatus({StoreDouble(10, 1, -8),
+                                     {0x7a, 10, 0, -8, 7},  // *(r10-8) = 7
+                                     LoadDouble(1, 10, -8),
+                                     LoadWord(0, 1, 0),
+                                     Exit()})
+                              .message()),
+              HasSubstr("instruction 3: accesses memory through r1"));
+  EXPECT_THAT(std::string(RawStatus({LoadWord(0, 10, -516), Exit()}).message()),
+              HasSubstr("outside the 512-byte stack"));
+  EXPECT_THAT(std::string(RawStatus({LoadDouble(0, 1, 52), Exit()}).message()),
+              HasSubstr("context access at offset 52 outside its 56 bytes"));
+  ExpectRefused("stack_as_ctx", "calls spin_state_add without the context");
+}
+
+TEST(BpfProgramTest, ControlFlowStaysInsideTheSection) {
+  // Found by the fuzz target: without exit, librte_bpf's validator reads
+  // past the program.
+  EXPECT_THAT(std::string(RawStatus({Mov64Imm(0, 34)}).message()),
+              HasSubstr("ends without exit"));
+  // Into the second half of a 16-byte load: the JIT would run the constant.
+  EXPECT_THAT(std::string(RawStatus({{0x05, 0, 0, 1, 0},  // goto +1
+                                     {0x18, 0, 0, 0, 1},
+                                     {0x00, 0, 0, 0, 0},
+                                     Exit()})
+                              .message()),
+              HasSubstr("instruction 0: jumps to 2, which is not the start"));
+  EXPECT_THAT(std::string(RawStatus({{0x05, 0, 0, 5, 0}, Exit()}).message()),
+              HasSubstr("jumps to 6"));
+  EXPECT_THAT(std::string(RawStatus({Mov64Imm(0, 1),
+                                     {0x67, 0, 0, 0, 64},  // r0 <<= 64
+                                     Exit()})
+                              .message()),
+              HasSubstr("shifts a 64-bit value by 64 bits"));
+  EXPECT_TRUE(RawStatus({Mov64Imm(0, 2), Exit()}).ok());
 }
 
 TEST(BpfProgramTest, ReportsSectionsHelpersAndJit) {
