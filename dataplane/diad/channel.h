@@ -229,6 +229,11 @@ class ReorderBuffer {
   HoldVerdict Hold(uint32_t seq, uint32_t expected, Handle handle);
   // The handle held for `seq`, if any, taken out.
   bool Take(uint32_t seq, Handle* out);
+  // The handle held for `seq`, left in place; nullptr if none.
+  const Handle* Find(uint32_t seq) const {
+    const Slot& slot = slots_[seq & mask_];
+    return slot.used && slot.seq == seq ? &slot.handle : nullptr;
+  }
   // Writes the SACK bitmap relative to `expected` (bit j: expected + j
   // held) into `out` (at most `max_bytes`, at most kMaxSackBytes); returns
   // its length in bytes, 0 when nothing is held.

@@ -284,6 +284,7 @@ absl::Status DiadModule::AddPeer(const PeerConfig& config) {
   peer.name = config.name;
   peer.node = config.node;
   peer.mac = config.mac;
+  peer.recovery = config.recovery;
   peers.push_back(std::move(peer));
   PublishPeers(std::move(peers));
   return absl::OkStatus();
@@ -497,6 +498,9 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"handler_puts", &C::handler_puts},
       {"handler_gets", &C::handler_gets},
       {"handler_refused", &C::handler_refused},
+      {"sacks_sent", &C::sacks_sent},
+      {"sacks_received", &C::sacks_received},
+      {"reorder_held", &C::reorder_held},
   };
   for (const auto& [name, field] : kFields) {
     uint64_t sum = 0;

@@ -191,8 +191,10 @@ ParseError ParseFrame(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
   const uint8_t flags = h[1];
   if ((flags & ~kKnownFlags) != 0 ||
       ((flags & (kFlagFirst | kFlagLast)) != 0 && !IsSequenced(packet_type)) ||
-      ((flags & (kFlagProbeReply | kFlagSack)) != 0 &&
-       packet_type != PacketType::kAck)) {
+      ((flags & kFlagProbeReply) != 0 && packet_type != PacketType::kAck) ||
+      // SACK: only an ACK, and only one that carries its bitmap.
+      ((flags & kFlagSack) != 0 &&
+       (packet_type != PacketType::kAck || udp_length == kMinUdpLength))) {
     return ParseError::kBadFlags;
   }
   if (h[offsetof(WireHeader, reserved)] != 0) return ParseError::kBadReserved;
