@@ -369,6 +369,7 @@ class SendWindow {
     bool sacked = false;
     bool resent = false;
     uint64_t resent_ns = 0;
+    uint32_t resent_next = 0;  // next_seq_ when it was last resent
   };
 
   // Releases held packets in order until base_ == end.
@@ -394,6 +395,8 @@ class SendWindow {
   // (stale once base_ passed it).
   uint32_t high_sacked_ = 0;
   bool has_high_sacked_ = false;
+  // next_seq_ when the last UNACK went out (OnTimer, UnackDueOnFullWindow).
+  uint32_t probe_end_ = 0;
 };
 
 // ---------------------------------------------------------------- transactions

@@ -118,6 +118,7 @@ uint32_t SendWindow<Handle>::GoBackN(uint32_t ack, uint64_t now_ns,
     if (slot.sacked) continue;
     slot.resent = true;
     slot.resent_ns = now_ns;
+    slot.resent_next = next_seq_;
     retransmit(slot.handle);
     ++count;
   }
@@ -177,24 +178,39 @@ uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
   if (has_high_sacked_ && SeqDiff(high_sacked_, base_) < 0) {
     has_high_sacked_ = false;  // everything SACKed was released since
   }
-  // The holes to resend: [base, end).
+  // The holes to resend: the unSACKed packets in [base, end).
   uint32_t end = base_;
   if (probe_reply) {
-    end = next_seq_;
-  } else if (has_high_sacked_ && SeqDiff(high_sacked_, base_) >=
-                                     static_cast<int32_t>(kSackHoleThreshold)) {
+    // The reply answers our last UNACK, which went out behind every packet
+    // before probe_end_: those it does not cover are lost. Later ones may
+    // still be on their way.
+    const int32_t probed = SeqDiff(probe_end_, base_);
+    if (probed > 0 && static_cast<uint32_t>(probed) <= in_flight_packets()) {
+      end = probe_end_;
+    }
+  }
+  // kSackHoleThreshold later packets SACKed: lost, not just reordered.
+  if (has_high_sacked_ &&
+      SeqDiff(high_sacked_, end) >= static_cast<int32_t>(kSackHoleThreshold)) {
     end = high_sacked_ - (kSackHoleThreshold - 1);
   }
   uint32_t count = 0;
   for (uint32_t seq = base_; seq != end; ++seq) {
     Slot& slot = slots_[seq & mask_];
     if (slot.sacked) continue;
-    if (slot.resent && now_ns < internal::SaturatingAdd(
-                                    slot.resent_ns, config_.nack_interval_ns)) {
+    // Resent already: again once kSackHoleThreshold packets sent after the
+    // resend were SACKed (it was lost too), or nack_interval_ns later.
+    if (slot.resent &&
+        !(has_high_sacked_ &&
+          SeqDiff(high_sacked_, slot.resent_next) >=
+              static_cast<int32_t>(kSackHoleThreshold) - 1) &&
+        now_ns <
+            internal::SaturatingAdd(slot.resent_ns, config_.nack_interval_ns)) {
       continue;
     }
     slot.resent = true;
     slot.resent_ns = now_ns;
+    slot.resent_next = next_seq_;
     retransmit(slot.handle);
     ++count;
   }
@@ -222,6 +238,7 @@ typename SendWindow<Handle>::TimerVerdict SendWindow<Handle>::OnTimer(
   if (retries_ > config_.max_retries) return TimerVerdict::kDown;
   rto_ns_ = internal::NextRtoNs(rto_ns_, config_);
   deadline_ns_ = internal::SaturatingAdd(now_ns, rto_ns_);
+  probe_end_ = next_seq_;
   return TimerVerdict::kSendUnack;
 }
 
@@ -233,6 +250,7 @@ bool SendWindow<Handle>::UnackDueOnFullWindow(uint64_t now_ns) {
   }
   unack_sent_ = true;
   last_unack_ns_ = now_ns;
+  probe_end_ = next_seq_;
   return true;
 }
 
@@ -273,6 +291,7 @@ void SendWindow<Handle>::Reset(Release&& release) {
   unack_sent_ = false;
   high_sacked_ = 0;
   has_high_sacked_ = false;
+  probe_end_ = 0;
 }
 
 // ---------------------------------------------------------------- selective
