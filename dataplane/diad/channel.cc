@@ -107,8 +107,6 @@ ReceiveWindow::Result ReceiveWindow::OnPacket(uint32_t seq, bool ack_now,
   return {Verdict::kGap, nack};
 }
 
-void ReceiveWindow::OnUnack() { probe_reply_due_ = true; }
-
 bool ReceiveWindow::AckDue(uint64_t now_ns) const {
   if (ack_now_ || probe_reply_due_ || sack_now_) return true;
   if (unacked_ == 0) return false;

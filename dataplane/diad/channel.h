@@ -130,8 +130,14 @@ class ReceiveWindow {
   };
   // A sequenced packet arrived at `now_ns`; `ack_now` is its kFlagAckNow.
   Result OnPacket(uint32_t seq, bool ack_now, uint64_t now_ns);
-  // An UNACK arrived: an ACK (kFlagProbeReply) is due now.
-  void OnUnack();
+  // An UNACK arrived: an ACK (kFlagProbeReply) is due now. `seq` is the
+  // UNACK's seq (its sender's next sequence number), which a SELECTIVE
+  // probe reply echoes in `txn` (probe_echo()).
+  void OnUnack(uint32_t seq = 0) {
+    probe_reply_due_ = true;
+    probe_echo_ = seq;
+  }
+  uint32_t probe_echo() const { return probe_echo_; }
   // SELECTIVE: OnPacket reports a gap without asking for a NACK (the
   // sender learns about holes from SACKs instead).
   void set_selective(bool selective) { selective_ = selective; }
@@ -169,6 +175,7 @@ class ReceiveWindow {
   bool probe_reply_due_ = false;
   bool sack_now_ = false;
   bool selective_ = false;
+  uint32_t probe_echo_ = 0;
   bool nack_sent_ = false;  // for the current value of expected_
   uint64_t nack_sent_ns_ = 0;
 };
@@ -317,16 +324,18 @@ class SendWindow {
   // SELECTIVE, after OnAck(ack) and a kOk CheckSack: marks the SACKed
   // packets (never resent, released only by the cumulative ack), then
   // passes the holes to `retransmit(handle)`, oldest first: every unSACKed
-  // packet kSackHoleThreshold or more before the highest SACKed one or,
-  // when `probe_reply` (the answer to our UNACK: the timer says the rest is
-  // lost too), every unSACKed one. A packet is resent at most once per
-  // nack_interval_ns. An empty bitmap is allowed (a probe reply when the
-  // receiver holds nothing). Returns how many were resent; a resend
-  // re-arms the timer. New SACK information resets the retry count (the
-  // peer is alive).
+  // packet kSackHoleThreshold or more before the highest SACKed one and,
+  // when `probe_reply` (the answer to our UNACK that carried `probe_end`,
+  // our next_seq() when we sent it), every unSACKed one before probe_end.
+  // A resent packet goes again once kSackHoleThreshold packets sent after
+  // it were SACKed, or nack_interval_ns later. An empty bitmap is allowed
+  // (a probe reply when the receiver holds nothing). Returns how many were
+  // resent; a resend re-arms the timer. New SACK information resets the
+  // retry count (the peer is alive).
   template <typename Retransmit>
   uint32_t OnSack(uint32_t ack, std::span<const uint8_t> bitmap,
-                  bool probe_reply, uint64_t now_ns, Retransmit&& retransmit);
+                  bool probe_reply, uint32_t probe_end, uint64_t now_ns,
+                  Retransmit&& retransmit);
   // Whether the packet `seq` (in flight) was SACKed; tests.
   bool sacked(uint32_t seq) const { return slots_[seq & mask_].sacked; }
 
@@ -395,8 +404,6 @@ class SendWindow {
   // (stale once base_ passed it).
   uint32_t high_sacked_ = 0;
   bool has_high_sacked_ = false;
-  // next_seq_ when the last UNACK went out (OnTimer, UnackDueOnFullWindow).
-  uint32_t probe_end_ = 0;
 };
 
 // ---------------------------------------------------------------- transactions

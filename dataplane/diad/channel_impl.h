@@ -151,8 +151,8 @@ template <typename Handle>
 template <typename Retransmit>
 uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
                                     std::span<const uint8_t> bitmap,
-                                    bool probe_reply, uint64_t now_ns,
-                                    Retransmit&& retransmit) {
+                                    bool probe_reply, uint32_t probe_end,
+                                    uint64_t now_ns, Retransmit&& retransmit) {
   // Mark: only numbers still held (an old SACK may describe released ones).
   bool news = false;
   const uint32_t bits = static_cast<uint32_t>(bitmap.size()) * 8;
@@ -181,12 +181,13 @@ uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
   // The holes to resend: the unSACKed packets in [base, end).
   uint32_t end = base_;
   if (probe_reply) {
-    // The reply answers our last UNACK, which went out behind every packet
-    // before probe_end_: those it does not cover are lost. Later ones may
-    // still be on their way.
-    const int32_t probed = SeqDiff(probe_end_, base_);
+    // The reply answers our UNACK that carried `probe_end` (our next_seq
+    // then, echoed in its txn): it went out behind every packet before it,
+    // so those the reply does not cover are lost. Later ones may still be
+    // on their way, and a reply to an older UNACK says nothing of them.
+    const int32_t probed = SeqDiff(probe_end, base_);
     if (probed > 0 && static_cast<uint32_t>(probed) <= in_flight_packets()) {
-      end = probe_end_;
+      end = probe_end;
     }
   }
   // kSackHoleThreshold later packets SACKed: lost, not just reordered.
@@ -198,15 +199,22 @@ uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
   for (uint32_t seq = base_; seq != end; ++seq) {
     Slot& slot = slots_[seq & mask_];
     if (slot.sacked) continue;
-    // Resent already: again once kSackHoleThreshold packets sent after the
-    // resend were SACKed (it was lost too), or nack_interval_ns later.
-    if (slot.resent &&
-        !(has_high_sacked_ &&
-          SeqDiff(high_sacked_, slot.resent_next) >=
-              static_cast<int32_t>(kSackHoleThreshold) - 1) &&
-        now_ns <
-            internal::SaturatingAdd(slot.resent_ns, config_.nack_interval_ns)) {
-      continue;
+    if (slot.resent) {
+      // Resent already: again only when that copy is known lost. Frames
+      // stay in order on the path, so it is when kSackHoleThreshold packets
+      // sent after it were SACKed, or when a probe reply to an UNACK sent
+      // after it does not cover it (then at most once per nack_interval_ns,
+      // so that a flood of probe replies costs at most one window per
+      // interval). Never on time alone: a copy may wait behind a window of
+      // packets in our own transmit queue.
+      const bool overtaken =
+          has_high_sacked_ && SeqDiff(high_sacked_, slot.resent_next) >=
+                                  static_cast<int32_t>(kSackHoleThreshold) - 1;
+      const bool probed =
+          probe_reply && SeqDiff(probe_end, slot.resent_next) >= 0 &&
+          now_ns >=
+              internal::SaturatingAdd(slot.resent_ns, config_.nack_interval_ns);
+      if (!overtaken && !probed) continue;
     }
     slot.resent = true;
     slot.resent_ns = now_ns;
@@ -238,7 +246,6 @@ typename SendWindow<Handle>::TimerVerdict SendWindow<Handle>::OnTimer(
   if (retries_ > config_.max_retries) return TimerVerdict::kDown;
   rto_ns_ = internal::NextRtoNs(rto_ns_, config_);
   deadline_ns_ = internal::SaturatingAdd(now_ns, rto_ns_);
-  probe_end_ = next_seq_;
   return TimerVerdict::kSendUnack;
 }
 
@@ -250,7 +257,6 @@ bool SendWindow<Handle>::UnackDueOnFullWindow(uint64_t now_ns) {
   }
   unack_sent_ = true;
   last_unack_ns_ = now_ns;
-  probe_end_ = next_seq_;
   return true;
 }
 
@@ -291,7 +297,6 @@ void SendWindow<Handle>::Reset(Release&& release) {
   unack_sent_ = false;
   high_sacked_ = 0;
   has_high_sacked_ = false;
-  probe_end_ = 0;
 }
 
 // ---------------------------------------------------------------- selective

@@ -129,7 +129,7 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     case PacketType::kUnack:
       counters_.unacks_received.Add();
       LearnRecovery(*ch, h.key);
-      ch->rx.OnUnack();
+      ch->rx.OnUnack(h.seq);
       rte_pktmbuf_free(packet);
       return;
     default:
@@ -210,7 +210,7 @@ void DiadEngine::OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
   }
   if (ApplyAck(ch, h.ack, /*go_back=*/false, now)) {
     if (sack) counters_.sacks_received.Add();
-    ch.tx.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, now,
+    ch.tx.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, h.txn, now,
                  [&](rte_mbuf* held) { Retransmit(ch, held); });
   }
   rte_pktmbuf_free(packet);

@@ -251,6 +251,9 @@ void DiadEngine::SendControl(Channel& ch, PacketType type, uint8_t flags,
   h.key = ch.sack.advert();
   std::span<const uint8_t> payload;
   if (type == PacketType::kAck && ch.sack.active() && ack == ch.rx.expected()) {
+    // A probe reply names the UNACK it answers (its seq): the sender then
+    // knows which of its packets the reply can speak for.
+    if ((flags & kFlagProbeReply) != 0) h.txn = ch.rx.probe_echo();
     const uint32_t bytes =
         ch.reorder.WriteSack(ack, sack_scratch_.data(), config_.max_payload());
     if (bytes > 0) {

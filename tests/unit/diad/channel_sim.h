@@ -498,8 +498,12 @@ inline void Endpoint::SendControl(PacketType type, uint8_t flags,
   frame.hdr.dst_epoch = session_.peer_epoch();
   frame.hdr.ack = rx_.expected();
   frame.hdr.key = neg_.advert();
+  // An UNACK carries our next sequence number (as the dataplane's do); a
+  // SELECTIVE probe reply echoes it in txn.
+  frame.hdr.seq = tx_.next_seq();
   frame.length = 0;
   if (type == PacketType::kAck && neg_.active()) {
+    if ((flags & kFlagProbeReply) != 0) frame.hdr.txn = rx_.probe_echo();
     const uint32_t bytes =
         reorder_.WriteSack(rx_.expected(), frame.payload.data(), kMaxPayload);
     if (bytes > 0) {
@@ -792,7 +796,7 @@ inline void Endpoint::OnFrame(uint32_t f, uint64_t now) {
       break;
     case PacketType::kUnack:
       ++stats_.unacks_rx;
-      rx_.OnUnack();
+      rx_.OnUnack(h.seq);
       break;
     default: {
       const auto result =
@@ -892,7 +896,7 @@ inline void Endpoint::OnSelectiveAck(const Frame& frame, uint64_t now) {
       break;
   }
   if (sack) ++stats_.sacks_rx;
-  tx_.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, now,
+  tx_.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, h.txn, now,
              [this, now](uint32_t handle) { Retransmit(handle, now); });
 }
 
