@@ -710,6 +710,149 @@ TEST(SendWindowTest, WrapsAround) {
 
 // ---------------------------------------------------------------- transactions
 
+// ---------------------------------------------------------------- selective
+
+TEST(SackNegotiationTest, ActiveOnlyWhenBothSpeakIt) {
+  SackNegotiation gbn;  // the default: GO_BACK_N
+  EXPECT_EQ(gbn.advert(), 0u);
+  EXPECT_FALSE(gbn.OnControl(true));
+  EXPECT_FALSE(gbn.active());
+  SackNegotiation sel(Recovery::kSelective);
+  EXPECT_EQ(sel.advert(), kSackCapable);
+  EXPECT_FALSE(sel.active());
+  EXPECT_FALSE(sel.OnControl(false));  // a GO_BACK_N peer's control packet
+  EXPECT_FALSE(sel.active());
+  EXPECT_TRUE(sel.OnControl(true));  // first advert: answer it at once
+  EXPECT_TRUE(sel.active());
+  EXPECT_FALSE(sel.OnControl(true));  // known already
+  sel.Reset();                        // a new session
+  EXPECT_FALSE(sel.active());
+  EXPECT_STREQ(RecoveryName(Recovery::kGoBackN), "GO_BACK_N");
+  EXPECT_STREQ(RecoveryName(Recovery::kSelective), "SELECTIVE");
+}
+
+TEST(ReorderBufferTest, HoldsWithinTheSpanUpToItsCapacity) {
+  ReorderBuffer<int> buffer(8, 3);
+  using V = ReorderBuffer<int>::HoldVerdict;
+  EXPECT_EQ(buffer.Hold(10, 10, 1), V::kOutside);  // the expected one
+  EXPECT_EQ(buffer.Hold(9, 10, 1), V::kOutside);   // delivered already
+  EXPECT_EQ(buffer.Hold(18, 10, 1), V::kOutside);  // beyond the window
+  EXPECT_EQ(buffer.Hold(12, 10, 12), V::kHeld);
+  EXPECT_EQ(buffer.Hold(12, 10, 99), V::kDuplicate);
+  EXPECT_EQ(buffer.Hold(17, 10, 17), V::kHeld);
+  EXPECT_EQ(buffer.Hold(11, 10, 11), V::kHeld);
+  EXPECT_EQ(buffer.Hold(13, 10, 13), V::kFull);  // bounded: never grows
+  EXPECT_EQ(buffer.count(), 3u);
+  uint8_t sack[4] = {0xff, 0xff, 0xff, 0xff};
+  // Bits 1, 2 and 7 after expected 10: 0b01100001.
+  ASSERT_EQ(buffer.WriteSack(10, sack, sizeof sack), 1u);
+  EXPECT_EQ(sack[0], 0x61);
+  int h = 0;
+  EXPECT_FALSE(buffer.Take(10, &h));
+  ASSERT_TRUE(buffer.Take(11, &h));
+  EXPECT_EQ(h, 11);
+  ASSERT_TRUE(buffer.Take(12, &h));
+  EXPECT_EQ(h, 12);
+  // Expected is 13 now: 17 is bit 4.
+  ASSERT_EQ(buffer.WriteSack(13, sack, sizeof sack), 1u);
+  EXPECT_EQ(sack[0], 0x08);
+  std::vector<int> released;
+  buffer.Reset([&](int handle) { released.push_back(handle); });
+  EXPECT_EQ(released, std::vector<int>{17});
+  EXPECT_EQ(buffer.count(), 0u);
+  EXPECT_EQ(buffer.WriteSack(13, sack, sizeof sack), 0u);
+}
+
+TEST(ReorderBufferTest, SackSpansBytesAndWraps) {
+  ReorderBuffer<int> buffer(64, 64);
+  const uint32_t expected = 0xfffffffcu;  // wraps past 2^32
+  ASSERT_EQ(buffer.Hold(expected + 20, expected, 1),
+            ReorderBuffer<int>::HoldVerdict::kHeld);
+  uint8_t sack[8] = {};
+  ASSERT_EQ(buffer.WriteSack(expected, sack, sizeof sack), 3u);
+  EXPECT_EQ(sack[0], 0);
+  EXPECT_EQ(sack[1], 0);
+  EXPECT_EQ(sack[2], 0x08);  // bit 20
+  // A bitmap longer than allowed is cut, never overrun.
+  EXPECT_EQ(buffer.WriteSack(expected, sack, 2), 2u);
+}
+
+TEST(SendWindowTest, SackChecks) {
+  Window w(SmallConfig());
+  PushN(w, 0, 6, 10, 0);                 // 0..5 in flight
+  const uint8_t ok[] = {0x50};           // 1 and 3 after ack 0
+  const uint8_t overlap[] = {0x80};      // ack itself
+  const uint8_t never[] = {0x00, 0x40};  // 9: never sent
+  const uint8_t last_sent[] = {0x04};    // 5: the last one sent
+  const uint8_t beyond[] = {0x02};       // 6: next_seq
+  EXPECT_EQ(w.CheckSack(0, ok), SackVerdict::kOk);
+  EXPECT_EQ(w.CheckSack(0, overlap), SackVerdict::kOverlapsAck);
+  EXPECT_EQ(w.CheckSack(0, never), SackVerdict::kNeverSent);
+  EXPECT_EQ(w.CheckSack(0, last_sent), SackVerdict::kOk);
+  EXPECT_EQ(w.CheckSack(0, beyond), SackVerdict::kNeverSent);
+  EXPECT_EQ(w.CheckSack(0, {}), SackVerdict::kOk);
+}
+
+TEST(SendWindowTest, SackResendsOnlyTheHoles) {
+  Window w(SmallConfig());
+  PushN(w, 0, 8, 10, 0);  // 0..7
+  std::vector<int> resent;
+  auto retransmit = [&](int handle) { resent.push_back(handle); };
+  // 0 lost; 1, 2 arrived: not enough to call 0 lost (reordering).
+  const uint8_t two[] = {0x60};
+  EXPECT_EQ(w.OnSack(0, two, false, 0, 100, retransmit), 0u);
+  EXPECT_TRUE(w.sacked(1));
+  EXPECT_TRUE(w.sacked(2));
+  // 4 arrived too (3 lost as well): 0 is kSackHoleThreshold behind 3 of
+  // them; 3 is not yet.
+  const uint8_t more[] = {0x68};
+  EXPECT_EQ(w.OnSack(0, more, false, 0, 200, retransmit), 1u);
+  EXPECT_EQ(resent, std::vector<int>{0});
+  // 5, 6 arrived: 3 is a hole now; 0 is not resent again (its copy was
+  // sent after everything SACKed so far).
+  const uint8_t most[] = {0x6e};
+  EXPECT_EQ(w.OnSack(0, most, false, 0, 300, retransmit), 1u);
+  EXPECT_EQ(resent, (std::vector<int>{0, 3}));
+  // The timer: a probe reply to an UNACK sent at next_seq 8 resends what
+  // it does not cover: 7, not the SACKed ones, nor 0 and 3 (resent less
+  // than nack_interval_ns ago).
+  EXPECT_EQ(w.OnSack(0, most, true, 8, 400, retransmit), 1u);
+  EXPECT_EQ(resent, (std::vector<int>{0, 3, 7}));
+  // The cumulative ack releases SACKed packets only now, each once.
+  std::vector<Released> released;
+  w.OnAck(8, 500, [&](int h, uint32_t txn, bool completes) {
+    released.push_back({h, txn, completes});
+  });
+  EXPECT_EQ(released.size(), 8u);
+  EXPECT_EQ(w.in_flight_packets(), 0u);
+}
+
+TEST(SendWindowTest, ProbeReplyToAnOlderUnackResendsNothingNewer) {
+  Window w(SmallConfig());
+  PushN(w, 0, 4, 10, 0);  // 0..3; an UNACK went out at next_seq 4
+  PushN(w, 4, 4, 10, 0);  // 4..7 sent after it
+  std::vector<int> resent;
+  auto retransmit = [&](int handle) { resent.push_back(handle); };
+  // The reply says 0..3 arrived (ack 4): nothing it covers is missing, and
+  // 4..7 may still be on their way.
+  w.OnAck(4, 10, [](int, uint32_t, bool) {});
+  EXPECT_EQ(w.OnSack(4, {}, true, 4, 10, retransmit), 0u);
+  // A reply to an UNACK sent at 8 that says only 4 arrived: 5..7 are lost.
+  const uint8_t four[] = {0x00};
+  EXPECT_EQ(w.OnSack(4, four, true, 8, 20, retransmit), 4u);
+  EXPECT_EQ(resent, (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(SendWindowTest, GoBackNSkipsSackedPackets) {
+  Window w(SmallConfig());
+  PushN(w, 0, 4, 10, 0);
+  const uint8_t held[] = {0x40};  // 1
+  w.OnSack(0, held, false, 0, 0, [](int) {});
+  std::vector<int> resent;
+  EXPECT_EQ(w.GoBackN(0, 0, [&](int h) { resent.push_back(h); }), 3u);
+  EXPECT_EQ(resent, (std::vector<int>{0, 2, 3}));
+}
+
 TEST(TransactionTableTest, BeginFindEnd) {
   TransactionTable<int> table(4);
   EXPECT_EQ(table.count(), 0u);
