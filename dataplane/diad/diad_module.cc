@@ -96,8 +96,18 @@ uint32_t DiadModule::ExtraMbufs() const {
   // Packets held for retransmission: full windows on a few busy peers.
   // Beyond that senders wait for buffers (counted, not lost).
   if (!config_.enabled) return 0;
-  return config_.channel.window_packets * config_.channels *
-         std::min<uint32_t>(config_.max_peers, 4);
+  const uint32_t held = config_.channel.window_packets * config_.channels *
+                        std::min<uint32_t>(config_.max_peers, 4);
+  // SELECTIVE peers' receivers hold out-of-order packets too: as many
+  // again for up to four of them (beyond, reorder_full drops are counted).
+  const uint32_t reorder = config_.channel.reorder_packets != 0
+                               ? config_.channel.reorder_packets
+                               : config_.channel.window_packets;
+  const uint32_t selective = static_cast<uint32_t>(std::count_if(
+      config_.peers.begin(), config_.peers.end(), [](const PeerConfig& peer) {
+        return peer.recovery == Recovery::kSelective;
+      }));
+  return held + reorder * config_.channels * std::min<uint32_t>(selective, 4);
 }
 
 uint32_t DiadModule::MinDataRoom(uint32_t /*max_port_mtu*/) const {
