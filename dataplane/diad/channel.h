@@ -75,7 +75,8 @@ struct ChannelConfig {
   // way, is outside the window: dropped without a reply.
   uint32_t receive_span = 1u << 20;
   // SELECTIVE: out-of-order packets a channel's receiver holds at most
-  // (their mbufs); beyond, they are dropped and counted. 0: window_packets.
+  // (their mbufs); beyond, they are dropped and counted. 0: twice
+  // window_packets, all a SELECTIVE sender can have beyond a hole.
   uint32_t reorder_packets = 0;
 };
 
@@ -282,7 +283,11 @@ class SendWindow {
  public:
   explicit SendWindow(const ChannelConfig& config);
 
-  // Whether a packet of `payload_bytes` fits the window now.
+  // Whether a packet of `payload_bytes` fits the window now. SACKed packets
+  // (SELECTIVE) do not count against window_packets and window_bytes: the
+  // receiver holds them, they are out of the network. At most twice
+  // window_packets are held from base on, so that a hole does not stall
+  // the sender for a round trip.
   bool CanSend(uint32_t payload_bytes) const;
   // The sequence number the next Push() gets.
   uint32_t next_seq() const { return next_seq_; }
@@ -386,7 +391,7 @@ class SendWindow {
   void ReleaseUpTo(uint32_t end, Release& release);
 
   ChannelConfig config_;
-  std::vector<Slot> slots_;  // window_packets entries, indexed seq & mask
+  std::vector<Slot> slots_;  // 2 * window_packets entries, seq & mask
   uint32_t mask_;
   uint32_t base_ = 0;      // oldest unacknowledged sequence number
   uint32_t next_seq_ = 0;  // next to assign
@@ -404,6 +409,9 @@ class SendWindow {
   // (stale once base_ passed it).
   uint32_t high_sacked_ = 0;
   bool has_high_sacked_ = false;
+  // SELECTIVE: held packets the receiver SACKed, and their payload bytes.
+  uint32_t sacked_packets_ = 0;
+  uint64_t sacked_bytes_ = 0;
 };
 
 // ---------------------------------------------------------------- transactions

@@ -32,18 +32,25 @@ inline uint64_t NextRtoNs(uint64_t rto_ns, const ChannelConfig& config) {
 template <typename Handle>
 SendWindow<Handle>::SendWindow(const ChannelConfig& config)
     : config_(config),
-      slots_(config.window_packets),
-      mask_(config.window_packets - 1),
+      // Twice the window: SELECTIVE counts SACKed packets (the receiver
+      // holds them) out of the window until the cumulative ack passes them.
+      slots_(size_t{config.window_packets} * 2),
+      mask_(config.window_packets * 2 - 1),
       rto_ns_(config.rto_ns) {}
 
 template <typename Handle>
 bool SendWindow<Handle>::CanSend(uint32_t payload_bytes) const {
   const uint32_t in_flight = in_flight_packets();
-  if (in_flight >= config_.window_packets) return false;
+  // SACKed packets left the network: SELECTIVE keeps sending past them (up
+  // to twice the window from base), go-back-N has none.
+  if (in_flight - sacked_packets_ >= config_.window_packets ||
+      in_flight >= 2 * config_.window_packets) {
+    return false;
+  }
   // An empty window takes any packet, however large: otherwise a packet
   // above window_bytes could never be sent.
-  return in_flight == 0 ||
-         in_flight_bytes_ + payload_bytes <= config_.window_bytes;
+  return in_flight == 0 || in_flight_bytes_ - sacked_bytes_ + payload_bytes <=
+                               config_.window_bytes;
 }
 
 template <typename Handle>
@@ -167,6 +174,8 @@ uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
     Slot& slot = slots_[seq & mask_];
     if (!slot.sacked) {
       slot.sacked = true;
+      ++sacked_packets_;
+      sacked_bytes_ += slot.payload_bytes;
       news = true;
     }
     if (!has_high_sacked_ || SeqDiff(seq, high_sacked_) > 0) {
@@ -274,6 +283,10 @@ void SendWindow<Handle>::ReleaseUpTo(uint32_t end, Release& release) {
     const uint32_t txn = slot.txn;
     const bool completes_txn = slot.completes_txn;
     in_flight_bytes_ -= slot.payload_bytes;
+    if (slot.sacked) {
+      --sacked_packets_;
+      sacked_bytes_ -= slot.payload_bytes;
+    }
     slot = Slot{};
     ++base_;
     release(handle, txn, completes_txn);
@@ -295,6 +308,8 @@ void SendWindow<Handle>::Reset(Release&& release) {
   gbn_done_ = false;
   last_unack_ns_ = 0;
   unack_sent_ = false;
+  sacked_packets_ = 0;
+  sacked_bytes_ = 0;
   high_sacked_ = 0;
   has_high_sacked_ = false;
 }

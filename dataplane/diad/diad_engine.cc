@@ -85,9 +85,9 @@ const char* DiadDropName(DiadDrop drop) {
 }
 
 DiadEngine::Channel::Channel(const ChannelConfig& config)
-    : reorder(config.window_packets, config.reorder_packets != 0
-                                         ? config.reorder_packets
-                                         : config.window_packets),
+    : reorder(2 * config.window_packets, config.reorder_packets != 0
+                                             ? config.reorder_packets
+                                             : 2 * config.window_packets),
       rx(config),
       tx(config),
       txns(config.max_transactions) {}

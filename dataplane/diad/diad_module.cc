@@ -98,11 +98,13 @@ uint32_t DiadModule::ExtraMbufs() const {
   if (!config_.enabled) return 0;
   const uint32_t held = config_.channel.window_packets * config_.channels *
                         std::min<uint32_t>(config_.max_peers, 4);
-  // SELECTIVE peers' receivers hold out-of-order packets too: as many
-  // again for up to four of them (beyond, reorder_full drops are counted).
-  const uint32_t reorder = config_.channel.reorder_packets != 0
-                               ? config_.channel.reorder_packets
-                               : config_.channel.window_packets;
+  // SELECTIVE peers: the receiver holds out-of-order packets, and the
+  // sender up to a window more (SACKed packets leave the window), for up to
+  // four of them (beyond, senders wait and receivers drop, counted).
+  const uint32_t reorder = (config_.channel.reorder_packets != 0
+                                ? config_.channel.reorder_packets
+                                : 2 * config_.channel.window_packets) +
+                           config_.channel.window_packets;
   const uint32_t selective = static_cast<uint32_t>(std::count_if(
       config_.peers.begin(), config_.peers.end(), [](const PeerConfig& peer) {
         return peer.recovery == Recovery::kSelective;

@@ -203,9 +203,9 @@ class Endpoint {
         tx_(config),
         rx_(config),
         neg_(recovery),
-        reorder_(config.window_packets, config.reorder_packets != 0
-                                            ? config.reorder_packets
-                                            : config.window_packets),
+        reorder_(2 * config.window_packets, config.reorder_packets != 0
+                                                ? config.reorder_packets
+                                                : 2 * config.window_packets),
         table_(config.max_transactions),
         rng_(seed),
         to_start_(transactions) {}

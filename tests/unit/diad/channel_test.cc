@@ -843,6 +843,32 @@ TEST(SendWindowTest, ProbeReplyToAnOlderUnackResendsNothingNewer) {
   EXPECT_EQ(resent, (std::vector<int>{4, 5, 6, 7}));
 }
 
+TEST(SendWindowTest, SackedPacketsLeaveTheWindowUpToTwice) {
+  ChannelConfig config = SmallConfig();  // 8 packets, 8000 bytes
+  Window w(config);
+  PushN(w, 0, 8, 100, 0);
+  EXPECT_FALSE(w.CanSend(100));  // go-back-N: full
+  // 1..7 SACKed, 0 missing: they are out of the network.
+  const uint8_t held[] = {0x7f};
+  w.OnSack(0, held, false, 0, 0, [](int) {});
+  EXPECT_TRUE(w.CanSend(100));
+  PushN(w, 8, 7, 100, 0);  // 7 more unSACKed (8 with the hole)
+  EXPECT_FALSE(w.CanSend(100));
+  // Everything after the hole SACKed: still at most twice the window.
+  const uint8_t all[] = {0x7f, 0xff};
+  w.OnSack(0, all, false, 0, 0, [](int) {});
+  EXPECT_TRUE(w.CanSend(100));
+  PushN(w, 15, 1, 100, 0);
+  EXPECT_EQ(w.in_flight_packets(), 16u);
+  EXPECT_FALSE(w.CanSend(100));
+  int released = 0;
+  w.OnAck(16, 1, [&](int h, uint32_t, bool) { EXPECT_EQ(h, released++); });
+  EXPECT_EQ(released, 16);
+  EXPECT_EQ(w.in_flight_bytes(), 0u);
+  PushN(w, 16, 8, 100, 0);  // the whole window again
+  EXPECT_FALSE(w.CanSend(100));
+}
+
 TEST(SendWindowTest, GoBackNSkipsSackedPackets) {
   Window w(SmallConfig());
   PushN(w, 0, 4, 10, 0);
