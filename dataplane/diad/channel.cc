@@ -9,6 +9,16 @@ namespace spinnic::diad {
 using internal::NextRtoNs;
 using internal::SaturatingAdd;
 
+const char* RecoveryName(Recovery recovery) {
+  switch (recovery) {
+    case Recovery::kGoBackN:
+      return "GO_BACK_N";
+    case Recovery::kSelective:
+      return "SELECTIVE";
+  }
+  return "unknown";
+}
+
 uint64_t DownAfterNs(const ChannelConfig& config) {
   // Mirrors SendWindow: the timer is armed with rto_ns; every expiry that
   // does not bring the channel down doubles the timeout (capped at
@@ -85,6 +95,8 @@ ReceiveWindow::Result ReceiveWindow::OnPacket(uint32_t seq, bool ack_now,
     ack_now_ = true;
     return {Verdict::kDuplicate, false};
   }
+  // SELECTIVE: the caller holds it and sends a SACK instead of a NACK.
+  if (selective_) return {Verdict::kGap, false};
   const bool nack =
       !nack_sent_ ||
       now_ns >= SaturatingAdd(nack_sent_ns_, config_.nack_interval_ns);
@@ -95,10 +107,8 @@ ReceiveWindow::Result ReceiveWindow::OnPacket(uint32_t seq, bool ack_now,
   return {Verdict::kGap, nack};
 }
 
-void ReceiveWindow::OnUnack() { probe_reply_due_ = true; }
-
 bool ReceiveWindow::AckDue(uint64_t now_ns) const {
-  if (ack_now_ || probe_reply_due_) return true;
+  if (ack_now_ || probe_reply_due_ || sack_now_) return true;
   if (unacked_ == 0) return false;
   return unacked_ >= config_.ack_every ||
          now_ns >= SaturatingAdd(first_unacked_ns_, config_.ack_delay_ns);
@@ -109,10 +119,11 @@ void ReceiveWindow::OnAckSent() {
   first_unacked_ns_ = 0;
   ack_now_ = false;
   probe_reply_due_ = false;
+  sack_now_ = false;
 }
 
 uint64_t ReceiveWindow::ack_deadline() const {
-  if (ack_now_ || probe_reply_due_) return 0;
+  if (ack_now_ || probe_reply_due_ || sack_now_) return 0;
   if (unacked_ == 0) return UINT64_MAX;
   if (unacked_ >= config_.ack_every) return 0;
   return SaturatingAdd(first_unacked_ns_, config_.ack_delay_ns);
@@ -120,6 +131,7 @@ uint64_t ReceiveWindow::ack_deadline() const {
 
 void ReceiveWindow::Reset() {
   expected_ = 0;
+  selective_ = false;  // renegotiated per session
   OnAckSent();
   nack_sent_ = false;
   nack_sent_ns_ = 0;

@@ -30,11 +30,28 @@
 #define SPINNIC_DATAPLANE_DIAD_CHANNEL_H_
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "dataplane/diad/wire.h"
 
 namespace spinnic::diad {
+
+// How a channel recovers from loss (per peer: DiadConfig's PeerConfig).
+enum class Recovery : uint8_t {
+  // The paper's wire: the receiver drops everything but the next expected
+  // packet, the sender resends from the first missing one.
+  kGoBackN = 0,
+  // Selective repeat, once both ends showed they speak it (kSackCapable):
+  // the receiver holds out-of-order packets (ReorderBuffer) and reports them
+  // in SACKs, the sender resends only the holes.
+  kSelective = 1,
+};
+const char* RecoveryName(Recovery recovery);
+
+// A SELECTIVE sender resends a hole once this many later packets were
+// SACKed (the reordering it tolerates before calling a packet lost).
+inline constexpr uint32_t kSackHoleThreshold = 3;
 
 struct ChannelConfig {
   // Sequenced packets sent and not yet acknowledged; a power of two.
@@ -57,6 +74,10 @@ struct ChannelConfig {
   // A sequence number this far (or farther) from the expected one, either
   // way, is outside the window: dropped without a reply.
   uint32_t receive_span = 1u << 20;
+  // SELECTIVE: out-of-order packets a channel's receiver holds at most
+  // (their mbufs); beyond, they are dropped and counted. 0: twice
+  // window_packets, all a SELECTIVE sender can have beyond a hole.
+  uint32_t reorder_packets = 0;
 };
 
 // Time after which an unanswered channel is declared down with `config`:
@@ -110,8 +131,25 @@ class ReceiveWindow {
   };
   // A sequenced packet arrived at `now_ns`; `ack_now` is its kFlagAckNow.
   Result OnPacket(uint32_t seq, bool ack_now, uint64_t now_ns);
-  // An UNACK arrived: an ACK (kFlagProbeReply) is due now.
-  void OnUnack();
+  // An UNACK arrived: an ACK (kFlagProbeReply) is due now. `seq` is the
+  // UNACK's seq (its sender's next sequence number), which a SELECTIVE
+  // probe reply echoes in `txn` (probe_echo()).
+  void OnUnack(uint32_t seq = 0) {
+    probe_reply_due_ = true;
+    probe_echo_ = seq;
+  }
+  uint32_t probe_echo() const { return probe_echo_; }
+  // SELECTIVE: OnPacket reports a gap without asking for a NACK (the
+  // sender learns about holes from SACKs instead).
+  void set_selective(bool selective) { selective_ = selective; }
+  bool selective() const { return selective_; }
+  // SELECTIVE: the SACK state changed (a packet was held, a held one
+  // delivered, a duplicate of a held one arrived): an explicit ACK, which
+  // carries the SACK, is due now; a piggybacked ack does not satisfy it.
+  void RequestSack() { sack_now_ = true; }
+  // Whether the due ACK must be an explicit one (a probe reply or a SACK):
+  // the callers do not count a piggybacked ack as sent then.
+  bool explicit_ack_due() const { return probe_reply_due_ || sack_now_; }
 
   // Whether an ACK should go out now (coalescing count or delay reached,
   // or one was asked for). The caller sends it, then calls OnAckSent().
@@ -136,8 +174,104 @@ class ReceiveWindow {
   uint64_t first_unacked_ns_ = 0;
   bool ack_now_ = false;
   bool probe_reply_due_ = false;
+  bool sack_now_ = false;
+  bool selective_ = false;
+  uint32_t probe_echo_ = 0;
   bool nack_sent_ = false;  // for the current value of expected_
   uint64_t nack_sent_ns_ = 0;
+};
+
+// ---------------------------------------------------------------- selective
+
+// SELECTIVE recovery of one channel: configured for the peer, and whether
+// the peer showed in this session that it speaks it (kSackCapable on a
+// control packet). Only then are SACKs sent, out-of-order packets held and
+// holes resent; until then, and always with a GO_BACK_N peer, the channel
+// is go-back-N and nothing of the extension goes on the wire.
+class SackNegotiation {
+ public:
+  explicit SackNegotiation(Recovery configured = Recovery::kGoBackN)
+      : configured_(configured) {}
+  // A control packet arrived; `advertised`: its key is kSackCapable. True
+  // the first time the peer advertises it in this session while we are
+  // SELECTIVE: the caller makes an ACK (ours advertises too) go out now, so
+  // a peer that sends only data learns it without waiting.
+  bool OnControl(bool advertised) {
+    if (!advertised || configured_ != Recovery::kSelective || peer_capable_) {
+      return false;
+    }
+    peer_capable_ = true;
+    return true;
+  }
+  // What our control packets carry in `key`.
+  uint32_t advert() const {
+    return configured_ == Recovery::kSelective ? kSackCapable : 0;
+  }
+  bool active() const {
+    return configured_ == Recovery::kSelective && peer_capable_;
+  }
+  Recovery configured() const { return configured_; }
+  // A new session (either side's): the peer must show it again.
+  void Reset() { peer_capable_ = false; }
+
+ private:
+  Recovery configured_;
+  bool peer_capable_ = false;
+};
+
+// The receiver's out-of-order packets of one SELECTIVE channel: at most
+// `capacity` handles, each for a sequence number within `span` (the
+// window, a power of two) after the expected one. Sized at construction;
+// holding and taking allocate nothing.
+template <typename Handle>
+class ReorderBuffer {
+ public:
+  ReorderBuffer(uint32_t span, uint32_t capacity);
+
+  enum class HoldVerdict : uint8_t {
+    kHeld,       // kept: the caller owns it no more
+    kDuplicate,  // that number is held already: drop the new copy
+    kFull,       // capacity reached: drop it (counted), the sender resends
+    kOutside,    // not within (expected, expected + span): drop it
+  };
+  HoldVerdict Hold(uint32_t seq, uint32_t expected, Handle handle);
+  // The handle held for `seq`, if any, taken out.
+  bool Take(uint32_t seq, Handle* out);
+  // The handle held for `seq`, left in place; nullptr if none.
+  const Handle* Find(uint32_t seq) const {
+    const Slot& slot = slots_[seq & mask_];
+    return slot.used && slot.seq == seq ? &slot.handle : nullptr;
+  }
+  // Writes the SACK bitmap relative to `expected` (bit j: expected + j
+  // held) into `out` (at most `max_bytes`, at most kMaxSackBytes); returns
+  // its length in bytes, 0 when nothing is held.
+  uint32_t WriteSack(uint32_t expected, uint8_t* out, uint32_t max_bytes) const;
+  // Hands every held handle to `release(handle)` (a session reset).
+  template <typename Release>
+  void Reset(Release&& release);
+
+  uint32_t count() const { return count_; }
+  uint32_t capacity() const { return capacity_; }
+
+ private:
+  struct Slot {
+    Handle handle{};
+    uint32_t seq = 0;
+    bool used = false;
+  };
+  std::vector<Slot> slots_;  // span entries, indexed seq & mask
+  uint32_t mask_;
+  uint32_t capacity_;
+  uint32_t count_ = 0;
+  uint32_t top_ = 0;  // the highest held sequence number (when count_ > 0)
+};
+
+// Validity of a received SACK against what the sender sent; an invalid one
+// changes nothing and is counted by the caller as a drop of its reason.
+enum class SackVerdict : uint8_t {
+  kOk,
+  kOverlapsAck,  // bit 0 set: `ack` itself claimed received
+  kNeverSent,    // a bit for a number at or past next_seq
 };
 
 // ---------------------------------------------------------------- sender
@@ -149,7 +283,11 @@ class SendWindow {
  public:
   explicit SendWindow(const ChannelConfig& config);
 
-  // Whether a packet of `payload_bytes` fits the window now.
+  // Whether a packet of `payload_bytes` fits the window now. SACKed packets
+  // (SELECTIVE) do not count against window_packets and window_bytes: the
+  // receiver holds them, they are out of the network. At most twice
+  // window_packets are held from base on, so that a hole does not stall
+  // the sender for a round trip.
   bool CanSend(uint32_t payload_bytes) const;
   // The sequence number the next Push() gets.
   uint32_t next_seq() const { return next_seq_; }
@@ -185,6 +323,27 @@ class SendWindow {
   uint32_t GoBackN(uint32_t ack, uint64_t now_ns, Release&& release,
                    Retransmit&& retransmit);
 
+  // SELECTIVE: checks a SACK (ack and bitmap as received; OnAck(ack) did
+  // not call it invalid).
+  SackVerdict CheckSack(uint32_t ack, std::span<const uint8_t> bitmap) const;
+  // SELECTIVE, after OnAck(ack) and a kOk CheckSack: marks the SACKed
+  // packets (never resent, released only by the cumulative ack), then
+  // passes the holes to `retransmit(handle)`, oldest first: every unSACKed
+  // packet kSackHoleThreshold or more before the highest SACKed one and,
+  // when `probe_reply` (the answer to our UNACK that carried `probe_end`,
+  // our next_seq() when we sent it), every unSACKed one before probe_end.
+  // A resent packet goes again once kSackHoleThreshold packets sent after
+  // it were SACKed, or nack_interval_ns later. An empty bitmap is allowed
+  // (a probe reply when the receiver holds nothing). Returns how many were
+  // resent; a resend re-arms the timer. New SACK information resets the
+  // retry count (the peer is alive).
+  template <typename Retransmit>
+  uint32_t OnSack(uint32_t ack, std::span<const uint8_t> bitmap,
+                  bool probe_reply, uint32_t probe_end, uint64_t now_ns,
+                  Retransmit&& retransmit);
+  // Whether the packet `seq` (in flight) was SACKed; tests.
+  bool sacked(uint32_t seq) const { return slots_[seq & mask_].sacked; }
+
   enum class TimerVerdict : uint8_t {
     kIdle,       // not due
     kSendUnack,  // timed out: send an UNACK (timeout doubled)
@@ -217,6 +376,14 @@ class SendWindow {
     uint32_t payload_bytes = 0;
     uint32_t txn = 0;
     bool completes_txn = false;
+    // SELECTIVE: the receiver holds it; and when it was last resent. A
+    // resent packet gives no round-trip sample (Karn): DiAD takes none at
+    // all (the timeout is configured, not estimated), and an estimator
+    // added later must skip packets with `resent`.
+    bool sacked = false;
+    bool resent = false;
+    uint64_t resent_ns = 0;
+    uint32_t resent_next = 0;  // next_seq_ when it was last resent
   };
 
   // Releases held packets in order until base_ == end.
@@ -224,7 +391,7 @@ class SendWindow {
   void ReleaseUpTo(uint32_t end, Release& release);
 
   ChannelConfig config_;
-  std::vector<Slot> slots_;  // window_packets entries, indexed seq & mask
+  std::vector<Slot> slots_;  // 2 * window_packets entries, seq & mask
   uint32_t mask_;
   uint32_t base_ = 0;      // oldest unacknowledged sequence number
   uint32_t next_seq_ = 0;  // next to assign
@@ -238,6 +405,13 @@ class SendWindow {
   bool gbn_done_ = false;
   uint64_t last_unack_ns_ = 0;
   bool unack_sent_ = false;
+  // SELECTIVE: the highest SACKed sequence number, when has_high_sacked_
+  // (stale once base_ passed it).
+  uint32_t high_sacked_ = 0;
+  bool has_high_sacked_ = false;
+  // SELECTIVE: held packets the receiver SACKed, and their payload bytes.
+  uint32_t sacked_packets_ = 0;
+  uint64_t sacked_bytes_ = 0;
 };
 
 // ---------------------------------------------------------------- transactions

@@ -4,6 +4,7 @@
 #define SPINNIC_DATAPLANE_DIAD_CHANNEL_IMPL_H_
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <utility>
 
@@ -31,18 +32,25 @@ inline uint64_t NextRtoNs(uint64_t rto_ns, const ChannelConfig& config) {
 template <typename Handle>
 SendWindow<Handle>::SendWindow(const ChannelConfig& config)
     : config_(config),
-      slots_(config.window_packets),
-      mask_(config.window_packets - 1),
+      // Twice the window: SELECTIVE counts SACKed packets (the receiver
+      // holds them) out of the window until the cumulative ack passes them.
+      slots_(size_t{config.window_packets} * 2),
+      mask_(config.window_packets * 2 - 1),
       rto_ns_(config.rto_ns) {}
 
 template <typename Handle>
 bool SendWindow<Handle>::CanSend(uint32_t payload_bytes) const {
   const uint32_t in_flight = in_flight_packets();
-  if (in_flight >= config_.window_packets) return false;
+  // SACKed packets left the network: SELECTIVE keeps sending past them (up
+  // to twice the window from base), go-back-N has none.
+  if (in_flight - sacked_packets_ >= config_.window_packets ||
+      in_flight >= 2 * config_.window_packets) {
+    return false;
+  }
   // An empty window takes any packet, however large: otherwise a packet
   // above window_bytes could never be sent.
-  return in_flight == 0 ||
-         in_flight_bytes_ + payload_bytes <= config_.window_bytes;
+  return in_flight == 0 || in_flight_bytes_ - sacked_bytes_ + payload_bytes <=
+                               config_.window_bytes;
 }
 
 template <typename Handle>
@@ -111,9 +119,119 @@ uint32_t SendWindow<Handle>::GoBackN(uint32_t ack, uint64_t now_ns,
   // went out once already and is not resent.
   const uint32_t end = next_seq_;
   for (uint32_t seq = ack; seq != end; ++seq) {
-    retransmit(slots_[seq & mask_].handle);
+    Slot& slot = slots_[seq & mask_];
+    // The receiver holds a SACKed packet (SELECTIVE only; it never
+    // reneges): resending it would only make a duplicate.
+    if (slot.sacked) continue;
+    slot.resent = true;
+    slot.resent_ns = now_ns;
+    slot.resent_next = next_seq_;
+    retransmit(slot.handle);
     ++count;
   }
+  return count;
+}
+
+template <typename Handle>
+SackVerdict SendWindow<Handle>::CheckSack(
+    uint32_t ack, std::span<const uint8_t> bitmap) const {
+  if (!bitmap.empty() && (bitmap[0] & 0x80) != 0) {
+    return SackVerdict::kOverlapsAck;
+  }
+  // The last set bit decides: everything must be before next_seq. The scan
+  // goes from the end, so a valid SACK costs one look at its last bytes.
+  for (size_t i = bitmap.size(); i-- > 0;) {
+    if (bitmap[i] == 0) continue;
+    const uint32_t low_bit = static_cast<uint32_t>(
+        std::countr_zero(static_cast<unsigned>(bitmap[i])));
+    const uint64_t j = uint64_t{i} * 8 + (7 - low_bit);
+    // ack + j must lie before next_seq: ack is within a window of base
+    // (OnAck checked it), so the 64-bit distance is exact.
+    const int64_t ack_to_next = SeqDiff(next_seq_, ack);
+    return static_cast<int64_t>(j) < ack_to_next ? SackVerdict::kOk
+                                                 : SackVerdict::kNeverSent;
+  }
+  return SackVerdict::kOk;
+}
+
+template <typename Handle>
+template <typename Retransmit>
+uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
+                                    std::span<const uint8_t> bitmap,
+                                    bool probe_reply, uint32_t probe_end,
+                                    uint64_t now_ns, Retransmit&& retransmit) {
+  // Mark: only numbers still held (an old SACK may describe released ones).
+  bool news = false;
+  const uint32_t bits = static_cast<uint32_t>(bitmap.size()) * 8;
+  for (uint32_t j = 1; j < bits; ++j) {
+    if ((bitmap[j / 8] & (0x80u >> (j % 8))) == 0) continue;
+    const uint32_t seq = ack + j;
+    const int32_t from_base = SeqDiff(seq, base_);
+    if (from_base < 0 ||
+        static_cast<uint32_t>(from_base) >= in_flight_packets()) {
+      continue;
+    }
+    Slot& slot = slots_[seq & mask_];
+    if (!slot.sacked) {
+      slot.sacked = true;
+      ++sacked_packets_;
+      sacked_bytes_ += slot.payload_bytes;
+      news = true;
+    }
+    if (!has_high_sacked_ || SeqDiff(seq, high_sacked_) > 0) {
+      high_sacked_ = seq;
+      has_high_sacked_ = true;
+    }
+  }
+  if (news) retries_ = 0;
+  if (has_high_sacked_ && SeqDiff(high_sacked_, base_) < 0) {
+    has_high_sacked_ = false;  // everything SACKed was released since
+  }
+  // The holes to resend: the unSACKed packets in [base, end).
+  uint32_t end = base_;
+  if (probe_reply) {
+    // The reply answers our UNACK that carried `probe_end` (our next_seq
+    // then, echoed in its txn): it went out behind every packet before it,
+    // so those the reply does not cover are lost. Later ones may still be
+    // on their way, and a reply to an older UNACK says nothing of them.
+    const int32_t probed = SeqDiff(probe_end, base_);
+    if (probed > 0 && static_cast<uint32_t>(probed) <= in_flight_packets()) {
+      end = probe_end;
+    }
+  }
+  // kSackHoleThreshold later packets SACKed: lost, not just reordered.
+  if (has_high_sacked_ &&
+      SeqDiff(high_sacked_, end) >= static_cast<int32_t>(kSackHoleThreshold)) {
+    end = high_sacked_ - (kSackHoleThreshold - 1);
+  }
+  uint32_t count = 0;
+  for (uint32_t seq = base_; seq != end; ++seq) {
+    Slot& slot = slots_[seq & mask_];
+    if (slot.sacked) continue;
+    if (slot.resent) {
+      // Resent already: again only when that copy is known lost. Frames
+      // stay in order on the path, so it is when kSackHoleThreshold packets
+      // sent after it were SACKed, or when a probe reply to an UNACK sent
+      // after it does not cover it (then at most once per nack_interval_ns,
+      // so that a flood of probe replies costs at most one window per
+      // interval). Never on time alone: a copy may wait behind a window of
+      // packets in our own transmit queue.
+      const bool overtaken =
+          has_high_sacked_ && SeqDiff(high_sacked_, slot.resent_next) >=
+                                  static_cast<int32_t>(kSackHoleThreshold) - 1;
+      const bool probed =
+          probe_reply && SeqDiff(probe_end, slot.resent_next) >= 0 &&
+          now_ns >=
+              internal::SaturatingAdd(slot.resent_ns, config_.nack_interval_ns);
+      if (!overtaken && !probed) continue;
+    }
+    slot.resent = true;
+    slot.resent_ns = now_ns;
+    slot.resent_next = next_seq_;
+    retransmit(slot.handle);
+    ++count;
+  }
+  if (count > 0) deadline_ns_ = internal::SaturatingAdd(now_ns, rto_ns_);
   return count;
 }
 
@@ -165,6 +283,10 @@ void SendWindow<Handle>::ReleaseUpTo(uint32_t end, Release& release) {
     const uint32_t txn = slot.txn;
     const bool completes_txn = slot.completes_txn;
     in_flight_bytes_ -= slot.payload_bytes;
+    if (slot.sacked) {
+      --sacked_packets_;
+      sacked_bytes_ -= slot.payload_bytes;
+    }
     slot = Slot{};
     ++base_;
     release(handle, txn, completes_txn);
@@ -186,6 +308,83 @@ void SendWindow<Handle>::Reset(Release&& release) {
   gbn_done_ = false;
   last_unack_ns_ = 0;
   unack_sent_ = false;
+  sacked_packets_ = 0;
+  sacked_bytes_ = 0;
+  high_sacked_ = 0;
+  has_high_sacked_ = false;
+}
+
+// ---------------------------------------------------------------- selective
+
+template <typename Handle>
+ReorderBuffer<Handle>::ReorderBuffer(uint32_t span, uint32_t capacity)
+    : slots_(span), mask_(span - 1), capacity_(std::min(capacity, span)) {}
+
+template <typename Handle>
+typename ReorderBuffer<Handle>::HoldVerdict ReorderBuffer<Handle>::Hold(
+    uint32_t seq, uint32_t expected, Handle handle) {
+  const int32_t distance = SeqDiff(seq, expected);
+  // Only numbers a sender within its window can have sent; `expected`
+  // itself is delivered, never held.
+  if (distance <= 0 || static_cast<uint32_t>(distance) > mask_) {
+    return HoldVerdict::kOutside;
+  }
+  Slot& slot = slots_[seq & mask_];
+  if (slot.used) {
+    // Within the span from expected, a used slot holds this very number:
+    // the caller takes every number out as expected reaches it.
+    return slot.seq == seq ? HoldVerdict::kDuplicate : HoldVerdict::kOutside;
+  }
+  if (count_ >= capacity_) return HoldVerdict::kFull;
+  slot.handle = std::move(handle);
+  slot.seq = seq;
+  slot.used = true;
+  if (count_ == 0 || SeqDiff(seq, top_) > 0) top_ = seq;
+  ++count_;
+  return HoldVerdict::kHeld;
+}
+
+template <typename Handle>
+bool ReorderBuffer<Handle>::Take(uint32_t seq, Handle* out) {
+  Slot& slot = slots_[seq & mask_];
+  if (!slot.used || slot.seq != seq) return false;
+  *out = std::move(slot.handle);
+  slot = Slot{};
+  --count_;
+  return true;
+}
+
+template <typename Handle>
+uint32_t ReorderBuffer<Handle>::WriteSack(uint32_t expected, uint8_t* out,
+                                          uint32_t max_bytes) const {
+  if (count_ == 0) return 0;
+  const int32_t top = SeqDiff(top_, expected);
+  if (top <= 0) return 0;
+  const uint32_t limit = std::min(max_bytes, kMaxSackBytes);
+  const uint32_t bytes = std::min(static_cast<uint32_t>(top) / 8 + 1, limit);
+  std::fill(out, out + bytes, uint8_t{0});
+  const uint32_t bits = bytes * 8;
+  for (uint32_t j = 1; j < bits && j <= static_cast<uint32_t>(top); ++j) {
+    const uint32_t seq = expected + j;
+    const Slot& slot = slots_[seq & mask_];
+    if (slot.used && slot.seq == seq) {
+      out[j / 8] = static_cast<uint8_t>(out[j / 8] | (0x80u >> (j % 8)));
+    }
+  }
+  return bytes;
+}
+
+template <typename Handle>
+template <typename Release>
+void ReorderBuffer<Handle>::Reset(Release&& release) {
+  for (Slot& slot : slots_) {
+    if (!slot.used) continue;
+    Handle handle = std::move(slot.handle);
+    slot = Slot{};
+    release(handle);
+  }
+  count_ = 0;
+  top_ = 0;
 }
 
 // ---------------------------------------------------------------- transactions

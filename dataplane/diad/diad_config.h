@@ -25,6 +25,10 @@ struct PeerConfig {
   std::string name;
   NodeAddress node{};
   MacAddress mac{};
+  // Loss recovery on this peer's channels (`diad.peers[].recovery`):
+  // SELECTIVE takes effect once the peer shows it speaks it too; against a
+  // GO_BACK_N peer the channel stays go-back-N (docs/diad.md).
+  Recovery recovery = Recovery::kGoBackN;
 };
 
 struct DiadConfig {

@@ -70,6 +70,14 @@ const char* DiadDropName(DiadDrop drop) {
       return "no_buffer";
     case DiadDrop::kHandoffFull:
       return "handoff_full";
+    case DiadDrop::kSackUnexpected:
+      return "sack_unexpected";
+    case DiadDrop::kSackOverlapsAck:
+      return "sack_overlaps_ack";
+    case DiadDrop::kSackNeverSent:
+      return "sack_never_sent";
+    case DiadDrop::kReorderFull:
+      return "reorder_full";
     case DiadDrop::kCount:
       break;
   }
@@ -77,7 +85,12 @@ const char* DiadDropName(DiadDrop drop) {
 }
 
 DiadEngine::Channel::Channel(const ChannelConfig& config)
-    : rx(config), tx(config), txns(config.max_transactions) {}
+    : reorder(2 * config.window_packets, config.reorder_packets != 0
+                                             ? config.reorder_packets
+                                             : 2 * config.window_packets),
+      rx(config),
+      tx(config),
+      txns(config.max_transactions) {}
 
 DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
                        SpinEngine* spin, uint64_t epoch_seed)
@@ -141,6 +154,7 @@ DiadEngine::Channel* DiadEngine::ChannelFor(const Peer& peer,
     ch.slot = peer.slot;
     ch.channel = channel;
     ch.session = Session(NextEpoch());
+    ch.sack = SackNegotiation(peer.recovery);
   }
   return &ch;
 }
@@ -176,6 +190,8 @@ void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
     }
   }
   m = RxMessage();
+  ch.reorder.Reset([](rte_mbuf* held) { rte_pktmbuf_free(held); });
+  ch.sack.Reset();
   ch.rx.Reset();
   peer_counters_[ch.slot].in_flight_packets.store(0, std::memory_order_relaxed);
 }

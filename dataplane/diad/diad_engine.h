@@ -67,6 +67,11 @@ enum class DiadDrop : uint8_t {
   kNoFirst,        // a message continued without its FIRST packet
   kNoBuffer,       // mbuf pool exhausted while answering
   kHandoffFull,    // the owning HPU's inbound ring was full
+  // SELECTIVE recovery (docs/diad.md, "Selective repeat").
+  kSackUnexpected,   // a SACK on a channel that is not SELECTIVE (yet)
+  kSackOverlapsAck,  // a SACK claiming the cumulative ack's own number
+  kSackNeverSent,    // a SACK claiming a number we never sent
+  kReorderFull,      // out-of-order packet, reorder buffer full
   kCount,
 };
 const char* DiadDropName(DiadDrop drop);
@@ -98,6 +103,9 @@ struct alignas(64) DiadCounters {
   Counter handler_puts;      // handler puts/gets started
   Counter handler_gets;
   Counter handler_refused;  // handler puts/gets that could not start
+  Counter sacks_sent;       // ACKs that carried a SACK bitmap
+  Counter sacks_received;   // valid SACKs applied
+  Counter reorder_held;     // out-of-order packets held (SELECTIVE)
   std::array<Counter, kDiadDropCount> drops;
 
   void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
@@ -230,6 +238,10 @@ class DiadEngine final : public TransportEngine {
     uint16_t channel = 0;
     bool down = false;
     Session session{1};
+    SackNegotiation sack;
+    // SELECTIVE: out-of-order packets (mbufs, their receive port in
+    // mbuf->port), delivered when the expected number reaches them.
+    ReorderBuffer<rte_mbuf*> reorder;
     ReceiveWindow rx;
     SendWindow<rte_mbuf*> tx;
     TransactionTable<Txn> txns;
@@ -274,7 +286,21 @@ class DiadEngine final : public TransportEngine {
   bool RunHandlers(RxMessage& message, const Ectx& ectx, rte_mbuf* packet,
                    const ParsedFrame& frame, uint32_t payload_offset,
                    uint16_t in_port, bool first, bool last);
-  void ApplyAck(Channel& ch, uint32_t ack, bool go_back, uint64_t now);
+  // Applies a cumulative ack (and a go-back-N resend); false when the ack
+  // is invalid (counted).
+  bool ApplyAck(Channel& ch, uint32_t ack, bool go_back, uint64_t now);
+  // An ACK on a SELECTIVE channel that carries a SACK or answers our UNACK:
+  // checked (a bad SACK is a counted drop), applied, holes resent.
+  void OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
+                      uint32_t payload_offset, uint64_t now);
+  // Learns the peer's kSackCapable advert from a control packet.
+  void LearnRecovery(Channel& ch, uint32_t key);
+  // SELECTIVE: holds an out-of-order packet (or drops it, counted).
+  void HoldOutOfOrder(Channel& ch, const Header& h, rte_mbuf* packet,
+                      uint16_t in_port);
+  // SELECTIVE: delivers held packets from the expected number on, in order,
+  // while they are there (and a request's response slot is free).
+  void DrainReorder(Channel& ch, const EctxTable& table, uint64_t now);
 
   // Send side.
   void PumpChannel(Channel& ch, uint64_t now, const EctxTable& table);
@@ -327,6 +353,8 @@ class DiadEngine final : public TransportEngine {
   uint64_t down_after_ns_ = 0;  // DownAfterNs(config_.channel)
   DiadCounters counters_;
   std::vector<DiadPeerCounters> peer_counters_;
+  // SendControl's SACK bitmap, written just before it is copied out.
+  std::array<uint8_t, kMaxSackBytes> sack_scratch_{};
 };
 
 }  // namespace spinnic::diad

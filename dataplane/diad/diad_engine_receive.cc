@@ -111,17 +111,25 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   switch (h.type) {
     case PacketType::kAck:
       counters_.acks_received.Add();
+      LearnRecovery(*ch, h.key);
+      if ((h.flags & kFlagSack) != 0 ||
+          ((h.flags & kFlagProbeReply) != 0 && ch->sack.active())) {
+        OnSelectiveAck(*ch, h, packet, payload_offset, now);
+        return;
+      }
       ApplyAck(*ch, h.ack, (h.flags & kFlagProbeReply) != 0, now);
       rte_pktmbuf_free(packet);
       return;
     case PacketType::kNack:
       counters_.nacks_received.Add();
+      LearnRecovery(*ch, h.key);
       ApplyAck(*ch, h.ack, /*go_back=*/true, now);
       rte_pktmbuf_free(packet);
       return;
     case PacketType::kUnack:
       counters_.unacks_received.Add();
-      ch->rx.OnUnack();
+      LearnRecovery(*ch, h.key);
+      ch->rx.OnUnack(h.seq);
       rte_pktmbuf_free(packet);
       return;
     default:
@@ -145,11 +153,16 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   switch (result.verdict) {
     case ReceiveWindow::Verdict::kAccept:
       OnSequenced(*ch, h, packet, frame, payload_offset, in_port, table);
+      if (ch->reorder.count() > 0) DrainReorder(*ch, table, now);
       return;
     case ReceiveWindow::Verdict::kDuplicate:
       Drop(packet, DiadDrop::kDuplicate);
       return;
     case ReceiveWindow::Verdict::kGap:
+      if (ch->rx.selective()) {
+        HoldOutOfOrder(*ch, h, packet, in_port);
+        return;
+      }
       if (result.send_nack) {
         SendControl(*ch, PacketType::kNack, 0, ch->rx.expected());
         counters_.nacks_sent.Add();
@@ -162,7 +175,111 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   }
 }
 
-void DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
+void DiadEngine::LearnRecovery(Channel& ch, uint32_t key) {
+  if (ch.sack.OnControl(key == kSackCapable)) {
+    ch.rx.set_selective(true);
+    // Our next ACK advertises SELECTIVE back: a peer that only sends data
+    // (and so hears only our control packets) learns it now.
+    ch.rx.RequestSack();
+  }
+}
+
+void DiadEngine::OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
+                                uint32_t payload_offset, uint64_t now) {
+  const bool sack = (h.flags & kFlagSack) != 0;
+  if (!ch.sack.active()) {
+    // Only a SELECTIVE peer that saw our advert sends SACKs.
+    Drop(packet, DiadDrop::kSackUnexpected);
+    return;
+  }
+  std::span<const uint8_t> bitmap;
+  if (sack) {
+    bitmap = {rte_pktmbuf_mtod(packet, const uint8_t*) + payload_offset,
+              h.payload_length};
+  }
+  // Checked whole before anything is applied: a bad SACK changes nothing.
+  switch (ch.tx.CheckSack(h.ack, bitmap)) {
+    case SackVerdict::kOk:
+      break;
+    case SackVerdict::kOverlapsAck:
+      Drop(packet, DiadDrop::kSackOverlapsAck);
+      return;
+    case SackVerdict::kNeverSent:
+      Drop(packet, DiadDrop::kSackNeverSent);
+      return;
+  }
+  if (ApplyAck(ch, h.ack, /*go_back=*/false, now)) {
+    if (sack) counters_.sacks_received.Add();
+    ch.tx.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, h.txn, now,
+                 [&](rte_mbuf* held) { Retransmit(ch, held); });
+  }
+  rte_pktmbuf_free(packet);
+}
+
+void DiadEngine::HoldOutOfOrder(Channel& ch, const Header& h, rte_mbuf* packet,
+                                uint16_t in_port) {
+  packet->port = in_port;  // for its delivery later
+  switch (ch.reorder.Hold(h.seq, ch.rx.expected(), packet)) {
+    case ReorderBuffer<rte_mbuf*>::HoldVerdict::kHeld:
+      counters_.reorder_held.Add();
+      ch.rx.RequestSack();
+      return;
+    case ReorderBuffer<rte_mbuf*>::HoldVerdict::kDuplicate:
+      // Held already: the sender missed our SACK; repeat it.
+      ch.rx.RequestSack();
+      Drop(packet, DiadDrop::kDuplicate);
+      return;
+    case ReorderBuffer<rte_mbuf*>::HoldVerdict::kFull:
+      // Bounded memory: drop it, unSACKed, so the sender resends it.
+      Drop(packet, DiadDrop::kReorderFull);
+      return;
+    case ReorderBuffer<rte_mbuf*>::HoldVerdict::kOutside:
+      Drop(packet, DiadDrop::kOutOfOrder);
+      return;
+  }
+}
+
+void DiadEngine::DrainReorder(Channel& ch, const EctxTable& table,
+                              uint64_t now) {
+  bool drained = false;
+  for (;;) {
+    rte_mbuf* const* peek = ch.reorder.Find(ch.rx.expected());
+    if (peek == nullptr) break;
+    rte_mbuf* packet = *peek;
+    // Parsed again (it was valid when held; its bytes did not change):
+    // holding the parse results would cost a window of them per channel.
+    ParsedFrame frame;
+    spinnic::ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*),
+                        packet->data_len, &frame);
+    Header h;
+    uint32_t payload_offset = 0;
+    if (ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+                   frame.layers.l3_offset, frame.layers.l4_offset, &h,
+                   &payload_offset) != ParseError::kNone ||
+        h.seq != ch.rx.expected()) {
+      rte_mbuf* gone = nullptr;
+      ch.reorder.Take(ch.rx.expected(), &gone);
+      Drop(gone, DiadDrop::kOutOfOrder);
+      break;
+    }
+    const bool needs_response =
+        h.type == PacketType::kReadRequest ||
+        (h.type == PacketType::kWriteRequest && h.last());
+    // No response slot: it stays held (SACKed, so it must not be dropped);
+    // PumpChannel tries again.
+    if (needs_response && ch.response_count == kMaxResponses) break;
+    rte_mbuf* taken = nullptr;
+    ch.reorder.Take(h.seq, &taken);
+    ch.rx.OnPacket(h.seq, (h.flags & kFlagAckNow) != 0, now);
+    OnSequenced(ch, h, taken, frame, payload_offset, taken->port, table);
+    drained = true;
+  }
+  // The cumulative ack jumped: tell the sender now (it releases a run of
+  // packets), with what is still held.
+  if (drained) ch.rx.RequestSack();
+}
+
+bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
                           uint64_t now) {
   DiadPeerCounters& pc = peer_counters_[ch.slot];
   auto release = [&](rte_mbuf* held, uint32_t txn, bool completes_txn) {
@@ -174,7 +291,7 @@ void DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
   SendWindow<rte_mbuf*>::AckVerdict verdict = ch.tx.OnAck(ack, now, release);
   if (verdict == SendWindow<rte_mbuf*>::AckVerdict::kInvalid) {
     counters_.drops[static_cast<size_t>(DiadDrop::kInvalidAck)].Add();
-    return;
+    return false;
   }
   // The ack is applied (and its packets released) above, so GoBackN's own
   // application of it changes nothing; it retransmits the rest.
@@ -183,6 +300,7 @@ void DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
   }
   pc.in_flight_packets.store(ch.tx.in_flight_packets(),
                              std::memory_order_relaxed);
+  return true;
 }
 
 void DiadEngine::OnSequenced(Channel& ch, const Header& h, rte_mbuf* packet,

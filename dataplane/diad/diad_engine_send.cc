@@ -52,6 +52,8 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
       counters_.unacks_sent.Add();
     }
   }
+  // Held packets a full response queue kept back.
+  if (ch.reorder.count() > 0) DrainReorder(ch, table, now);
   // Responses first: they are what the peer's window waits on.
   if (PumpResponses(ch, now)) PumpOps(ch, now);
   if (ch.rx.AckDue(now)) {
@@ -212,8 +214,8 @@ bool DiadEngine::SendSequenced(Channel& ch, Header& header,
              now);
   ch.last_sent_ns = now;
   // The packet carries our cumulative ack: that is an ACK sent, unless the
-  // peer asked for an explicit probe reply.
-  if (!ch.rx.probe_reply_due()) ch.rx.OnAckSent();
+  // peer asked for an explicit probe reply or a SACK is due.
+  if (!ch.rx.explicit_ack_due()) ch.rx.OnAckSent();
   counters_.tx_data.Add();
   counters_.tx_bytes.Add(held->pkt_len);
   DiadPeerCounters& pc = peer_counters_[ch.slot];
@@ -243,7 +245,24 @@ void DiadEngine::SendControl(Channel& ch, PacketType type, uint8_t flags,
   h.flags = flags;
   h.seq = ch.tx.next_seq();
   h.ack = ack;
-  rte_mbuf* packet = BuildPacket(ch, h, {});
+  // SELECTIVE: every control packet advertises it (the paper's wire
+  // ignores `key` here); an ACK on a negotiated channel carries what the
+  // receiver holds beyond `ack`.
+  h.key = ch.sack.advert();
+  std::span<const uint8_t> payload;
+  if (type == PacketType::kAck && ch.sack.active() && ack == ch.rx.expected()) {
+    // A probe reply names the UNACK it answers (its seq): the sender then
+    // knows which of its packets the reply can speak for.
+    if ((flags & kFlagProbeReply) != 0) h.txn = ch.rx.probe_echo();
+    const uint32_t bytes =
+        ch.reorder.WriteSack(ack, sack_scratch_.data(), config_.max_payload());
+    if (bytes > 0) {
+      h.flags = static_cast<uint8_t>(h.flags | kFlagSack);
+      h.msg_length = bytes;
+      payload = {sack_scratch_.data(), bytes};
+    }
+  }
+  rte_mbuf* packet = BuildPacket(ch, h, payload);
   if (packet == nullptr) {
     counters_.drops[static_cast<size_t>(DiadDrop::kNoBuffer)].Add();
     return;
@@ -251,6 +270,7 @@ void DiadEngine::SendControl(Channel& ch, PacketType type, uint8_t flags,
   if (type == PacketType::kAck) {
     ch.rx.OnAckSent();
     counters_.acks_sent.Add();
+    if (!payload.empty()) counters_.sacks_sent.Add();
   }
   hpu_->Transmit(config_.port, packet);
 }

@@ -97,8 +97,20 @@ uint32_t DiadModule::ExtraMbufs() const {
   // Packets held for retransmission: full windows on a few busy peers.
   // Beyond that senders wait for buffers (counted, not lost).
   if (!config_.enabled) return 0;
-  return config_.channel.window_packets * config_.channels *
-         std::min<uint32_t>(config_.max_peers, 4);
+  const uint32_t held = config_.channel.window_packets * config_.channels *
+                        std::min<uint32_t>(config_.max_peers, 4);
+  // SELECTIVE peers: the receiver holds out-of-order packets, and the
+  // sender up to a window more (SACKed packets leave the window), for up to
+  // four of them (beyond, senders wait and receivers drop, counted).
+  const uint32_t reorder = (config_.channel.reorder_packets != 0
+                                ? config_.channel.reorder_packets
+                                : 2 * config_.channel.window_packets) +
+                           config_.channel.window_packets;
+  const uint32_t selective = static_cast<uint32_t>(std::count_if(
+      config_.peers.begin(), config_.peers.end(), [](const PeerConfig& peer) {
+        return peer.recovery == Recovery::kSelective;
+      }));
+  return held + reorder * config_.channels * std::min<uint32_t>(selective, 4);
 }
 
 uint32_t DiadModule::MinDataRoom(uint32_t /*max_port_mtu*/) const {
@@ -285,6 +297,7 @@ absl::Status DiadModule::AddPeer(const PeerConfig& config) {
   peer.name = config.name;
   peer.node = config.node;
   peer.mac = config.mac;
+  peer.recovery = config.recovery;
   peers.push_back(std::move(peer));
   PublishPeers(std::move(peers));
   return absl::OkStatus();
@@ -498,6 +511,9 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"handler_puts", &C::handler_puts},
       {"handler_gets", &C::handler_gets},
       {"handler_refused", &C::handler_refused},
+      {"sacks_sent", &C::sacks_sent},
+      {"sacks_received", &C::sacks_received},
+      {"reorder_held", &C::reorder_held},
   };
   for (const auto& [name, field] : kFields) {
     uint64_t sum = 0;

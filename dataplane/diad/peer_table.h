@@ -20,6 +20,7 @@ struct Peer {
   std::string name;
   NodeAddress node{};
   MacAddress mac{};
+  Recovery recovery = Recovery::kGoBackN;
 };
 
 class PeerTable {

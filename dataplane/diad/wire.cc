@@ -191,14 +191,25 @@ ParseError ParseFrame(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
   const uint8_t flags = h[1];
   if ((flags & ~kKnownFlags) != 0 ||
       ((flags & (kFlagFirst | kFlagLast)) != 0 && !IsSequenced(packet_type)) ||
-      ((flags & kFlagProbeReply) != 0 && packet_type != PacketType::kAck)) {
+      ((flags & kFlagProbeReply) != 0 && packet_type != PacketType::kAck) ||
+      // SACK: only an ACK, and only one that carries its bitmap.
+      ((flags & kFlagSack) != 0 &&
+       (packet_type != PacketType::kAck || udp_length == kMinUdpLength))) {
     return ParseError::kBadFlags;
   }
   if (h[offsetof(WireHeader, reserved)] != 0) return ParseError::kBadReserved;
   LoadHeader(h, out);
+  const bool sack = (flags & kFlagSack) != 0;
   if (out->payload_length != udp_length - kMinUdpLength ||
       uint64_t{out->msg_offset} + out->payload_length > out->msg_length ||
-      (out->payload_length != 0 && !CarriesPayload(packet_type))) {
+      (out->payload_length != 0 && !sack && !CarriesPayload(packet_type))) {
+    return ParseError::kBadLength;
+  }
+  // A SACK's payload is its bitmap: present, bounded, and described the one
+  // way docs/diad.md allows.
+  if (sack &&
+      (out->payload_length == 0 || out->payload_length > kMaxSackBytes ||
+       out->msg_offset != 0 || out->msg_length != out->payload_length)) {
     return ParseError::kBadLength;
   }
   if (out->channel >= kMaxChannels ||

@@ -55,7 +55,24 @@ inline constexpr uint8_t kFlagLast = 0x02;   // last packet of a message
 inline constexpr uint8_t kFlagAckNow = 0x04;
 // On an ACK: it answers an UNACK (the sender may retransmit from `ack`).
 inline constexpr uint8_t kFlagProbeReply = 0x08;
-inline constexpr uint8_t kKnownFlags = 0x0f;
+// On an ACK (SELECTIVE recovery only, never sent to a GO_BACK_N peer): the
+// payload is a selective acknowledgement bitmap (see SACK below).
+inline constexpr uint8_t kFlagSack = 0x10;
+inline constexpr uint8_t kKnownFlags = 0x1f;
+
+// SELECTIVE recovery (docs/diad.md, "Selective repeat"). A SELECTIVE
+// endpoint puts kSackCapable in the `key` field of every control packet
+// (ACK, NACK, UNACK) it sends. The paper's wire ignores `key` on control
+// packets, so a GO_BACK_N peer is not affected; a SELECTIVE peer that sees
+// it knows it may send SACKs for the rest of the session.
+inline constexpr uint32_t kSackCapable = 0x5341434b;  // "SACK"
+// A SACK is an ACK with kFlagSack whose payload is a bitmap: bit j (byte
+// j / 8, most significant bit first) set means sequence number `ack` + j
+// arrived and is held by the receiver. Bit 0 is `ack` itself, which the
+// cumulative ack says is missing: it must be 0. `msg_length` equals
+// `payload_length`, `msg_offset` is 0. 1..kMaxSackBytes bytes: the bitmap
+// covers at most the largest window (32768 packets).
+inline constexpr uint32_t kMaxSackBytes = 4096;
 
 // Result of a remote access (Read/Write Response `status`), and of a
 // transaction as the initiator sees it. Values on the wire are < 0x80;

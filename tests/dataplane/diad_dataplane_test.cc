@@ -442,6 +442,135 @@ TEST_F(DiadDataplaneTest, GapIsNackedOnceAndDuplicateIsReAcked) {
   EXPECT_EQ(DiadCounter(dataplane(), "messages_delivered"), 1u);
 }
 
+// SELECTIVE recovery (docs/diad.md, "Selective repeat") on the engine: the
+// peer advertises it, a gap is held instead of NACKed and reported in a
+// SACK, the hole's arrival delivers everything in order once, and bad SACKs
+// are counted drops that change nothing.
+TEST_F(DiadDataplaneTest, SelectivePeerHoldsOutOfOrderPacketsAndSacksThem) {
+  diad::DiadModule* module = dataplane().transport<diad::DiadModule>();
+  ASSERT_TRUE(module->RemovePeer("b").ok());
+  diad::PeerConfig b;
+  b.name = "b";
+  b.node = kNodeB;
+  b.mac = kMacB;
+  b.recovery = diad::Recovery::kSelective;
+  ASSERT_TRUE(module->AddPeer(b).ok());
+  Poll();
+
+  // Before the peer advertises, its SACKs are not expected. (A SACK
+  // carrying the advert in its key would itself be the advert.)
+  Header sack;
+  sack.type = PacketType::kAck;
+  sack.flags = diad::kFlagSack;
+  sack.msg_length = 1;
+  const uint8_t nothing[] = {0x00};
+  ASSERT_TRUE(peer_->Send(sack, nothing));
+  sack.key = diad::kSackCapable;
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_sack_unexpected"), 1u);
+  std::vector<Received> got = peer_->Take();
+  for (const Received& r : got) {
+    EXPECT_EQ(r.header.flags & diad::kFlagSack, 0) << "SACK before the advert";
+  }
+
+  // The advert (on an UNACK): the DUT answers, advertising back.
+  Header unack;
+  unack.type = PacketType::kUnack;
+  unack.key = diad::kSackCapable;
+  ASSERT_TRUE(peer_->Send(unack));
+  Poll();
+  got = OfType(peer_->Take(), PacketType::kAck);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back().header.key, diad::kSackCapable);
+
+  RegionInfo region = Region(8192, kRemoteWrite | kLocalRead);
+  const Bytes data = Pattern(4000, 5);
+  auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
+                           region.base_address, data);
+  ASSERT_EQ(segments.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) segments[i].first.seq = i;
+  peer_->set_next_seq(3);
+  auto send = [&](int i) {
+    ASSERT_TRUE(peer_->Send(segments[i].first, segments[i].second,
+                            /*keep_seq=*/true));
+  };
+  send(0);
+  send(2);  // 1 lost: 2 is held
+  send(2);  // a duplicate of a held packet
+  Poll();
+  got = peer_->Take();
+  EXPECT_TRUE(OfType(got, PacketType::kNack).empty());
+  std::vector<Received> acks = OfType(got, PacketType::kAck);
+  ASSERT_FALSE(acks.empty());
+  const Received& last = acks.back();
+  EXPECT_EQ(last.header.ack, 1u);
+  EXPECT_NE(last.header.flags & diad::kFlagSack, 0);
+  ASSERT_EQ(last.payload.size(), 1u);
+  EXPECT_EQ(last.payload[0], 0x40);  // ack + 1 = 2 held
+  EXPECT_EQ(DiadCounter(dataplane(), "reorder_held"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_duplicate"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_out_of_order"), 0u);
+  EXPECT_GE(DiadCounter(dataplane(), "sacks_sent"), 1u);
+  EXPECT_TRUE(OfType(got, PacketType::kWriteResponse).empty());
+
+  send(1);  // only the hole
+  Poll();
+  got = peer_->Take();
+  std::vector<Received> responses = OfType(got, PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kOk);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, data.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+  EXPECT_EQ(DiadCounter(dataplane(), "messages_delivered"), 1u);
+
+  // The write response (the DUT's seq 0) is in flight. SACKs that claim
+  // the cumulative ack's own number, or a number never sent, are dropped.
+  Header bad = sack;
+  bad.msg_length = 1;
+  const uint8_t overlap[] = {0x80};
+  Bytes frame = peer_->Build(bad, overlap, false, /*keep_ack=*/true);
+  ASSERT_TRUE(peer_->SendFrame(frame));  // ack 0: bit 0 is seq 0
+  const uint8_t never[] = {0x20};        // ack + 2: never sent
+  ASSERT_TRUE(peer_->SendFrame(peer_->Build(bad, never, false, true)));
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_sack_overlaps_ack"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_sack_never_sent"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "sacks_received"), 0u);
+}
+
+// A GO_BACK_N channel (the default) counts any SACK as a drop and never
+// sends one, whatever the peer advertises.
+TEST_F(DiadDataplaneTest, GoBackNPeerNeverSacks) {
+  Header unack;
+  unack.type = PacketType::kUnack;
+  unack.key = diad::kSackCapable;
+  ASSERT_TRUE(peer_->Send(unack));
+  Header sack;
+  sack.type = PacketType::kAck;
+  sack.flags = diad::kFlagSack;
+  sack.msg_length = 1;
+  const uint8_t nothing[] = {0x00};
+  ASSERT_TRUE(peer_->Send(sack, nothing));
+  RegionInfo region = Region(8192, kRemoteWrite | kLocalRead);
+  auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
+                           region.base_address, Pattern(3000, 2));
+  ASSERT_EQ(segments.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) segments[i].first.seq = i;
+  ASSERT_TRUE(peer_->Send(segments[0].first, segments[0].second, true));
+  ASSERT_TRUE(peer_->Send(segments[2].first, segments[2].second, true));
+  Poll();
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_sack_unexpected"), 1u);
+  std::vector<Received> got = peer_->Take();
+  for (const Received& r : got) {
+    EXPECT_EQ(r.header.flags & diad::kFlagSack, 0);
+    EXPECT_NE(r.header.key, diad::kSackCapable);
+  }
+  EXPECT_EQ(OfType(got, PacketType::kNack).size(), 1u);  // go-back-N
+  EXPECT_EQ(DiadCounter(dataplane(), "reorder_held"), 0u);
+}
+
 TEST_F(DiadDataplaneTest, CorruptOrMalformedFramesAreCountedDrops) {
   RegionInfo region = Region(4096, kRemoteWrite | kLocalRead);
   Header h;

@@ -206,6 +206,8 @@ PROBES = {
 # offsets then differ from 14/54), and one broken frame per parse error.
 DIAD_PORT = 4792
 FLAG_FIRST, FLAG_LAST, FLAG_ACK_NOW, FLAG_PROBE_REPLY = 1, 2, 4, 8
+FLAG_SACK = 0x10
+SACK_CAPABLE = 0x5341434b  # "SACK": a SELECTIVE endpoint's control packets
 
 
 def diad_header(type_, flags=0, channel=0, seq=0, ack=0, txn=0, key=0,
@@ -269,6 +271,15 @@ DIAD = {
     'vlan_stream': diad(5, b'tagged', flags=FLAG_FIRST | FLAG_LAST,
                         tags=vlan(0x8100, 100), channel=4),
     'ext_header_ack': diad(6, ack=2, ext=HOP_BY_HOP_UDP),
+    # SELECTIVE recovery: SACKs (bitmap payload) and an advertising UNACK.
+    'sack': diad(6, b'\x30\x40', flags=FLAG_SACK, seq=0x140, ack=0x100,
+                 key=SACK_CAPABLE),
+    'sack_probe_reply': diad(6, b'\x20\x00\x01', flags=FLAG_SACK |
+                             FLAG_PROBE_REPLY, seq=0x40, ack=0x100,
+                             txn=0x120, key=SACK_CAPABLE, channel=6),
+    'sack_long': diad(6, bytes([0x7f]) + b'\xff' * 127, flags=FLAG_SACK,
+                      seq=1024, ack=0, key=SACK_CAPABLE),
+    'unack_advert': diad(8, seq=0x120, ack=0x40, key=SACK_CAPABLE),
 }
 DIAD['padded_ack'] = DIAD['ack'] + bytes(8)
 

@@ -159,6 +159,128 @@ TEST(WireTest, GoldenWriteRequest) {
   EXPECT_EQ(ToHex(frame.data(), frame.size()), kGoldenWriteRequest);
 }
 
+// SELECTIVE recovery's frames (docs/diad.md, "Selective repeat"), computed
+// by the script above with this frame() in place of its last lines:
+//
+//   def frame(vt, flags, seq, ack, txn, key, payload, ch=5):
+//       hdr = struct.pack('!BBHIIIIIIQIIHBB', vt, flags, ch, 0x11223344,
+//                         0x55667788, seq, ack, txn, key, 0, len(payload),
+//                         0, len(payload), 0, 0)
+//       (then ulen, udp, c, ip and the print as above)
+//   # ACK with SACK: ack 256; 258, 259 and 265 held
+//   frame(0x16, 0x10, 0x40, 0x100, 0, 0x5341434b, bytes([0x30, 0x40]))
+//   # probe reply with SACK, echoing the UNACK's seq 0x120 in txn
+//   frame(0x16, 0x18, 0x40, 0x100, 0x120, 0x5341434b, bytes([0x20]))
+//   # UNACK advertising SELECTIVE (key "SACK"), seq = its next_seq
+//   frame(0x18, 0x00, 0x120, 0x40, 0, 0x5341434b, b'')
+const char kGoldenSack[] =
+    "02000000000202000000000186dd"                              // Ethernet
+    "6000eff1003a1140fd000000000000000000000000000001"          // IPv6
+    "fd000000000000000000000000000002"                          //
+    "c00512b8003a433d"                                          // UDP
+    "1610000511223344556677880000004000000100000000005341434b"  // DiAD
+    "00000000000000000000000200000000000200"                    //
+    "00"                                                        //
+    "3040";                                                     // bitmap
+const char kGoldenProbeReplySack[] =
+    "02000000000202000000000186dd"
+    "6000eff100391140fd000000000000000000000000000001"
+    "fd000000000000000000000000000002"
+    "c00512b800395259"
+    "1618000511223344556677880000004000000100000001205341434b"
+    "0000000000000000000000010000000000010000"
+    "20";
+const char kGoldenUnackAdvert[] =
+    "02000000000202000000000186dd"
+    "6000eff100381140fd000000000000000000000000000001"
+    "fd000000000000000000000000000002"
+    "c00512b800387175"
+    "1800000511223344556677880000012000000040000000005341434b"
+    "0000000000000000000000000000000000000000";
+
+Header SelectiveHeader(PacketType type, uint8_t flags, uint32_t seq,
+                       uint32_t ack, uint32_t txn, uint32_t msg_length) {
+  Header h;
+  h.type = type;
+  h.flags = flags;
+  h.channel = 5;
+  h.src_epoch = 0x11223344;
+  h.dst_epoch = 0x55667788;
+  h.seq = seq;
+  h.ack = ack;
+  h.txn = txn;
+  h.key = kSackCapable;
+  h.msg_length = msg_length;
+  return h;
+}
+
+TEST(WireTest, GoldenSelectiveFrames) {
+  const uint8_t sack[] = {0x30, 0x40};
+  const uint8_t probe[] = {0x20};
+  struct Case {
+    Header h;
+    std::span<const uint8_t> payload;
+    const char* golden;
+  } cases[] = {
+      {SelectiveHeader(PacketType::kAck, kFlagSack, 0x40, 0x100, 0, 2), sack,
+       kGoldenSack},
+      {SelectiveHeader(PacketType::kAck, kFlagSack | kFlagProbeReply, 0x40,
+                       0x100, 0x120, 1),
+       probe, kGoldenProbeReplySack},
+      {SelectiveHeader(PacketType::kUnack, 0, 0x120, 0x40, 0, 0),
+       {},
+       kGoldenUnackAdvert},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.golden);
+    const std::vector<uint8_t> frame = Build(c.h, c.payload);
+    EXPECT_EQ(ToHex(frame.data(), frame.size()), c.golden);
+    Header parsed;
+    uint32_t payload_offset = 0;
+    ASSERT_EQ(Parse(FromHex(c.golden), &parsed, &payload_offset),
+              ParseError::kNone);
+    Header expected = c.h;
+    expected.payload_length = static_cast<uint16_t>(c.payload.size());
+    ExpectSameHeader(parsed, expected);
+    EXPECT_EQ(payload_offset, kFrameOverhead);
+  }
+}
+
+TEST(WireTest, SackRules) {
+  const uint8_t bitmap[2] = {0x30, 0x40};
+  Header h = SelectiveHeader(PacketType::kAck, kFlagSack, 0, 7, 0, 2);
+  EXPECT_EQ(Parse(Build(h, bitmap)), ParseError::kNone);
+  // SACK only on an ACK, and only with its bitmap.
+  Header no_bitmap = h;
+  no_bitmap.msg_length = 0;
+  EXPECT_EQ(Parse(Build(no_bitmap, {})), ParseError::kBadFlags);
+  for (PacketType type : {PacketType::kNack, PacketType::kUnack,
+                          PacketType::kStream, PacketType::kWriteRequest}) {
+    Header other = h;
+    other.type = type;
+    EXPECT_EQ(Parse(Build(other, bitmap)), ParseError::kBadFlags);
+  }
+  // The bitmap is described one way: msg_length = its length, offset 0.
+  Header bad = h;
+  bad.msg_length = 3;
+  EXPECT_EQ(Parse(Build(bad, bitmap)), ParseError::kBadLength);
+  bad = h;
+  bad.msg_offset = 1;
+  EXPECT_EQ(Parse(Build(bad, bitmap)), ParseError::kBadLength);
+  // At most kMaxSackBytes (a 32768-packet window).
+  std::vector<uint8_t> big(kMaxSackBytes + 1, 0);
+  bad = h;
+  bad.msg_length = kMaxSackBytes + 1;
+  EXPECT_EQ(Parse(Build(bad, big)), ParseError::kBadLength);
+  big.resize(kMaxSackBytes);
+  bad.msg_length = kMaxSackBytes;
+  EXPECT_EQ(Parse(Build(bad, big)), ParseError::kNone);
+  // An ACK without the flag still carries no payload.
+  Header plain = h;
+  plain.flags = 0;
+  EXPECT_EQ(Parse(Build(plain, bitmap)), ParseError::kBadLength);
+}
+
 TEST(WireTest, GoldenParses) {
   const std::vector<uint8_t> frame = FromHex(kGoldenWriteRequest);
   Header h;
