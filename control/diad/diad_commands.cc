@@ -31,16 +31,17 @@ int RunPeers(Env& env, const ParsedArgs&) {
   }
   Table table({"NAME", "NODE", "MAC", "SLOT", "STATE", "CH_DOWN", "IN_FLIGHT",
                "TX_PACKETS", "TX_BYTES", "RX_PACKETS", "RX_BYTES", "RETRANS",
-               "DOWN_EVENTS", "RESETS", "OPS_OK", "OPS_FAILED"});
+               "DOWN_EVENTS", "RESETS", "OPS_OK", "OPS_FAILED", "RECOVERY"});
   for (const v1::PeerStatus& p : peers->peers()) {
-    table.AddRow({p.name(), p.node(), p.mac(), absl::StrCat(p.slot()),
-                  p.up() ? "up" : "down", absl::StrCat(p.channels_down()),
-                  absl::StrCat(p.in_flight_packets()),
-                  absl::StrCat(p.tx_packets()), absl::StrCat(p.tx_bytes()),
-                  absl::StrCat(p.rx_packets()), absl::StrCat(p.rx_bytes()),
-                  absl::StrCat(p.retransmits()), absl::StrCat(p.down_events()),
-                  absl::StrCat(p.resets()), absl::StrCat(p.ops_completed()),
-                  absl::StrCat(p.ops_failed())});
+    table.AddRow(
+        {p.name(), p.node(), p.mac(), absl::StrCat(p.slot()),
+         p.up() ? "up" : "down", absl::StrCat(p.channels_down()),
+         absl::StrCat(p.in_flight_packets()), absl::StrCat(p.tx_packets()),
+         absl::StrCat(p.tx_bytes()), absl::StrCat(p.rx_packets()),
+         absl::StrCat(p.rx_bytes()), absl::StrCat(p.retransmits()),
+         absl::StrCat(p.down_events()), absl::StrCat(p.resets()),
+         absl::StrCat(p.ops_completed()), absl::StrCat(p.ops_failed()),
+         p.recovery() == v1::DiadPeer::SELECTIVE ? "selective" : "go_back_n"});
   }
   table.Print(stdout);
   return kExitOk;
@@ -51,6 +52,15 @@ int RunPeerAdd(Env& env, const ParsedArgs& args) {
   peer.set_name(args.positional[0]);
   peer.set_node(args.positional[1]);
   peer.set_mac(args.positional[2]);
+  if (args.Has("recovery")) {
+    const std::string& recovery = args.String("recovery");
+    if (recovery == "selective") {
+      peer.set_recovery(v1::DiadPeer::SELECTIVE);
+    } else if (recovery != "go_back_n") {
+      return env.UsageError(absl::StrCat("--recovery '", recovery,
+                                         "': write go_back_n or selective"));
+    }
+  }
   ControlClient* client = env.Client();
   if (client == nullptr) return env.connect_exit();
   absl::StatusOr<uint32_t> slot = client->AddPeer(peer);
@@ -347,8 +357,11 @@ std::vector<Command> DiadCommands() {
        3,
        3,
        "add a DiAD peer: its node address (fc00::/7) and MAC",
-       {},
-       "example:\n  spinctl peer-add b fd00:d1ad::2 02:00:00:00:00:02\n",
+       {{"recovery", FlagType::kString, "MODE",
+         "go_back_n (default, the paper's wire) or selective (selective "
+         "repeat, when the peer is selective too)"}},
+       "example:\n  spinctl peer-add b fd00:d1ad::2 02:00:00:00:00:02 "
+       "--recovery selective\n",
        RunPeerAdd},
       {"peer-remove",
        "NAME",

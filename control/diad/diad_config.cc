@@ -136,7 +136,9 @@ absl::Status CheckDiadSection(const v1::Config& config, const Reporter& r) {
         range("window_packets", diad.window_packets(), 32768, true, "256"),
         range("max_transactions", diad.max_transactions(), 1024, true, "16"),
         range("ack_every", diad.ack_every(), 32768, false, "16"),
-        range("max_retries", diad.max_retries(), 64, false, "8")}) {
+        range("max_retries", diad.max_retries(), 64, false, "8"),
+        range("reorder_packets", diad.reorder_packets(), 65536, false,
+              "twice window_packets")}) {
     if (!s.ok()) return s;
   }
   const uint32_t rto = diad.rto_us() != 0 ? diad.rto_us() : 1000;
@@ -165,6 +167,9 @@ diad::PeerConfig ConvertPeer(const v1::DiadPeer& peer) {
   p.name = peer.name();
   ParseNode(peer.node(), &p.node);
   ParseMac(peer.mac(), &p.mac);
+  p.recovery = peer.recovery() == v1::DiadPeer::SELECTIVE
+                   ? diad::Recovery::kSelective
+                   : diad::Recovery::kGoBackN;
   return p;
 }
 
@@ -263,6 +268,7 @@ absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
       static_cast<uint32_t>(or_default(c.max_retries(), ch.max_retries));
   ch.nack_interval_ns =
       or_default(uint64_t{c.nack_interval_us()} * 1000, ch.nack_interval_ns);
+  ch.reorder_packets = c.reorder_packets();
   for (const v1::DiadPeer& peer : c.peers()) {
     d.peers.push_back(ConvertPeer(peer));
   }

@@ -43,6 +43,9 @@ void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {
   out->set_resets(info.resets);
   out->set_ops_completed(info.ops_completed);
   out->set_ops_failed(info.ops_failed);
+  out->set_recovery(info.recovery == diad::Recovery::kSelective
+                        ? v1::DiadPeer::SELECTIVE
+                        : v1::DiadPeer::GO_BACK_N);
 }
 
 // A remote operation's common fields. A channel beyond what the wire can

@@ -329,6 +329,7 @@ std::vector<PeerInfo> DiadModule::ListPeers() const {
     info.slot = peer.slot;
     info.node = peer.node;
     info.mac = peer.mac;
+    info.recovery = peer.recovery;
     for (const DiadEngine* engine : engines_) {
       const DiadPeerCounters& c = engine->peer_counters(peer.slot);
       info.channels_down += c.channels_down.load(std::memory_order_relaxed);

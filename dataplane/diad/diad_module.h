@@ -34,6 +34,7 @@ struct PeerInfo {
   uint32_t slot = 0;
   diad::NodeAddress node{};
   diad::MacAddress mac{};
+  diad::Recovery recovery = diad::Recovery::kGoBackN;  // as configured
   bool up = true;  // no channel of it is down
   uint32_t channels_down = 0;
   uint32_t in_flight_packets = 0;

@@ -331,6 +331,17 @@ check "telemetry: DiAD's own commands (peers, peer,b) and its counters by name" 
   'd["/spinnic/peers"] == ["b"] and d["/spinnic/peer,b"]["up"] == 1 and d["/spinnic/peer,nosuch"] is None and "tx_data" in d["/spinnic/transport,diad"] and d["/spinnic/diad"] == d["/spinnic/transport,diad"]'
 sc peer-add b fd00:d1ad::3 02:00:00:00:00:03
 check "peer-add b again: exit 1, ALREADY_EXISTS" eval 'rc_is 1 && err_has "^spinctl: ALREADY_EXISTS: "'
+sc peer-add s fd00:d1ad::5 02:00:00:00:00:05 --recovery selective
+check "peer-add s --recovery selective: exit 0" eval 'rc_is 0 && out_has "^added peer s "'
+sc peers --json
+check "peers --json: s SELECTIVE, b GO_BACK_N (proto3 JSON omits the default)" \
+  py '{p["name"]: p.get("recovery", "GO_BACK_N") for p in d["peers"]} == {"b": "GO_BACK_N", "s": "SELECTIVE"}'
+sc peers
+check "peers: a RECOVERY column" eval 'rc_is 0 && out_has "RECOVERY$" && out_has "^s .* selective$" && out_has "^b .* go_back_n$"'
+sc peer-remove s
+check "peer-remove s: exit 0" rc_is 0
+sc peer-add x fd00:d1ad::6 02:00:00:00:00:06 --recovery sack
+check "peer-add --recovery sack: exit 2, names the choices" eval 'rc_is 2 && err_has "--recovery .sack.: write go_back_n or selective"'
 sc peer-add x 2001:db8::1 02:00:00:00:00:03
 check "peer-add outside fc00::/7: exit 1, INVALID_ARGUMENT naming peer.node" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: peer.node: "'
 sc peer-add x fd00:d1ad::3 01:00:00:00:00:03

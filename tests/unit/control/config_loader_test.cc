@@ -1445,7 +1445,38 @@ TEST(ToPeerConfigTest, SameResultAsTheWholeConfig) {
               expected->transports.get<diad::DiadConfig>().peers[0].node);
     EXPECT_EQ(got->mac,
               expected->transports.get<diad::DiadConfig>().peers[0].mac);
+    EXPECT_EQ(got->recovery,
+              expected->transports.get<diad::DiadConfig>().peers[0].recovery);
   }
+}
+
+// diad.peers[].recovery and diad.reorder_packets (issue 17): GO_BACK_N by
+// default, SELECTIVE by name; the reorder bound is checked and converted.
+TEST(DiadRecoveryTest, PeersChooseTheirRecovery) {
+  v1::Config config = RunningConfig();
+  config.clear_handlers();
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(peers { name: "b" node: "fd00:d1ad::2" mac: "02:00:00:00:00:02" }
+         peers { name: "c" node: "fd00:d1ad::3" mac: "02:00:00:00:00:03"
+                 recovery: SELECTIVE }
+         reorder_packets: 300)",
+      config.mutable_diad()));
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  const diad::DiadConfig& d = dp->transports.get<diad::DiadConfig>();
+  ASSERT_EQ(d.peers.size(), 2u);
+  EXPECT_EQ(d.peers[0].recovery, diad::Recovery::kGoBackN);
+  EXPECT_EQ(d.peers[1].recovery, diad::Recovery::kSelective);
+  EXPECT_EQ(d.channel.reorder_packets, 300u);
+
+  config.mutable_diad()->set_reorder_packets(70000);
+  absl::Status too_many = ValidateConfig(config);
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(too_many.message())
+                .find("diad.reorder_packets: 70000 is not allowed; use "
+                      "1..65536, or 0 for twice window_packets"),
+            std::string::npos)
+      << too_many;
 }
 
 }  // namespace
