@@ -448,9 +448,10 @@ EOF
   log "d: spinnic-gen sent ${G[sent_all]} frames, got ${G[got_all]} (${G[not_ours]} not its probes); A host0 rx ${G[a_host_rx]}, B host0 tx ${G[b_host_tx]}; A and B port drops meanwhile ${G[appliance_drops]} (tx_full on A's wire0 while DiAD retransmits fill it, frames for a host port before spinnic-gen connected, malformed)"
   # spinnic-gen counts a frame as sent once memif took it; the frames still
   # in the memif ring when it is interrupted go with the ring at the
-  # disconnect (seen: 10 of 77,128), so allow at most two bursts of them.
+  # disconnect (seen: 10 of 77,128, and 96 of 84,672 on a loaded machine),
+  # so allow at most what that ring holds (memif's default rsize 10: 1024).
   check "d: A's host0 received every frame spinnic-gen sent (but those in the ring at its disconnect), 128 B each" eval \
-    '[[ ${G[sent_all]} -gt 0 && ${G[a_host_rx]} -le ${G[sent_all]} && ${G[a_host_rx]} -ge $((G[sent_all] - 64)) && ${G[a_host_rx_bytes]} -eq $((128 * G[a_host_rx])) ]]'
+    '[[ ${G[sent_all]} -gt 0 && ${G[a_host_rx]} -le ${G[sent_all]} && ${G[a_host_rx]} -ge $((G[sent_all] - 1024)) && ${G[a_host_rx_bytes]} -eq $((128 * G[a_host_rx])) ]]'
   # spinnic-gen stops reading when interrupted: what was in flight then
   # (B sent it to the host port, spinnic-gen never read it) is at most half
   # a second of its traffic.
