@@ -46,6 +46,31 @@ class ConfigSection {
                                DataplaneConfig* out) const = 0;
 };
 
+// A section made of four functions with ConfigSection's signatures: what a
+// feature's config file defines (diad_config.cc, roce_config.cc).
+template <auto kCheck, auto kCheckBinding, auto kBindingOf, auto kConvert>
+class SectionOf final : public ConfigSection {
+ public:
+  absl::Status Check(const v1::Config& config,
+                     const Reporter& r) const override {
+    return kCheck(config, r);
+  }
+  absl::Status CheckBinding(const v1::Config& config,
+                            const v1::HandlerInstall& handler,
+                            const FieldPath& p,
+                            const Reporter& r) const override {
+    return kCheckBinding(config, handler, p, r);
+  }
+  bool BindingOf(const v1::HandlerInstall& handler,
+                 MessageBinding* out) const override {
+    return kBindingOf(handler, out);
+  }
+  absl::Status Convert(const v1::Config& config,
+                       DataplaneConfig* out) const override {
+    return kConvert(config, out);
+  }
+};
+
 // Every feature's section, in the order their checks run.
 absl::Span<const ConfigSection* const> ConfigSections();
 

@@ -275,32 +275,12 @@ absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
   return absl::OkStatus();
 }
 
-class DiadSection final : public ConfigSection {
- public:
-  absl::Status Check(const v1::Config& config,
-                     const Reporter& r) const override {
-    return CheckDiad(config, r);
-  }
-  absl::Status CheckBinding(const v1::Config& config,
-                            const v1::HandlerInstall& handler,
-                            const FieldPath& p,
-                            const Reporter& r) const override {
-    return CheckDiadBinding(config, handler, p, r);
-  }
-  bool BindingOf(const v1::HandlerInstall& handler,
-                 MessageBinding* out) const override {
-    return DiadBindingOf(handler, out);
-  }
-  absl::Status Convert(const v1::Config& config,
-                       DataplaneConfig* out) const override {
-    return ConvertDiad(config, out);
-  }
-};
-
 }  // namespace
 
 const ConfigSection& DiadConfigSection() {
-  static const DiadSection section;
+  static const SectionOf<&CheckDiad, &CheckDiadBinding, &DiadBindingOf,
+                         &ConvertDiad>
+      section;
   return section;
 }
 

@@ -269,32 +269,12 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   return absl::OkStatus();
 }
 
-class RoceSection final : public ConfigSection {
- public:
-  absl::Status Check(const v1::Config& config,
-                     const Reporter& r) const override {
-    return CheckRoce(config, r);
-  }
-  absl::Status CheckBinding(const v1::Config& config,
-                            const v1::HandlerInstall& handler,
-                            const FieldPath& p,
-                            const Reporter& r) const override {
-    return CheckRoceBinding(config, handler, p, r);
-  }
-  bool BindingOf(const v1::HandlerInstall& handler,
-                 MessageBinding* out) const override {
-    return RoceBindingOf(handler, out);
-  }
-  absl::Status Convert(const v1::Config& config,
-                       DataplaneConfig* out) const override {
-    return ConvertRoce(config, out);
-  }
-};
-
 }  // namespace
 
 const ConfigSection& RoceConfigSection() {
-  static const RoceSection section;
+  static const SectionOf<&CheckRoce, &CheckRoceBinding, &RoceBindingOf,
+                         &ConvertRoce>
+      section;
   return section;
 }
 
