@@ -289,6 +289,10 @@ class DiadEngine final : public TransportEngine {
   // Applies a cumulative ack (and a go-back-N resend); false when the ack
   // is invalid (counted).
   bool ApplyAck(Channel& ch, uint32_t ack, bool go_back, uint64_t now);
+  // An unsequenced control packet (ACK, NACK, UNACK) applied and consumed;
+  // false for a sequenced packet, which the caller goes on with.
+  bool OnControl(Channel& ch, const Header& h, rte_mbuf* packet,
+                 uint32_t payload_offset, uint64_t now);
   // An ACK on a SELECTIVE channel that carries a SACK or answers our UNACK:
   // checked (a bad SACK is a counted drop), applied, holes resent.
   void OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,

@@ -108,33 +108,7 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     pc.channels_down.fetch_sub(1, std::memory_order_relaxed);
   }
 
-  switch (h.type) {
-    case PacketType::kAck:
-      counters_.acks_received.Add();
-      LearnRecovery(*ch, h.key);
-      if ((h.flags & kFlagSack) != 0 ||
-          ((h.flags & kFlagProbeReply) != 0 && ch->sack.active())) {
-        OnSelectiveAck(*ch, h, packet, payload_offset, now);
-        return;
-      }
-      ApplyAck(*ch, h.ack, (h.flags & kFlagProbeReply) != 0, now);
-      rte_pktmbuf_free(packet);
-      return;
-    case PacketType::kNack:
-      counters_.nacks_received.Add();
-      LearnRecovery(*ch, h.key);
-      ApplyAck(*ch, h.ack, /*go_back=*/true, now);
-      rte_pktmbuf_free(packet);
-      return;
-    case PacketType::kUnack:
-      counters_.unacks_received.Add();
-      LearnRecovery(*ch, h.key);
-      ch->rx.OnUnack(h.seq);
-      rte_pktmbuf_free(packet);
-      return;
-    default:
-      break;
-  }
+  if (OnControl(*ch, h, packet, payload_offset, now)) return;
   // A sequenced packet: its piggybacked ack first (valid or not, the
   // packet's own sequence number is judged on its own).
   ApplyAck(*ch, h.ack, /*go_back=*/false, now);
@@ -181,6 +155,37 @@ void DiadEngine::LearnRecovery(Channel& ch, uint32_t key) {
     // Our next ACK advertises SELECTIVE back: a peer that only sends data
     // (and so hears only our control packets) learns it now.
     ch.rx.RequestSack();
+  }
+}
+
+bool DiadEngine::OnControl(Channel& ch, const Header& h, rte_mbuf* packet,
+                           uint32_t payload_offset, uint64_t now) {
+  switch (h.type) {
+    case PacketType::kAck:
+      counters_.acks_received.Add();
+      LearnRecovery(ch, h.key);
+      if ((h.flags & kFlagSack) != 0 ||
+          ((h.flags & kFlagProbeReply) != 0 && ch.sack.active())) {
+        OnSelectiveAck(ch, h, packet, payload_offset, now);
+        return true;
+      }
+      ApplyAck(ch, h.ack, (h.flags & kFlagProbeReply) != 0, now);
+      rte_pktmbuf_free(packet);
+      return true;
+    case PacketType::kNack:
+      counters_.nacks_received.Add();
+      LearnRecovery(ch, h.key);
+      ApplyAck(ch, h.ack, /*go_back=*/true, now);
+      rte_pktmbuf_free(packet);
+      return true;
+    case PacketType::kUnack:
+      counters_.unacks_received.Add();
+      LearnRecovery(ch, h.key);
+      ch.rx.OnUnack(h.seq);
+      rte_pktmbuf_free(packet);
+      return true;
+    default:
+      return false;
   }
 }
 
