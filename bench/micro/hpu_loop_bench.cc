@@ -4,7 +4,9 @@
 // report. The bench recycles the transmitted mbufs into the RX ring, so no
 // allocation is timed. Three dataplanes: no transport on, DiAD and RoCE on
 // but the frames addressed to neither (what a bump in the wire pays for
-// carrying them), and the same with a `null` handler matched on every frame.
+// carrying them), and the same with a handler matched on every frame: `null`,
+// the native `count`, and the eBPF example count.o (JIT-compiled): what a
+// user's own handler costs per frame against its native twin, whole loop.
 //
 //   build/bench/micro/hpu_loop_bench
 //   bench/micro/callgrind.sh -n 2000 build/bench/micro/hpu_loop_bench
@@ -51,7 +53,8 @@ struct Rig {
   std::vector<rte_mbuf*> frames;
 };
 
-// `mode`: 0 no transport, 1 DiAD and RoCE on, 2 also a matched null handler.
+// `mode`: 0 no transport, 1 DiAD and RoCE on, 2 also a matched handler on
+// every frame: null; 3 the native count; 4 the eBPF count.o.
 std::unique_ptr<Rig> MakeRig(int mode) {
   static int instance = 0;
   auto rig = std::make_unique<Rig>();
@@ -92,11 +95,16 @@ std::unique_ptr<Rig> MakeRig(int mode) {
     rc.mac = {0x02, 0, 0, 0, 0, 0x0b};
     rc.addresses = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 11}};
   }
-  if (mode == 2) {
-    HandlerConfig null;
-    null.name = "null";
-    null.kind = "null";
-    config.handlers.push_back(null);
+  if (mode >= 2) {
+    HandlerConfig handler;
+    handler.name = "every-frame";
+    handler.kind = mode == 2 ? "null" : mode == 3 ? "count" : "bpf";
+    handler.state_size = 16;
+    if (mode == 4) {
+      handler.params["program_file"] =
+          std::string(SPINNIC_BPF_EXAMPLES_DIR) + "/count.o";
+    }
+    config.handlers.push_back(handler);
   }
   absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
       Dataplane::Create(config);
@@ -146,6 +154,8 @@ BENCHMARK(BM_HpuLoop)
     ->Arg(0)
     ->Arg(1)
     ->Arg(2)
+    ->Arg(3)
+    ->Arg(4)
     ->ArgName("mode")
     ->Apply(bench::FixedIterationsIfRequested);
 BENCHMARK(bench::BM_EmptyLoop)->Apply(bench::FixedIterationsIfRequested);

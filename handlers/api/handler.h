@@ -121,6 +121,11 @@ struct HandlerKind {
   absl::StatusOr<HandlerInstance> (*create)(const HandlerParams& params);
 };
 
+// Bits of a kind's `uint8_t Stages() const` (see HasInstanceStages): which
+// of its functions an instance has.
+inline constexpr uint8_t kHeaderStage = 1, kPayloadStage = 2,
+                         kCompletionStage = 4;
+
 namespace handler_internal {
 
 template <typename T>
@@ -154,21 +159,50 @@ concept HasCompletion = requires(T t, HandlerContext& c) {
   { t.Completion(c, uint64_t{0}, false) } -> std::same_as<HandlerResult>;
 };
 
+// A kind whose instances differ in which functions they have (a program the
+// user brings) says so with `uint8_t Stages() const`: the engine then skips
+// the missing ones, and their cycle accounting, as for a native kind
+// without them.
 template <typename T>
+concept HasInstanceStages = requires(const T& t) {
+  { t.Stages() } -> std::same_as<uint8_t>;
+};
+
+template <typename T,
+          uint8_t kStages = kHeaderStage | kPayloadStage | kCompletionStage>
 constexpr HandlerOps MakeOps() {
   HandlerOps ops{nullptr, nullptr, nullptr, &Destroy<T>};
-  if constexpr (HasHeader<T>) ops.header = &CallHeader<T>;
-  if constexpr (HasPayload<T>) ops.payload = &CallPayload<T>;
-  if constexpr (HasCompletion<T>) ops.completion = &CallCompletion<T>;
+  if constexpr (HasHeader<T> && (kStages & kHeaderStage) != 0) {
+    ops.header = &CallHeader<T>;
+  }
+  if constexpr (HasPayload<T> && (kStages & kPayloadStage) != 0) {
+    ops.payload = &CallPayload<T>;
+  }
+  if constexpr (HasCompletion<T> && (kStages & kCompletionStage) != 0) {
+    ops.completion = &CallCompletion<T>;
+  }
   return ops;
+}
+
+template <typename T>
+const HandlerOps* OpsFor(const T& instance) {
+  if constexpr (HasInstanceStages<T>) {
+    static constexpr HandlerOps kByStages[8] = {
+        MakeOps<T, 0>(), MakeOps<T, 1>(), MakeOps<T, 2>(), MakeOps<T, 3>(),
+        MakeOps<T, 4>(), MakeOps<T, 5>(), MakeOps<T, 6>(), MakeOps<T, 7>()};
+    return &kByStages[instance.Stages() & 7];
+  } else {
+    static constexpr HandlerOps kTypeOps = MakeOps<T>();
+    return &kTypeOps;
+  }
 }
 
 template <typename T>
 absl::StatusOr<HandlerInstance> Create(const HandlerParams& params) {
   absl::StatusOr<std::unique_ptr<T>> created = T::Create(params);
   if (!created.ok()) return created.status();
-  static constexpr HandlerOps kTypeOps = MakeOps<T>();
-  return HandlerInstance(created->release(), &kTypeOps);
+  const HandlerOps* ops = OpsFor(**created);
+  return HandlerInstance(created->release(), ops);
 }
 
 template <typename T>

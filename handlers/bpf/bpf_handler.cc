@@ -2,9 +2,11 @@
 // ECTX: its spin/header, spin/payload and spin/completion functions where
 // the native handlers' Header, Payload and Completion run, with the same
 // result codes, state memory, bound regions, cycle budget and counters.
-// A missing section behaves like a native handler without that function:
-// no header means PROCESS_DATA, no payload means the packet goes on, no
-// completion means SUCCESS. A helper's refused access makes the call FAIL.
+// A missing section is a missing function, as for a native kind without it
+// (Stages()): no header means PROCESS_DATA, no payload means the packet goes
+// on, no completion means SUCCESS. A helper's refused access makes the call
+// FAIL.
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -38,6 +40,29 @@ absl::StatusOr<std::vector<uint8_t>> ReadProgramFile(const std::string& path) {
                              std::istreambuf_iterator<char>());
   return bytes;
 }
+
+// The spin_ctx fields BpfHandler::Run fills together, as context_bytes
+// masks (bit i: byte i).
+constexpr uint64_t Field(size_t offset, size_t size) {
+  return ((uint64_t{1} << size) - 1) << offset;
+}
+#define SPIN_CTX_FIELD(f) Field(offsetof(spin_ctx, f), sizeof(spin_ctx::f))
+constexpr uint64_t kPacketBytes = SPIN_CTX_FIELD(packet_length);
+constexpr uint64_t kLayerBytes =
+    SPIN_CTX_FIELD(l3_offset) | SPIN_CTX_FIELD(l4_offset) |
+    SPIN_CTX_FIELD(payload_offset) | SPIN_CTX_FIELD(l3_end) |
+    SPIN_CTX_FIELD(ethertype) | SPIN_CTX_FIELD(ip_proto) |
+    SPIN_CTX_FIELD(flags) | SPIN_CTX_FIELD(in_port) | SPIN_CTX_FIELD(vlan_tags);
+constexpr uint64_t kEctxBytes =
+    SPIN_CTX_FIELD(state_size) | SPIN_CTX_FIELD(hpu) | SPIN_CTX_FIELD(ectx_id);
+constexpr uint64_t kCompletionBytes = SPIN_CTX_FIELD(flow_control) |
+                                      SPIN_CTX_FIELD(reserved) |
+                                      SPIN_CTX_FIELD(dropped_bytes);
+constexpr uint64_t kParamBytes = SPIN_CTX_FIELD(param);
+#undef SPIN_CTX_FIELD
+static_assert((kPacketBytes | kLayerBytes | kEctxBytes | kCompletionBytes |
+               kParamBytes) == Field(0, sizeof(spin_ctx)),
+              "every context byte belongs to a group Run fills");
 
 class BpfHandler {
  public:
@@ -94,17 +119,21 @@ class BpfHandler {
         new BpfHandler(*std::move(program), params.GetUint("arg")));
   }
 
+  // The engine calls only the functions the program defines (the others
+  // cost nothing, not even their cycle accounting).
+  uint8_t Stages() const {
+    return (program_->Has(Stage::kHeader) ? kHeaderStage : 0) |
+           (program_->Has(Stage::kPayload) ? kPayloadStage : 0) |
+           (program_->Has(Stage::kCompletion) ? kCompletionStage : 0);
+  }
   HandlerResult Header(HandlerContext& ctx, PacketView& packet) {
-    if (!program_->Has(Stage::kHeader)) return HandlerResult::kProcessData;
     return Run(Stage::kHeader, ctx, &packet, 0, false);
   }
   HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
-    if (!program_->Has(Stage::kPayload)) return HandlerResult::kSuccess;
     return Run(Stage::kPayload, ctx, &packet, 0, false);
   }
   HandlerResult Completion(HandlerContext& ctx, uint64_t dropped_bytes,
                            bool flow_control) {
-    if (!program_->Has(Stage::kCompletion)) return HandlerResult::kSuccess;
     return Run(Stage::kCompletion, ctx, nullptr, dropped_bytes, flow_control);
   }
 
@@ -112,34 +141,51 @@ class BpfHandler {
   BpfHandler(std::unique_ptr<BpfProgram> program, uint64_t arg)
       : program_(std::move(program)), arg_(arg) {}
 
+  // Fills only the context fields the program can reach (the loader proved
+  // which bytes it touches): a program that reads packet_length alone pays
+  // for one store, not the whole context.
   HandlerResult Run(Stage stage, HandlerContext& ctx, PacketView* packet,
                     uint64_t dropped_bytes, bool flow_control) const {
-    BpfInvocation inv{};
+    BpfInvocation inv;
     spin_ctx& c = inv.pub;
-    if (packet != nullptr) {
-      const PacketLayers& layers = packet->Layers();
-      c.packet_length = packet->Length();
-      c.l3_offset = layers.l3_offset;
-      c.l4_offset = layers.l4_offset;
-      c.payload_offset = layers.payload_offset;
-      c.l3_end = layers.l3_end;
-      c.ethertype = layers.ethertype;
-      c.ip_proto = layers.ip_proto;
-      c.flags =
-          (layers.is_ipv4 ? SPIN_IPV4 : 0) | (layers.is_ipv6 ? SPIN_IPV6 : 0);
-      c.in_port = packet->InPort();
-      c.vlan_tags = layers.vlan_tags;
-    } else {
-      c.l3_offset = c.l4_offset = c.payload_offset = c.l3_end = SPIN_ABSENT;
+    const uint64_t reads = program_->ContextBytes(stage);
+    if (reads & kPacketBytes) {
+      c.packet_length = packet != nullptr ? packet->Length() : 0;
     }
-    c.state_size = static_cast<spin_u32>(ctx.State().size());
-    c.hpu = ctx.LcoreIndex();
-    c.ectx_id = ctx.EctxId();
-    c.flow_control = flow_control ? 1 : 0;
-    c.dropped_bytes = dropped_bytes;
-    c.param = arg_;
+    if (reads & kLayerBytes) {
+      if (packet != nullptr) {
+        const PacketLayers& layers = packet->Layers();
+        c.l3_offset = layers.l3_offset;
+        c.l4_offset = layers.l4_offset;
+        c.payload_offset = layers.payload_offset;
+        c.l3_end = layers.l3_end;
+        c.ethertype = layers.ethertype;
+        c.ip_proto = layers.ip_proto;
+        c.flags =
+            (layers.is_ipv4 ? SPIN_IPV4 : 0) | (layers.is_ipv6 ? SPIN_IPV6 : 0);
+        c.in_port = packet->InPort();
+        c.vlan_tags = layers.vlan_tags;
+      } else {
+        c.l3_offset = c.l4_offset = c.payload_offset = c.l3_end = SPIN_ABSENT;
+        c.ethertype = 0;
+        c.ip_proto = c.flags = 0;
+        c.in_port = c.vlan_tags = 0;
+      }
+    }
+    if (reads & kEctxBytes) {
+      c.state_size = static_cast<spin_u32>(ctx.State().size());
+      c.hpu = ctx.LcoreIndex();
+      c.ectx_id = ctx.EctxId();
+    }
+    if (reads & kCompletionBytes) {
+      c.flow_control = flow_control ? 1 : 0;
+      c.reserved = 0;
+      c.dropped_bytes = dropped_bytes;
+    }
+    if (reads & kParamBytes) c.param = arg_;
     inv.handler = &ctx;
     inv.packet = packet;
+    inv.fault = false;
     const uint64_t rc = program_->Run(stage, &inv);
     if (inv.fault) return HandlerResult::kFail;
     // Codes past FAIL are the engine's to count as invalid.

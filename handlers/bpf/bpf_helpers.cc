@@ -132,6 +132,25 @@ uint64_t StateAdd(uint64_t ctx, uint64_t offset, uint64_t delta, uint64_t,
          delta;
 }
 
+// A window: `length` bytes at `offset` of `bytes`, or 0. The loader proved
+// the program touches no byte past `length`.
+uint64_t Window(std::span<uint8_t> bytes, uint64_t offset, uint64_t length) {
+  if (offset > bytes.size() || length > bytes.size() - offset) return 0;
+  return reinterpret_cast<uintptr_t>(bytes.data() + offset);
+}
+
+uint64_t PktPtr(uint64_t ctx, uint64_t offset, uint64_t length, uint64_t,
+                uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  if (inv.packet == nullptr) return 0;
+  return Window(inv.packet->Bytes(), offset, length);
+}
+
+uint64_t StatePtr(uint64_t ctx, uint64_t offset, uint64_t length, uint64_t,
+                  uint64_t) {
+  return Window(Of(ctx).handler->State(), offset, length);
+}
+
 // The first bound region, when the install granted the access.
 std::span<uint8_t> Region(BpfInvocation& inv, bool write) {
   std::span<const BoundRegion> regions = inv.handler->Regions();
@@ -202,6 +221,8 @@ constexpr rte_bpf_arg kCtxArg = {
     .type = RTE_BPF_ARG_PTR, .size = sizeof(spin_ctx), .buf_size = 0};
 constexpr rte_bpf_arg kRaw = {
     .type = RTE_BPF_ARG_RAW, .size = sizeof(uint64_t), .buf_size = 0};
+constexpr rte_bpf_arg kWindowResult = {
+    .type = RTE_BPF_ARG_PTR, .size = SPIN_WINDOW_MAX, .buf_size = 0};
 
 rte_bpf_xsym Func(const char* name,
                   uint64_t (*fn)(uint64_t, uint64_t, uint64_t, uint64_t,
@@ -219,10 +240,20 @@ rte_bpf_xsym Func(const char* name,
   return x;
 }
 
+rte_bpf_xsym WindowFunc(const char* name,
+                        uint64_t (*fn)(uint64_t, uint64_t, uint64_t, uint64_t,
+                                       uint64_t)) {
+  rte_bpf_xsym x = Func(name, fn, 3, true);
+  x.func.ret = kWindowResult;
+  return x;
+}
+
 }  // namespace
 
 std::span<const rte_bpf_xsym> Helpers() {
-  static const std::array<rte_bpf_xsym, 11> kHelpers = {
+  static const std::array<rte_bpf_xsym, 13> kHelpers = {
+      WindowFunc("spin_pkt_ptr", &PktPtr),
+      WindowFunc("spin_state_ptr", &StatePtr),
       Func("spin_pkt_load", &PktLoad, 3, true),
       Func("spin_pkt_store", &PktStore, 4, true),
       Func("spin_state_load", &StateLoad, 3, true),
@@ -236,6 +267,11 @@ std::span<const rte_bpf_xsym> Helpers() {
       Func("spin_cycles", &Cycles, 0, false),
   };
   return kHelpers;
+}
+
+bool ReturnsWindow(size_t index) {
+  return index < Helpers().size() &&
+         Helpers()[index].func.ret.type == RTE_BPF_ARG_PTR;
 }
 
 int FindHelper(absl::string_view name) {

@@ -32,6 +32,14 @@ static_assert(offsetof(BpfInvocation, pub) == 0);
 // call instruction carries its helper's index here).
 std::span<const rte_bpf_xsym> Helpers();
 
+// Window helpers (spin_pkt_ptr, spin_state_ptr) return a pointer to
+// `length` bytes, their third argument (r3), or 0 when those bytes are not
+// all there. The loader requires `length` to be a constant and proves every
+// access through the pointer stays inside it; librte_bpf knows the result
+// only as a pointer to SPIN_WINDOW_MAX bytes.
+inline constexpr uint8_t kWindowLengthRegister = 3;
+bool ReturnsWindow(size_t index);
+
 // The index of the helper named `name` in Helpers(), or -1.
 int FindHelper(absl::string_view name);
 

@@ -8,6 +8,7 @@
 #include <rte_log.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -213,14 +214,61 @@ FlowOrder OrderFlow(const std::vector<ebpf_insn>& insns) {
   return result;
 }
 
-// What is known at an instruction on every path to it: which registers, and
-// which 8-byte stack slots, hold the context pointer unchanged.
-struct PointerState {
-  uint16_t registers = 0;
-  uint64_t stack_slots = 0;
+constexpr int kStackBytes = 512;
+constexpr uint8_t kRegisters = 11;  // r0..r10
+
+// What the loader knows of a register or an 8-byte stack slot on every path
+// to an instruction.
+struct Value {
+  enum class Kind : uint8_t {
+    kUnknown,
+    kContext,       // the context pointer, unchanged
+    kConstant,      // `number`
+    kWindow,        // `number` bytes into a window of `size` bytes
+    kWindowOrNull,  // a window helper's result not yet compared with 0
+  };
+  Kind kind = Kind::kUnknown;
+  int64_t number = 0;
+  uint32_t size = 0;
+  bool operator==(const Value&) const = default;
+
+  bool IsPointer() const {
+    return kind == Kind::kContext || kind == Kind::kWindow ||
+           kind == Kind::kWindowOrNull;
+  }
 };
 
-constexpr int kStackBytes = 512;
+Value Constant(int64_t number) { return {Value::Kind::kConstant, number, 0}; }
+
+// On a path join: what holds on both paths.
+Value Merge(const Value& a, const Value& b) {
+  if (a == b) return a;
+  auto window = [](const Value& v) {
+    return v.kind == Value::Kind::kWindow ||
+           v.kind == Value::Kind::kWindowOrNull;
+  };
+  if (window(a) && window(b) && a.number == b.number) {
+    const bool maybe_null = a.kind == Value::Kind::kWindowOrNull ||
+                            b.kind == Value::Kind::kWindowOrNull;
+    return {maybe_null ? Value::Kind::kWindowOrNull : Value::Kind::kWindow,
+            a.number, std::min(a.size, b.size)};
+  }
+  return {};
+}
+
+struct FlowState {
+  std::array<Value, kRegisters> registers;
+  std::array<Value, kStackBytes / 8> slots;
+
+  void MergeFrom(const FlowState& other) {
+    for (size_t r = 0; r < registers.size(); ++r) {
+      registers[r] = Merge(registers[r], other.registers[r]);
+    }
+    for (size_t s = 0; s < slots.size(); ++s) {
+      slots[s] = Merge(slots[s], other.slots[s]);
+    }
+  }
+};
 
 uint32_t AccessSize(uint8_t code) {
   switch (code & 0x18) {
@@ -235,147 +283,285 @@ uint32_t AccessSize(uint8_t code) {
   }
 }
 
-// librte_bpf's validator lets a program compute with its context pointer
-// and then dereference the result, or pass a stack address where a helper
-// expects the context (fuzzing found both): spinnic proves instead that
-// every load and store goes through the frame pointer r10 or a register
-// that holds the context pointer unchanged, within their bounds, and that
-// every helper that takes the context gets it in r1.
-absl::Status CheckPointers(absl::string_view name,
-                           const std::vector<ebpf_insn>& insns,
-                           const std::vector<size_t>& order) {
-  std::vector<PointerState> in(insns.size());
-  std::vector<bool> reached(insns.size(), false);
-  in[0].registers = 1u << 1;  // r1: the context
-  reached[0] = true;
-  for (size_t i : order) {
-    if (!reached[i]) continue;
-    PointerState st = in[i];
-    const ebpf_insn& insn = insns[i];
+// One instruction's effect on what is known, and the checks it must pass.
+class PointerProof {
+ public:
+  PointerProof(absl::string_view name, const std::vector<ebpf_insn>& insns)
+      : name_(name), insns_(insns) {}
+
+  // Every context byte an accepted instruction may touch.
+  uint64_t context_bytes() const { return context_bytes_; }
+
+  // `st` holds at instruction `i`; on success it holds after it (on the
+  // fall-through edge; `taken` on a conditional jump's other edge).
+  absl::Status Step(size_t i, FlowState& st, FlowState& taken) {
+    const ebpf_insn& insn = insns_[i];
     const uint8_t cls = insn.code & 0x07;
     const uint8_t mode = insn.code & 0xe0;
-    auto holds_context = [&](uint8_t reg) {
-      return reg < 16 && (st.registers & (1u << reg)) != 0;
-    };
-    auto check_access = [&](uint8_t base, int16_t off,
-                            uint32_t size) -> absl::Status {
-      if (base == kStackRegister) {
-        if (off < -kStackBytes || off + static_cast<int32_t>(size) > 0) {
-          return Refuse(name, i,
-                        absl::StrCat("stack access at r10", off,
-                                     " outside the 512-byte stack"));
-        }
-        return absl::OkStatus();
-      }
-      if (holds_context(base)) {
-        if (off < 0 ||
-            off + static_cast<int64_t>(size) > int64_t{sizeof(spin_ctx)}) {
-          return Refuse(
-              name, i,
-              absl::StrCat("context access at offset ", off, " outside its ",
-                           sizeof(spin_ctx), " bytes"));
-        }
-        return absl::OkStatus();
-      }
-      return Refuse(name, i,
-                    absl::StrCat("accesses memory through r", base,
-                                 ", which holds neither the context nor "
-                                 "the stack pointer; use the helpers"));
-    };
-    auto slot_of = [](int16_t off) { return (off + kStackBytes) / 8; };
-    auto clobber_slots = [&](int16_t off, uint32_t size) {
-      for (int16_t b = off; b < off + static_cast<int16_t>(size); b += 1) {
-        st.stack_slots &= ~(uint64_t{1} << slot_of(b));
-      }
-    };
+    if (insn.dst_reg >= kRegisters || insn.src_reg >= kRegisters) {
+      return Refuse(name_, i, "names a register past r10");
+    }
+    Value& dst = st.registers[insn.dst_reg];
+    const Value& src = st.registers[insn.src_reg];
     switch (cls) {
       case 0x00:  // LD: only the 16-byte immediate load
         if (insn.code != kLdImm64) {
-          return Refuse(name, i,
+          return Refuse(name_, i,
                         "packet loads by absolute offset are for socket "
-                        "filters; use spin_pkt_load");
+                        "filters; use spin_pkt_ptr or spin_pkt_load");
         }
-        st.registers &= ~(1u << insn.dst_reg);
-        break;
+        dst = Constant(static_cast<int64_t>(
+            static_cast<uint32_t>(insn.imm) |
+            uint64_t{static_cast<uint32_t>(insns_[i + 1].imm)} << 32));
+        return absl::OkStatus();
       case 0x01: {  // LDX
-        if (mode != 0x60) return Refuse(name, i, "an unknown load mode");
+        if (mode != 0x60) return Refuse(name_, i, "an unknown load mode");
         const uint32_t size = AccessSize(insn.code);
-        if (absl::Status s = check_access(insn.src_reg, insn.off, size);
+        if (absl::Status s = CheckAccess(i, st, insn.src_reg, insn.off, size);
             !s.ok()) {
           return s;
         }
-        const bool reload = insn.src_reg == kStackRegister && size == 8 &&
-                            insn.off % 8 == 0 &&
-                            (st.stack_slots >> slot_of(insn.off) & 1) != 0;
-        if (reload) {
-          st.registers |= 1u << insn.dst_reg;
-        } else {
-          st.registers &= ~(1u << insn.dst_reg);
-        }
-        break;
+        // A whole slot reloads what was spilled there.
+        const bool reload =
+            insn.src_reg == kStackRegister && size == 8 && insn.off % 8 == 0;
+        dst = reload ? st.slots[SlotOf(insn.off)] : Value{};
+        return absl::OkStatus();
       }
       case 0x02:    // ST
       case 0x03: {  // STX (and atomic add)
-        if (mode != 0x60 && !(cls == 0x03 && mode == 0xc0)) {
-          return Refuse(name, i, "an unknown store mode");
+        const bool atomic = cls == 0x03 && mode == 0xc0;
+        if (mode != 0x60 && !atomic) {
+          return Refuse(name_, i, "an unknown store mode");
         }
         const uint32_t size = AccessSize(insn.code);
-        if (absl::Status s = check_access(insn.dst_reg, insn.off, size);
+        if (absl::Status s = CheckAccess(i, st, insn.dst_reg, insn.off, size);
             !s.ok()) {
           return s;
         }
-        if (insn.dst_reg == kStackRegister) {
-          clobber_slots(insn.off, size);
-          if (cls == 0x03 && mode == 0x60 && size == 8 && insn.off % 8 == 0 &&
-              holds_context(insn.src_reg)) {
-            st.stack_slots |= uint64_t{1} << slot_of(insn.off);  // a spill
+        const bool spill = insn.dst_reg == kStackRegister;
+        if (cls == 0x03 && src.IsPointer() && (!spill || atomic)) {
+          return Refuse(name_, i,
+                        absl::StrCat("stores the pointer in r", insn.src_reg,
+                                     " where the program's user could read "
+                                     "it; store values, not addresses"));
+        }
+        if (spill) {
+          for (int32_t b = insn.off; b < insn.off + static_cast<int32_t>(size);
+               b += 8 - ((b + kStackBytes) % 8)) {
+            st.slots[SlotOf(b)] = Value{};
+          }
+          if (cls == 0x03 && !atomic && size == 8 && insn.off % 8 == 0) {
+            st.slots[SlotOf(insn.off)] = src;
           }
         }
-        break;
+        return absl::OkStatus();
       }
       case 0x04:    // ALU
       case 0x07: {  // ALU64
         if (insn.dst_reg == kStackRegister) {
-          return Refuse(name, i, "writes the frame pointer r10");
+          return Refuse(name_, i, "writes the frame pointer r10");
         }
-        const bool copy = insn.code == 0xbf;  // MOV64 from a register
-        if (copy && holds_context(insn.src_reg)) {
-          st.registers |= 1u << insn.dst_reg;
-        } else {
-          st.registers &= ~(1u << insn.dst_reg);
-        }
-        break;
+        dst = Alu(insn, dst, src);
+        return absl::OkStatus();
       }
       case kClassJmp:
-        if ((insn.code & 0xf0) == kOpCall) {
-          const size_t helper = static_cast<size_t>(insn.imm);
-          if (helper < Helpers().size() &&
-              Helpers()[helper].func.args[0].type == RTE_BPF_ARG_PTR &&
-              !holds_context(1)) {
-            return Refuse(name, i,
-                          absl::StrCat("calls ", Helpers()[helper].name,
-                                       " without the context in r1"));
-          }
-          st.registers &= ~uint16_t{0x3f};  // r0-r5: results and scratch
-        }
-        break;
+        return Jump(i, st, taken);
       default:
-        return Refuse(name, i, "an unknown instruction class");
+        return Refuse(name_, i, "an unknown instruction class");
     }
+  }
+
+ private:
+  static size_t SlotOf(int32_t off) { return (off + kStackBytes) / 8; }
+
+  // librte_bpf's validator lets a program compute with its context pointer
+  // and then dereference the result, or pass a stack address where a
+  // helper expects the context (fuzzing found both): so every load and
+  // store must go through the frame pointer r10, the context pointer
+  // unchanged, or a window pointer compared with 0, inside their bounds.
+  absl::Status CheckAccess(size_t i, const FlowState& st, uint8_t base,
+                           int16_t off, uint32_t size) {
+    if (base == kStackRegister) {
+      if (off < -kStackBytes || off + static_cast<int32_t>(size) > 0) {
+        return Refuse(name_, i,
+                      absl::StrCat("stack access at r10", off,
+                                   " outside the 512-byte stack"));
+      }
+      return absl::OkStatus();
+    }
+    const Value& v = st.registers[base];
+    switch (v.kind) {
+      case Value::Kind::kContext:
+        if (off < 0 ||
+            off + static_cast<int64_t>(size) > int64_t{sizeof(spin_ctx)}) {
+          return Refuse(
+              name_, i,
+              absl::StrCat("context access at offset ", off, " outside its ",
+                           sizeof(spin_ctx), " bytes"));
+        }
+        context_bytes_ |= ((uint64_t{1} << size) - 1) << off;
+        return absl::OkStatus();
+      case Value::Kind::kWindow: {
+        const int64_t at = v.number + off;
+        if (at < 0 || at + size > v.size) {
+          return Refuse(
+              name_, i,
+              absl::StrCat("accesses bytes ", at, "..", at + size - 1, " of a ",
+                           v.size, "-byte window (r", base,
+                           "); ask spin_pkt_ptr/spin_state_ptr for more"));
+        }
+        return absl::OkStatus();
+      }
+      case Value::Kind::kWindowOrNull:
+        return Refuse(name_, i,
+                      absl::StrCat("dereferences r", base,
+                                   " before comparing it with 0; a window "
+                                   "helper returns 0 when the bytes are "
+                                   "not there"));
+      default:
+        return Refuse(name_, i,
+                      absl::StrCat("accesses memory through r", base,
+                                   ", which holds no pointer the loader "
+                                   "can prove (the context, the stack, a "
+                                   "window at a constant offset); use the "
+                                   "helpers for variable offsets"));
+    }
+  }
+
+  static Value Alu(const ebpf_insn& insn, const Value& dst, const Value& src) {
+    const bool alu64 = (insn.code & 0x07) == 0x07;
+    const uint8_t op = insn.code & 0xf0;
+    const bool from_register = (insn.code & kSourceRegister) != 0;
+    const Value operand = from_register ? src : Constant(insn.imm);
+    constexpr uint8_t kAdd = 0x00, kSub = 0x10, kMov = 0xb0;
+    if (op == kMov) {
+      if (alu64) return operand;
+      if (operand.kind == Value::Kind::kConstant) {
+        return Constant(static_cast<uint32_t>(operand.number));
+      }
+      return {};
+    }
+    if (!alu64) return {};
+    // A window moved by a constant stays a window; its bounds are checked
+    // at every access.
+    if (op == kAdd || op == kSub) {
+      const int64_t sign = op == kAdd ? 1 : -1;
+      if (dst.kind == Value::Kind::kWindow &&
+          operand.kind == Value::Kind::kConstant) {
+        return {Value::Kind::kWindow, dst.number + sign * operand.number,
+                dst.size};
+      }
+      if (op == kAdd && dst.kind == Value::Kind::kConstant &&
+          operand.kind == Value::Kind::kWindow) {
+        return {Value::Kind::kWindow, operand.number + dst.number,
+                operand.size};
+      }
+      if (dst.kind == Value::Kind::kConstant &&
+          operand.kind == Value::Kind::kConstant) {
+        return Constant(dst.number + sign * operand.number);
+      }
+    }
+    return {};
+  }
+
+  absl::Status Jump(size_t i, FlowState& st, FlowState& taken) const {
+    const ebpf_insn& insn = insns_[i];
+    const uint8_t op = insn.code & 0xf0;
+    if (op == kOpCall) return Call(i, st);
+    taken = st;
+    // The one comparison that proves a window: with 0.
+    constexpr uint8_t kJeq = 0x10, kJne = 0x50;
+    Value& v = st.registers[insn.dst_reg];
+    if ((op == kJeq || op == kJne) && (insn.code & kSourceRegister) == 0 &&
+        insn.imm == 0 && v.kind == Value::Kind::kWindowOrNull) {
+      const Value window = {Value::Kind::kWindow, v.number, v.size};
+      Value& on_taken = taken.registers[insn.dst_reg];
+      if (op == kJeq) {
+        on_taken = Constant(0);
+        v = window;
+      } else {
+        on_taken = window;
+        v = Constant(0);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Call(size_t i, FlowState& st) const {
+    const size_t helper = static_cast<size_t>(insns_[i].imm);
+    if (helper >= Helpers().size()) {
+      return absl::OkStatus();  // CheckSection resolved every call
+    }
+    const rte_bpf_xsym& x = Helpers()[helper];
+    if (x.func.nb_args > 0 && x.func.args[0].type == RTE_BPF_ARG_PTR &&
+        st.registers[1].kind != Value::Kind::kContext) {
+      return Refuse(
+          name_, i,
+          absl::StrCat("calls ", x.name, " without the context in r1"));
+    }
+    for (uint32_t a = 1; a < x.func.nb_args; ++a) {
+      if (st.registers[1 + a].IsPointer()) {
+        return Refuse(name_, i,
+                      absl::StrCat("passes the pointer in r", 1 + a, " to ",
+                                   x.name, "; pass values, not addresses"));
+      }
+    }
+    Value result;
+    if (ReturnsWindow(helper)) {
+      const Value& length = st.registers[kWindowLengthRegister];
+      if (length.kind != Value::Kind::kConstant || length.number <= 0 ||
+          length.number > SPIN_WINDOW_MAX) {
+        return Refuse(
+            name_, i,
+            absl::StrCat(x.name, "'s length must be a constant 1..",
+                         SPIN_WINDOW_MAX,
+                         " (the loader proves every access stays inside it)"));
+      }
+      result = {Value::Kind::kWindowOrNull, 0,
+                static_cast<uint32_t>(length.number)};
+    }
+    for (uint8_t r = 0; r <= 5; ++r) st.registers[r] = Value{};
+    st.registers[0] = result;
+    return absl::OkStatus();
+  }
+
+  absl::string_view name_;
+  const std::vector<ebpf_insn>& insns_;
+  uint64_t context_bytes_ = 0;
+};
+static_assert(sizeof(spin_ctx) <= 64, "context_bytes has a bit per byte");
+
+// Runs PointerProof over the instructions in topological order (there are
+// no loops), joining what is known where paths meet.
+absl::Status CheckPointers(absl::string_view name,
+                           const std::vector<ebpf_insn>& insns,
+                           const std::vector<size_t>& order,
+                           uint64_t* context_bytes) {
+  std::vector<std::optional<FlowState>> in(insns.size());
+  in[0].emplace();
+  in[0]->registers[1].kind = Value::Kind::kContext;
+  PointerProof proof(name, insns);
+  for (size_t i : order) {
+    if (!in[i].has_value()) continue;
+    FlowState st = *in[i];
+    FlowState taken;
+    if (absl::Status s = proof.Step(i, st, taken); !s.ok()) return s;
     size_t next[2];
     const int count = Successors(insns, i, next);
+    const bool conditional =
+        count == 2;  // next[0] is the jump's target, next[1] falls through
     for (int k = 0; k < count; ++k) {
       const size_t j = next[k];
       if (j >= insns.size()) continue;
-      if (!reached[j]) {
-        in[j] = st;
-        reached[j] = true;
+      const FlowState& out = (conditional && k == 0) ? taken : st;
+      if (!in[j].has_value()) {
+        in[j] = out;
       } else {
-        in[j].registers &= st.registers;
-        in[j].stack_slots &= st.stack_slots;
+        in[j]->MergeFrom(out);
       }
     }
   }
+  *context_bytes = proof.context_bytes();
   return absl::OkStatus();
 }
 
@@ -506,7 +692,9 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
                   "jumps back into a loop; unroll it (#pragma unroll with a "
                   "constant bound)");
   }
-  if (absl::Status s = CheckPointers(name, insns, flow.order); !s.ok()) {
+  if (absl::Status s =
+          CheckPointers(name, insns, flow.order, &report->context_bytes);
+      !s.ok()) {
     return s;
   }
   report->name = std::string(name);
@@ -640,6 +828,7 @@ absl::Status BpfProgram::LoadStage(Stage stage, std::vector<ebpf_insn>& insns,
   if (rte_bpf_get_jit(loaded.bpf, &jit) == 0 && jit.func != nullptr) {
     loaded.jit = jit.func;
   }
+  loaded.context_bytes = report.context_bytes;
   report_.sections.push_back(std::move(report));
   report_.jit = true;
   for (const LoadedStage& s : stages_) {
@@ -654,10 +843,8 @@ BpfProgram::~BpfProgram() {
   }
 }
 
-uint64_t BpfProgram::Run(Stage stage, void* ctx) const {
-  const LoadedStage& loaded = stages_[static_cast<size_t>(stage)];
-  return loaded.jit != nullptr ? loaded.jit(ctx)
-                               : rte_bpf_exec(loaded.bpf, ctx);
+uint64_t BpfProgram::Interpret(const LoadedStage& stage, void* ctx) {
+  return rte_bpf_exec(stage.bpf, ctx);
 }
 
 std::string DescribeReport(const ProgramReport& report) {

@@ -47,6 +47,9 @@ struct SectionReport {
   uint32_t instructions = 0;
   uint32_t stack_bytes = 0;
   std::vector<std::string> helpers;  // called, in first-use order
+  // Bit i: the program may read or write byte i of its spin_ctx. The
+  // handler fills only the fields a program can reach.
+  uint64_t context_bytes = 0;
 };
 struct ProgramReport {
   std::vector<SectionReport> sections;
@@ -64,8 +67,16 @@ class BpfProgram {
   bool Has(Stage stage) const {
     return stages_[static_cast<size_t>(stage)].bpf != nullptr;
   }
+  // SectionReport::context_bytes of the stage (0 when it is absent).
+  uint64_t ContextBytes(Stage stage) const {
+    return stages_[static_cast<size_t>(stage)].context_bytes;
+  }
   // Runs the stage's function on `ctx` (a BpfInvocation). The stage exists.
-  uint64_t Run(Stage stage, void* ctx) const;
+  // Inline: the JIT's function is the whole per-packet cost.
+  uint64_t Run(Stage stage, void* ctx) const {
+    const LoadedStage& loaded = stages_[static_cast<size_t>(stage)];
+    return loaded.jit != nullptr ? loaded.jit(ctx) : Interpret(loaded, ctx);
+  }
 
   const ProgramReport& report() const { return report_; }
 
@@ -82,7 +93,9 @@ class BpfProgram {
   struct LoadedStage {
     rte_bpf* bpf = nullptr;
     uint64_t (*jit)(void*) = nullptr;
+    uint64_t context_bytes = 0;
   };
+  static uint64_t Interpret(const LoadedStage& stage, void* ctx);
   std::array<LoadedStage, 3> stages_;
   ProgramReport report_;
 };

@@ -73,6 +73,7 @@ struct spin_ctx {
   spin_u32 hpu;            /* which HPU runs this call (0-based) */
   spin_u32 ectx_id;        /* the installed handler's id */
   spin_u32 flow_control;   /* completion: 1 if flow control triggered */
+  spin_u32 reserved;       /* 0 */
   spin_u64 dropped_bytes;  /* completion: bytes the message dropped */
   spin_u64 param;          /* the install's `arg` parameter (default 0) */
 };
@@ -80,6 +81,20 @@ struct spin_ctx {
 /* Helpers: the eBPF faces of HandlerContext's actions (docs/bpf.md). Sizes
  * are 1, 2, 4 or 8 bytes; anything else, or an offset outside the buffer,
  * makes the invocation FAIL. */
+
+/* Windows: direct access at JIT speed. A pointer to `length` bytes at
+ * `offset` of the packet (the frame from its Ethernet header on) or of the
+ * ECTX state memory, or 0 when they are not all there (a short packet, the
+ * completion handler for spin_pkt_ptr). `length` must be a constant from 1
+ * to SPIN_WINDOW_MAX; the loader proves that the program compares the
+ * pointer with 0 before using it and that every access through it, at
+ * constant offsets, stays inside `length`. For a variable offset use the
+ * load/store helpers below. Packet bytes are in network order
+ * (__builtin_bswap16/32/64); state in host order; __sync_fetch_and_add on
+ * a state word is an atomic add. */
+#define SPIN_WINDOW_MAX 4096
+void *spin_pkt_ptr(struct spin_ctx *ctx, spin_u32 offset, spin_u32 length);
+void *spin_state_ptr(struct spin_ctx *ctx, spin_u32 offset, spin_u32 length);
 
 /* Packet bytes, read and written in network (big-endian) order. */
 spin_u64 spin_pkt_load(struct spin_ctx *ctx, spin_u32 offset, spin_u32 size);

@@ -131,7 +131,7 @@ BPF_BAD=${3:-}/tests/unit/bpf
 if [[ -n ${3:-} && -f $BPF_DIR/count.o ]]; then
   sc bpf-check "$BPF_DIR/count.o"
   check "bpf-check count.o: valid, JIT, one payload section" eval \
-    'rc_is 0 && out_has "count.o: valid, runs JIT-compiled" && out_has "^spin/payload +[0-9]+ +0 +spin_state_add$"'
+    'rc_is 0 && out_has "count.o: valid, runs JIT-compiled" && out_has "^spin/payload +[0-9]+ +0 +spin_state_ptr$"'
   sc --json bpf-check "$BPF_BAD/loop.o"
   check "bpf-check loop.o: exit 1, names the section, instruction and the loop" py \
     'not d["valid"] and "spin/payload, instruction" in d["error"] and "loop" in d["error"]'

@@ -20,10 +20,19 @@ SPIN_PAYLOAD(filter) {
       ctx->payload_offset + n > ctx->l3_end) {
     return SPIN_SUCCESS;
   }
+  /* Eight bytes when the packet has them, else exactly the n compared. */
+  const spin_u8 *p = spin_pkt_ptr(ctx, ctx->payload_offset, 8);
   spin_u64 head = 0;
+  if (p) {
 #pragma unroll
-  for (int i = 0; i < 8; i++) {
-    if (i < n) head = (head << 8) | spin_pkt_load(ctx, ctx->payload_offset + i, 1);
+    for (int i = 0; i < 8; i++) {
+      if (i < n) head = (head << 8) | p[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      if (i < n) head = (head << 8) | spin_pkt_load(ctx, ctx->payload_offset + i, 1);
+    }
   }
   return head == ctx->param ? SPIN_DROP : SPIN_SUCCESS;
 }

@@ -136,6 +136,46 @@ TEST(BpfProgramTest, MemoryOnlyThroughTheContextOrTheStack) {
   ExpectRefused("stack_as_ctx", "calls spin_state_add without the context");
 }
 
+// Windows (spin_pkt_ptr, spin_state_ptr): plain loads and stores, each
+// proven inside the window's constant length, after a comparison with 0.
+TEST(BpfProgramTest, WindowAccessesAreProvenAtLoad) {
+  ExpectRefused("window_unchecked", "dereferences r0 before comparing it");
+  ExpectRefused("window_overrun", "accesses bytes 4..4 of a 4-byte window");
+  ExpectRefused("window_variable_length",
+                "spin_pkt_ptr's length must be a constant 1..4096");
+  ExpectRefused("window_variable_index",
+                "which holds no pointer the loader can prove");
+  ExpectRefused("pointer_leak", "stores the pointer in r");
+  EXPECT_TRUE(LoadStatus(TestProgram("windows")).ok())
+      << LoadStatus(TestProgram("windows"));
+}
+
+TEST(BpfProgramTest, WindowIsNullWhenTheBytesAreNotThere) {
+  absl::StatusOr<HandlerInstance> handler = CreateHandlerForTest(
+      "bpf", {{"program", ProgramHex(TestProgram("windows"))}});
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  FakeEctx ectx(/*state_size=*/16);
+  std::vector<uint8_t> frame = Build(FrameSpec{});
+  TestPacket packet(frame, ClassifierLayers(frame), /*in_port=*/0);
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
+            HandlerResult::kSuccess);
+  uint64_t words[2];
+  std::memcpy(words, ectx.context().State().data(), sizeof words);
+  EXPECT_EQ(words[0], 2u);
+  EXPECT_EQ(words[1], (uint64_t{frame[12]} << 8) | frame[13]);
+  // 13 bytes: no Ethernet header, so no window.
+  std::vector<uint8_t> runt(frame.begin(), frame.begin() + 13);
+  TestPacket short_packet(runt, PacketLayers{}, /*in_port=*/0);
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), short_packet.view()),
+            HandlerResult::kDrop);
+  // 8 bytes of state: no 16-byte window.
+  FakeEctx small(/*state_size=*/8);
+  EXPECT_EQ(RunPayload(*handler, small.context(), packet.view()),
+            HandlerResult::kFail);
+}
+
 TEST(BpfProgramTest, ControlFlowStaysInsideTheSection) {
   // Found by the fuzz target: without exit, librte_bpf's validator reads
   // past the program.
