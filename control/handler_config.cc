@@ -16,6 +16,7 @@
 #include "control/port_config.h"
 #include "dataplane/ectx.h"
 #include "dataplane/match_rule.h"
+#include "dataplane/pcap_filter.h"
 #include "handlers/api/handler.h"
 #include "handlers/api/params.h"
 
@@ -251,6 +252,13 @@ absl::Status CheckMatch(const v1::Config& config, const v1::MatchRule& match,
                                      ethertype));
     }
   }
+  if (!match.pcap_filter().empty()) {
+    // libpcap only: the EAL may not be up yet (spinnicd checks its config
+    // first); Ectx::Create converts and loads it.
+    if (absl::Status s = PcapFilter::Check(match.pcap_filter()); !s.ok()) {
+      return r.Error(p.F("pcap_filter"), s.message());
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -412,6 +420,7 @@ absl::StatusOr<HandlerConfig> ConvertHandler(
   if (match.has_dst_port()) {
     range(match.dst_port(), &m.dst_port_first, &m.dst_port_last);
   }
+  m.pcap_filter = match.pcap_filter();
   return h;
 }
 

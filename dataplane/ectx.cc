@@ -65,6 +65,17 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   }
   absl::StatusOr<HandlerInstance> instance = kind->create(*params);
   if (!instance.ok()) return fail(instance.status().message());
+  std::unique_ptr<PcapFilter> filter;
+  if (!config.match.pcap_filter.empty()) {
+    absl::StatusOr<std::unique_ptr<PcapFilter>> compiled =
+        PcapFilter::Compile(config.match.pcap_filter);
+    if (!compiled.ok()) {
+      return absl::Status(compiled.status().code(),
+                          absl::StrCat("handler '", config.name,
+                                       "': ", compiled.status().message()));
+    }
+    filter = *std::move(compiled);
+  }
 
   std::unique_ptr<Ectx> ectx(new Ectx());
   ectx->id_ = id;
@@ -72,6 +83,7 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   ectx->kind_ = kind;
   ectx->instance_ = *std::move(instance);
   ectx->match_ = config.match;
+  ectx->filter_ = std::move(filter);
   ectx->params_ = *params;
   ectx->binding_ = config.binding;
   ectx->priority_ = config.priority;

@@ -16,6 +16,7 @@
 #include "dataplane/dataplane_config.h"
 #include "dataplane/match_rule.h"
 #include "dataplane/memory_region.h"
+#include "dataplane/pcap_filter.h"
 #include "handlers/api/handler.h"
 #include "handlers/api/params.h"
 
@@ -45,6 +46,16 @@ class Ectx {
   const HandlerKind& kind() const { return *kind_; }
   const HandlerInstance& instance() const { return instance_; }
   const MatchRule& match() const { return match_; }
+  // The match rule's fields, then its pcap_filter (if any) on the bytes of
+  // `packet`; a rule with a filter fails a nullptr packet. No allocation,
+  // no locks.
+  bool Matches(const ParsedFrame& frame, uint16_t in_port,
+               const rte_mbuf* packet) const {
+    return match_.Matches(frame, in_port) &&
+           (filter_ == nullptr || filter_->Passes(packet));
+  }
+  // The compiled match.pcap_filter, or nullptr.
+  const PcapFilter* filter() const { return filter_.get(); }
   // The validated install parameters (what transports that run a kind
   // themselves, like RoCE's NAAICE functions, read).
   const HandlerParams& params() const { return params_; }
@@ -81,6 +92,9 @@ class Ectx {
   const HandlerKind* kind_ = nullptr;
   HandlerInstance instance_;
   MatchRule match_;
+  // Freed with the Ectx, i.e. after the grace period of the last table
+  // version that held it (rcu_table.h), so no HPU still runs it.
+  std::unique_ptr<const PcapFilter> filter_;
   HandlerParams params_;
   MessageBinding binding_;
   uint32_t priority_ = 0;

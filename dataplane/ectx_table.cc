@@ -94,8 +94,8 @@ bool EctxTable::FrameKey(const ParsedFrame& frame, const Shape& shape,
   return true;
 }
 
-const Ectx* EctxTable::MatchByShape(const ParsedFrame& frame,
-                                    uint16_t in_port) const {
+const Ectx* EctxTable::MatchByShape(const ParsedFrame& frame, uint16_t in_port,
+                                    const rte_mbuf* packet) const {
   if (frame.frame_class == FrameClass::kDrop) return nullptr;
   uint32_t best = std::numeric_limits<uint32_t>::max();
   for (const ShapeTable& table : shapes_) {
@@ -104,9 +104,12 @@ const Ectx* EctxTable::MatchByShape(const ParsedFrame& frame,
     if (!FrameKey(frame, table.shape, &key)) continue;
     auto it = table.rules.find(key);
     if (it == table.rules.end()) continue;
+    // The fields named by the shape matched; the rest (ingress ports, port
+    // ranges, the pcap_filter) is checked here, and a miss tries the next
+    // rule of the same key.
     for (uint32_t index : it->second) {
       if (index >= best) break;
-      if (matched_[index]->match().Matches(frame, in_port)) {
+      if (matched_[index]->Matches(frame, in_port, packet)) {
         best = index;
         break;
       }

@@ -10,6 +10,14 @@
 // classifier does). The cost grows with the number of distinct shapes, not
 // of rules. Small tables keep the plain first-match walk, which is cheaper
 // than hashing below kLinearMax rules (bench/micro/hpu_path_bench).
+//
+// A rule's pcap_filter takes no part in its shape or key: the hash narrows
+// the candidates by the rule's fields only (a filter-only rule has the
+// empty shape, whose single key every frame hits), and each candidate is
+// then checked in full, filter included, before it is taken. A candidate
+// whose filter fails is skipped like one whose port range fails, so the
+// search goes on to the next rule in match order and a filtered rule never
+// matches on its fields alone.
 #ifndef SPINNIC_DATAPLANE_ECTX_TABLE_H_
 #define SPINNIC_DATAPLANE_ECTX_TABLE_H_
 
@@ -36,18 +44,21 @@ class EctxTable {
   explicit EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs);
 
   // The first ECTX (in match order) whose rule matches, or nullptr. Ports
-  // that no rule names cost one AND.
-  const Ectx* Match(const ParsedFrame& frame, uint16_t in_port) const {
+  // that no rule names cost one AND. `packet` is the frame's mbuf, read
+  // only by rules with a pcap_filter (Ectx::Matches: fields first, then the
+  // filter); with nullptr such rules never match.
+  const Ectx* Match(const ParsedFrame& frame, uint16_t in_port,
+                    const rte_mbuf* packet) const {
     if (in_port >= 64 || (port_mask_ & (uint64_t{1} << in_port)) == 0) {
       return nullptr;
     }
     if (shapes_.empty()) {
       for (const Ectx* ectx : matched_) {
-        if (ectx->match().Matches(frame, in_port)) return ectx;
+        if (ectx->Matches(frame, in_port, packet)) return ectx;
       }
       return nullptr;
     }
-    return MatchByShape(frame, in_port);
+    return MatchByShape(frame, in_port, packet);
   }
 
   // The ECTX bound to the messages of (kind, key), or nullptr: the
@@ -110,7 +121,8 @@ class EctxTable {
   // False when the frame lacks a layer the shape names.
   static bool FrameKey(const ParsedFrame& frame, const Shape& shape, Key* key);
 
-  const Ectx* MatchByShape(const ParsedFrame& frame, uint16_t in_port) const;
+  const Ectx* MatchByShape(const ParsedFrame& frame, uint16_t in_port,
+                           const rte_mbuf* packet) const;
 
   std::vector<std::shared_ptr<const Ectx>> ectxs_;
   // The ECTXs matched against frames, in match order (indices of shapes).

@@ -183,7 +183,7 @@ void Hpu::ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
   }
 
   uint16_t out = pair;
-  const Ectx* ectx = table.Match(frame, in);
+  const Ectx* ectx = table.Match(frame, in, packet);
   if (ectx != nullptr) {
     if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
       DropPacket(in, packet, DropReason::kMultiSegment);

@@ -1,6 +1,9 @@
 // A 5-tuple/ethertype wildcard rule deciding which passthrough packets an
-// ECTX's handlers run on. Compiled from config/gRPC text once (Compile*),
-// matched per packet with a handful of compares (Matches).
+// ECTX's handlers run on, optionally narrowed by a tcpdump filter
+// expression. Compiled from config/gRPC text once (Compile*), its fields
+// matched per packet with a handful of compares (Matches); the filter is
+// compiled and run by the Ectx that owns the rule (Ectx::Matches,
+// pcap_filter.h).
 #ifndef SPINNIC_DATAPLANE_MATCH_RULE_H_
 #define SPINNIC_DATAPLANE_MATCH_RULE_H_
 
@@ -9,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -63,9 +67,14 @@ struct MatchRule {
   AddressPrefix dst;
   uint16_t src_port_first = 0, src_port_last = 0xffff;
   uint16_t dst_port_first = 0, dst_port_last = 0xffff;
+  // A tcpdump expression the frame's bytes must also pass; empty: none.
+  // Only its text lives here: Ectx::Create compiles it (it needs the EAL)
+  // and Ectx::Matches runs it after the fields.
+  std::string pcap_filter;
 
-  // True when every set field matches. A rule that names L4 ports never
-  // matches a frame without TCP/UDP ports; a rule with an address prefix never
+  // True when every set field matches; pcap_filter is not looked at
+  // (Ectx::Matches runs it). A rule that names L4 ports never matches a
+  // frame without TCP/UDP ports; a rule with an address prefix never
   // matches a frame of the other family or without L3.
   bool Matches(const ParsedFrame& frame, uint16_t in_port) const;
 };

@@ -167,13 +167,13 @@ void BM_EctxMatch(benchmark::State& state, RuleKind kind, MatchAt at) {
   frames::Bytes frame = UdpFrame();
   ParsedFrame parsed;
   ParseFrame(frame.data(), static_cast<uint32_t>(frame.size()), &parsed);
-  if (table.Match(parsed, 0) != expected) {
+  if (table.Match(parsed, 0, nullptr) != expected) {
     state.SkipWithError("the table does not match the ECTX it should");
     return;
   }
   state.SetLabel("shapes=" + std::to_string(table.shape_count()));
   for (auto _ : state) {
-    benchmark::DoNotOptimize(table.Match(parsed, 0));
+    benchmark::DoNotOptimize(table.Match(parsed, 0, nullptr));
   }
   state.SetItemsProcessed(state.iterations());
 }

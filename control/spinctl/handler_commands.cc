@@ -284,6 +284,10 @@ absl::StatusOr<v1::InstallHandlerRequest> InstallRequest(
       return s;
     }
   }
+  // On top of --match, so that the expression needs no textproto quoting.
+  if (args.Has("pcap_filter")) {
+    handler->mutable_match()->set_pcap_filter(args.String("pcap_filter"));
+  }
   if (args.Has("priority")) {
     handler->set_priority(static_cast<uint32_t>(args.Uint("priority")));
   }
@@ -433,6 +437,9 @@ std::vector<Command> HandlerCommands() {
            {"match", FlagType::kString, "TEXTPROTO",
             "spinnic.v1.MatchRule, e.g. 'ip_proto: 1' or "
             "'in_ports: \"wire0\" dst_port { first: 53 }'"},
+           {"pcap_filter", FlagType::kString, "EXPR",
+            "a tcpdump filter the frame must also pass (the match rule's "
+            "pcap_filter), e.g. 'ip6 and udp dst port 4791'"},
            {"priority", FlagType::kUint, "N", "lower is matched first",
             kMaxU32},
            {"cycle_budget", FlagType::kUint, "N",
@@ -452,6 +459,8 @@ std::vector<Command> HandlerCommands() {
        "1'\n"
        "  spinctl install --name f1 --kind filter --param action=drop "
        "--match 'ip_proto: 17 dst_port { first: 9 }'\n"
+       "  spinctl install --name roce6 --kind count --pcap_filter 'ip6 and "
+       "udp dst port 4791'\n"
        "  spinctl install --handler_file h.textproto --replace\n"
        "  spinctl install --name c --bpf count.o --state_size 16\n",
        RunInstall},

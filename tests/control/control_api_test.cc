@@ -286,6 +286,41 @@ TEST_F(ControlApiTest, BadInstallsGetTheirCodeAndChangeNothing) {
   EXPECT_EQ(List().handlers_size(), 0);
 }
 
+// A match rule's pcap_filter through the API: installed, read back as
+// written, run on the real HPU path; a bad expression is INVALID_ARGUMENT
+// that quotes it and libpcap's reason, and installs nothing.
+TEST_F(ControlApiTest, InstallsPcapFilterRulesAndRefusesBadOnes) {
+  v1::InstallHandlerRequest bad = Install("roce6", "count");
+  bad.mutable_handler()->mutable_match()->set_pcap_filter(
+      "ip6 and udp dst prot 4791");
+  grpc::Status status = Call(bad);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("match.pcap_filter"));
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("\"ip6 and udp dst prot 4791\""));
+  EXPECT_THAT(status.error_message(), HasSubstr("unknown host 'prot'"));
+  EXPECT_EQ(List().handlers_size(), 0);
+
+  v1::InstallHandlerRequest request = Install("roce6", "count");
+  request.mutable_handler()->mutable_match()->set_pcap_filter(
+      "ip6 and udp dst port 4791");
+  ASSERT_TRUE(Call(request).ok());
+  v1::ListHandlersResponse listed = List();
+  ASSERT_EQ(listed.handlers_size(), 1);
+  EXPECT_EQ(listed.handlers(0).match().pcap_filter(),
+            "ip6 and udp dst port 4791");
+
+  Inject(frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1", "fd00::2", 9,
+                      4791, frames::Bytes(8, 0)));
+  Inject(frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 9,
+                      4791, frames::Bytes(8, 0)));
+  Inject(frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1", "fd00::2", 9,
+                      4792, frames::Bytes(8, 0)));
+  listed = List();
+  ASSERT_EQ(listed.stats_size(), 1);
+  EXPECT_EQ(listed.stats(0).packets(), 1u);
+}
+
 TEST_F(ControlApiTest, ReadsStateAndRefusesOutOfRange) {
   ASSERT_TRUE(Call(Install("c", "count")).ok());
   grpc::ClientContext context;

@@ -418,6 +418,80 @@ TEST_F(RingDataplaneTest, MultiSegmentFramePassesUnchanged) {
   EXPECT_EQ(Drain(1), std::vector<Bytes>{frame});
 }
 
+MatchRule FilterRule(std::string expression) {
+  MatchRule rule;
+  rule.pcap_filter = std::move(expression);
+  return rule;
+}
+
+// A match rule with only a pcap_filter: the filter handler drops exactly
+// the frames the expression passes, multi-segment ones included (the
+// expression reads past the first segment), and forwards the rest.
+TEST_F(RingDataplaneTest, PcapFilterRuleSelectsExactlyTheFramesItPasses) {
+  Start({Handler("drop-roce6", "filter",
+                 FilterRule("ip6 and udp dst port 4791"))});
+  const Bytes roce6 = frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1",
+                                   "fd00::2", 49152, 4791, Bytes(40, 7));
+  const Bytes roce4 = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                   "10.0.0.2", 49152, 4791, Bytes(40, 7));
+  const Bytes other6 = frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1",
+                                    "fd00::2", 49152, 4792, Bytes(40, 7));
+  const Bytes tagged6 = frames::WithVlan(roce6, 5);  // tcpdump: "vlan and"
+  for (const Bytes& frame : {roce6, roce4, other6, tagged6, roce6}) {
+    Inject(0, frame);
+  }
+  rte_mbuf* head = MakeMbuf(Bytes(roce6.begin(), roce6.begin() + 40));
+  rte_mbuf* tail = MakeMbuf(Bytes(roce6.begin() + 40, roce6.end()));
+  ASSERT_EQ(rte_pktmbuf_chain(head, tail), 0);
+  ASSERT_EQ(rte_ring_enqueue(rx_[0], head), 0);
+  Poll();
+  EXPECT_EQ(Drain(1), (std::vector<Bytes>{roce4, other6, tagged6}));
+  StatsSnapshot stats = dataplane_->Snapshot();
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  EXPECT_EQ(stats.ectxs[0].packets, 3u);
+  EXPECT_EQ(stats.ectxs[0].dropped, 3u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kHandlerDrop), 3u);
+}
+
+// Fields first, then the filter: the count handler sees only frames from
+// wire0 that pass, in both directions of the pair.
+TEST_F(RingDataplaneTest, PcapFilterComposesWithTheRuleFields) {
+  MatchRule rule = FilterRule("udp dst port 4791");
+  rule.in_port_mask = uint64_t{1} << 0;  // wire0
+  rule.ethertype = 0x86dd;
+  Start({Handler("count-roce6", "count", rule)});
+  const Bytes roce6 = frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1",
+                                   "fd00::2", 49152, 4791, Bytes(16, 1));
+  const Bytes roce4 = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                   "10.0.0.2", 49152, 4791, Bytes(16, 1));
+  Inject(0, roce6);
+  Inject(0, roce4);  // passes the filter, fails the ethertype
+  Inject(0, roce6);
+  Inject(1, roce6);  // host0: fails in_ports
+  Poll();
+  EXPECT_EQ(Drain(1), (std::vector<Bytes>{roce6, roce4, roce6}));
+  EXPECT_EQ(Drain(0), std::vector<Bytes>{roce6});
+  StatsSnapshot stats = dataplane_->Snapshot();
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  EXPECT_EQ(stats.ectxs[0].packets, 2u);
+  uint64_t state_packets;
+  ASSERT_GE(stats.ectxs[0].state.size(), 8u);
+  std::memcpy(&state_packets, stats.ectxs[0].state.data(), 8);
+  EXPECT_EQ(state_packets, 2u);
+}
+
+TEST_F(RingDataplaneTest, BadPcapFilterIsRefusedAtInstall) {
+  Start();
+  absl::StatusOr<uint32_t> id = dataplane_->InstallEctx(
+      Handler("bad", "count", FilterRule("udp dst port four")));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(id.status().message().find("\"udp dst port four\""),
+            std::string::npos)
+      << id.status();
+  EXPECT_TRUE(dataplane_->Snapshot().ectxs.empty());
+}
+
 // Two HPUs on ports with one queue each: the software scheduler spreads
 // flows over both HPUs and funnels their TX through HPU 0's queue; every
 // frame arrives once, and each flow keeps its order.

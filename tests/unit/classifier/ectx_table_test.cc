@@ -168,7 +168,7 @@ TEST(EctxTableTest, FlatLookupAgreesWithFirstMatchWalk) {
       ParsedFrame frame = gen.Frame();
       uint16_t in_port = static_cast<uint16_t>(gen.Pick(5));
       const Ectx* expected = Reference(ectxs, frame, in_port);
-      const Ectx* got = table.Match(frame, in_port);
+      const Ectx* got = table.Match(frame, in_port, nullptr);
       ASSERT_EQ(got, expected)
           << "seed " << seed << " frame " << f << ": expected "
           << (expected ? expected->name() : "none") << ", got "
@@ -201,10 +201,10 @@ TEST(EctxTableTest, ManyExactRulesShareOneShape) {
   frame.layers.ip_proto = 17;
   frame.has_l4_ports = true;
   frame.dst_port = 1000 + 4095;
-  ASSERT_NE(table.Match(frame, 0), nullptr);
-  EXPECT_EQ(table.Match(frame, 0)->name(), "r4095");
+  ASSERT_NE(table.Match(frame, 0, nullptr), nullptr);
+  EXPECT_EQ(table.Match(frame, 0, nullptr)->name(), "r4095");
   frame.dst_port = 999;
-  EXPECT_EQ(table.Match(frame, 0), nullptr);
+  EXPECT_EQ(table.Match(frame, 0, nullptr), nullptr);
 }
 
 TEST(EctxTableTest, EarlierRuleOfALaterShapeStillWins) {
@@ -227,8 +227,8 @@ TEST(EctxTableTest, EarlierRuleOfALaterShapeStillWins) {
   frame.layers.ip_proto = 17;
   frame.has_l4_ports = true;
   frame.dst_port = 53;
-  ASSERT_NE(table.Match(frame, 0), nullptr);
-  EXPECT_EQ(table.Match(frame, 0)->name(), "r3");
+  ASSERT_NE(table.Match(frame, 0, nullptr), nullptr);
+  EXPECT_EQ(table.Match(frame, 0, nullptr)->name(), "r3");
 }
 
 }  // namespace

@@ -761,6 +761,29 @@ TEST(MatchTest, Prefixes) {
                   .ok());
 }
 
+// The config check runs libpcap (no EAL): a bad expression is a located
+// error quoting it and libpcap's reason; a good one reaches the dataplane
+// config as text, next to the fields.
+TEST(MatchTest, PcapFilter) {
+  EXPECT_TRUE(ErrorIs(Check(MatchWith({"pcap_filter: \"ip6 and (udp\""})),
+                      "t.textproto:6:5: handlers[0].match.pcap_filter: ",
+                      "\"ip6 and (udp\" does not compile: "));
+  EXPECT_TRUE(ErrorIs(
+      Check(
+          MatchWith({"ethertype: 0x86dd", "pcap_filter: \"udp port 70000\""})),
+      "t.textproto:7:5: handlers[0].match.pcap_filter: ", "man pcap-filter"));
+  const std::string good = MatchWith(
+      {"ethertype: 0x86dd", "pcap_filter: \"ip6 and udp dst port 4791\""});
+  EXPECT_TRUE(Check(good).ok());
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(good, kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  ASSERT_EQ(dp->handlers.size(), 1u);
+  EXPECT_EQ(dp->handlers[0].match.pcap_filter, "ip6 and udp dst port 4791");
+  EXPECT_EQ(dp->handlers[0].match.ethertype, 0x86dd);
+}
+
 // AddressPrefix::Parse already quotes the text and (mostly) says what to
 // write: the loader adds the field path, and an example only where Parse
 // gives no hint, so that nothing is said twice.
