@@ -189,6 +189,8 @@ void Hpu::ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
       DropPacket(in, packet, DropReason::kMultiSegment);
       return;
     }
+    // A message of one packet: MessageInfo says passthrough, offset 0, the
+    // payload's length (the view's default).
     PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
                     frame.layers, in);
     current_in_port_ = in;

@@ -281,11 +281,12 @@ class DiadEngine final : public TransportEngine {
   void OnReadRequest(Channel& ch, const Header& h);
   void OnReadResponse(Channel& ch, const Header& h, const uint8_t* payload);
   void OnWriteResponse(Channel& ch, const Header& h);
-  // Runs the ECTX's handlers on one packet of an incoming message; false
-  // when the handler chain said the packet is not to be deposited.
-  bool RunHandlers(RxMessage& message, const Ectx& ectx, rte_mbuf* packet,
-                   const ParsedFrame& frame, uint32_t payload_offset,
-                   uint16_t in_port, bool first, bool last);
+  // Runs the ECTX's handlers on one packet of an incoming message (`h`, on
+  // channel `ch`); false when the handler chain said the packet is not to be
+  // deposited.
+  bool RunHandlers(const Channel& ch, const Header& h, RxMessage& message,
+                   const Ectx& ectx, rte_mbuf* packet, const ParsedFrame& frame,
+                   uint32_t payload_offset, uint16_t in_port);
   // Applies a cumulative ack (and a go-back-N resend); false when the ack
   // is invalid (counted).
   bool ApplyAck(Channel& ch, uint32_t ack, bool go_back, uint64_t now);

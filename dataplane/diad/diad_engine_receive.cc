@@ -335,16 +335,26 @@ void DiadEngine::OnSequenced(Channel& ch, const Header& h, rte_mbuf* packet,
   rte_pktmbuf_free(packet);
 }
 
-bool DiadEngine::RunHandlers(RxMessage& message, const Ectx& ectx,
+bool DiadEngine::RunHandlers(const Channel& ch, const Header& h,
+                             RxMessage& message, const Ectx& ectx,
                              rte_mbuf* packet, const ParsedFrame& frame,
-                             uint32_t payload_offset, uint16_t in_port,
-                             bool first, bool last) {
+                             uint32_t payload_offset, uint16_t in_port) {
   PacketLayers layers = frame.layers;
   layers.payload_offset = static_cast<uint16_t>(payload_offset);
+  // Every DiAD header carries the message's length and this packet's offset
+  // (ParseFrame checked msg_offset + payload_length <= msg_length).
+  MessageInfo info;
+  info.transport = h.type == PacketType::kWriteRequest
+                       ? MessageTransport::kDiadWrite
+                       : MessageTransport::kDiadStream;
+  info.source = ch.slot;
+  info.offset = h.msg_offset;
+  info.length = h.msg_length;
+  info.address = h.type == PacketType::kWriteRequest ? h.address : 0;
   PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len, layers,
-                  in_port);
+                  in_port, info);
   hpu_->SetActionOrigin(in_port, ectx.id());
-  spin_->Deliver(ectx, message.spin, view, first, last);
+  spin_->Deliver(ectx, message.spin, view, h.first(), h.last());
   hpu_->SetActionOrigin(kNoPort, 0);
   return view.GetDisposition() == Disposition::kForward;
 }
@@ -383,13 +393,16 @@ void DiadEngine::OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
     return;
   }
   bool deposit = m.status == Status::kOk;
-  if (deposit && m.ectx_id != kNoEctx) {
+  // A message its handlers rejected still goes through them (the engine
+  // drops each packet), so that its completion handler runs after the last
+  // packet with the dropped bytes, as for every other message.
+  if ((deposit || m.status == Status::kRejected) && m.ectx_id != kNoEctx) {
     const Ectx* ectx = region != nullptr
                            ? table.FindBound(kBindRegionWrites, region->id())
                            : nullptr;
     if (ectx != nullptr && ectx->id() == m.ectx_id) {
-      deposit = RunHandlers(m, *ectx, packet, frame, payload_offset, in_port,
-                            h.first(), h.last());
+      deposit =
+          RunHandlers(ch, h, m, *ectx, packet, frame, payload_offset, in_port);
       if (m.spin.mode == MessageState::Mode::kDropAll ||
           m.spin.mode == MessageState::Mode::kFailed) {
         m.status = Status::kRejected;
@@ -452,8 +465,8 @@ void DiadEngine::OnStream(Channel& ch, const Header& h, rte_mbuf* packet,
   if (m.ectx_id != kNoEctx) {
     const Ectx* ectx = table.FindBound(kBindStream, h.key);
     if (ectx != nullptr && ectx->id() == m.ectx_id) {
-      deposit = RunHandlers(m, *ectx, packet, frame, payload_offset, in_port,
-                            h.first(), h.last());
+      deposit =
+          RunHandlers(ch, h, m, *ectx, packet, frame, payload_offset, in_port);
     }
   }
   // The ring region may have been replaced mid-message; deposit only into

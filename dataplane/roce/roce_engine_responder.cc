@@ -219,8 +219,24 @@ bool RoceEngine::RunHandlers(Qp& qp, const ResponderPlan& plan,
   layers.payload_offset = static_cast<uint16_t>(p.payload_offset);
   // Handlers see the RDMA payload: not the pad and ICRC after it.
   layers.l3_end = static_cast<uint16_t>(p.payload_offset + p.payload_length);
+  // The responder tracks the message: a WRITE's packet targets plan.va in
+  // the RETH's [range_va, range_va + range_length) (carried on every
+  // packet's plan), a SEND's lands at send_offset and its length is known
+  // only once its last packet has come.
+  MessageInfo info;
+  info.source = qp.spec.remote_qpn;
+  if (plan.action == ResponderAction::kWrite) {
+    info.transport = MessageTransport::kRoceWrite;
+    info.offset = plan.va - plan.range_va;
+    info.length = plan.range_length;
+    info.address = plan.va;
+  } else {
+    info.transport = MessageTransport::kRoceSend;
+    info.offset = plan.send_offset;
+    info.length = plan.ends_message ? plan.send_offset + plan.length : 0;
+  }
   PacketView view(rte_pktmbuf_mtod(arrival.mbuf, uint8_t*),
-                  arrival.mbuf->data_len, layers, arrival.in_port);
+                  arrival.mbuf->data_len, layers, arrival.in_port, info);
   hpu_->SetActionOrigin(arrival.in_port, ectx->id());
   spin_->Deliver(*ectx, qp.spin, view, plan.starts_message, plan.ends_message);
   hpu_->SetActionOrigin(kNoPort, 0);

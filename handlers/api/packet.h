@@ -3,7 +3,9 @@
 //
 // Handlers never see an rte_mbuf: the view is plain C++ so that the handler
 // library builds and tests without DPDK. Writes through Bytes() are writes to
-// the mbuf that goes out on the wire.
+// the mbuf that goes out on the wire. Message() says which message the packet
+// belongs to, so that a handler of a multi-packet message can place its bytes
+// without parsing the transport's headers itself.
 #ifndef SPINNIC_HANDLERS_API_PACKET_H_
 #define SPINNIC_HANDLERS_API_PACKET_H_
 
@@ -37,11 +39,60 @@ struct PacketLayers {
   bool is_ipv6 = false;
 };
 
+// Which transport delivered the message a packet is part of.
+enum class MessageTransport : uint8_t {
+  kPassthrough = 0,  // a frame matched by a rule: a message of one packet
+  kDiadStream = 1,   // a DiAD stream message (diad { stream_id })
+  kDiadWrite = 2,    // a DiAD remote write (diad { write_region })
+  kRoceSend = 3,     // an RDMA SEND on a QP (roce { qpn })
+  kRoceWrite = 4,    // an RDMA WRITE (write_region)
+};
+
+// The message a packet belongs to, as its transport knows it. Transports
+// deliver a message's packets in order but a handler sees them one at a
+// time; these fields let it place each packet's Payload() in a message-wide
+// layout (e.g. a datatype scatter) without per-message state of its own and
+// without knowing any transport's wire format. The transport fills it with a
+// few stores per packet; it is valid only during the handler call.
+struct MessageInfo {
+  MessageTransport transport = MessageTransport::kPassthrough;
+  // Who sent it, so that messages from different senders can be told apart:
+  // the DiAD peer's slot (stable while the peer exists), the RoCE source
+  // QPN (the QP's remote QPN); 0 for passthrough.
+  uint32_t source = 0;
+  // Byte offset of Payload()'s first byte within the message. Exact for
+  // every packet, middle and last ones included: the transports track it
+  // (DiAD carries it in each header; RoCE counts it on the QP).
+  uint64_t offset = 0;
+  // The whole message's length, when the transport knows it; 0 when it does
+  // not yet. DiAD headers carry it on every packet and a RoCE WRITE's RETH
+  // gives it on the first, but a RoCE SEND's length is only known on its
+  // last packet (offset + payload), so check the extent where it is known.
+  uint64_t length = 0;
+  // Where the transport would store this packet's payload: the DiAD write
+  // address or RoCE WRITE virtual address of Payload()'s first byte (the
+  // message's target is address - offset); 0 for streams, SENDs and
+  // passthrough, which have no target address.
+  uint64_t address = 0;
+};
+
 class PacketView {
  public:
+  // A passthrough packet: a message of one packet, its payload the whole
+  // message.
   PacketView(uint8_t* data, uint32_t length, const PacketLayers& layers,
              uint16_t in_port)
-      : data_(data), length_(length), layers_(layers), in_port_(in_port) {}
+      : data_(data), length_(length), layers_(layers), in_port_(in_port) {
+    message_.length = PayloadEnd() - PayloadStart();
+  }
+  // A packet of a transport's message.
+  PacketView(uint8_t* data, uint32_t length, const PacketLayers& layers,
+             uint16_t in_port, const MessageInfo& message)
+      : data_(data),
+        length_(length),
+        layers_(layers),
+        in_port_(in_port),
+        message_(message) {}
 
   // The whole frame from the Ethernet header on; writable in place.
   std::span<uint8_t> Bytes() { return {data_, length_}; }
@@ -51,18 +102,21 @@ class PacketView {
   // Bytes after the L4 header up to the end of the IP datagram (Ethernet
   // padding excluded); empty if there is no L4 header.
   std::span<uint8_t> Payload() {
-    uint32_t end = layers_.l3_end == PacketLayers::kAbsent
-                       ? length_
-                       : std::min<uint32_t>(layers_.l3_end, length_);
-    if (layers_.payload_offset == PacketLayers::kAbsent ||
-        layers_.payload_offset >= end) {
-      return {};
-    }
-    return {data_ + layers_.payload_offset, end - layers_.payload_offset};
+    uint32_t start = PayloadStart();
+    return {data_ + start, PayloadEnd() - start};
+  }
+  std::span<const uint8_t> Payload() const {
+    uint32_t start = PayloadStart();
+    return {data_ + start, PayloadEnd() - start};
   }
 
   const PacketLayers& Layers() const { return layers_; }
   uint16_t InPort() const { return in_port_; }
+
+  // The message this packet is part of (see MessageInfo).
+  const MessageInfo& Message() const { return message_; }
+  // For transports and tests: the message as the transport knows it.
+  void SetMessage(const MessageInfo& message) { message_ = message; }
 
   Disposition GetDisposition() const { return disposition_; }
   void Forward() { disposition_ = Disposition::kForward; }
@@ -71,11 +125,27 @@ class PacketView {
   void Consume() { disposition_ = Disposition::kConsume; }
 
  private:
+  // [PayloadStart(), PayloadEnd()) is Payload(); empty (start == end) when
+  // there is no L4 header.
+  uint32_t PayloadEnd() const {
+    return layers_.l3_end == PacketLayers::kAbsent
+               ? length_
+               : std::min<uint32_t>(layers_.l3_end, length_);
+  }
+  uint32_t PayloadStart() const {
+    uint32_t end = PayloadEnd();
+    return layers_.payload_offset == PacketLayers::kAbsent ||
+                   layers_.payload_offset >= end
+               ? end
+               : layers_.payload_offset;
+  }
+
   uint8_t* data_;
   uint32_t length_;
   PacketLayers layers_;
   uint16_t in_port_;
   Disposition disposition_ = Disposition::kForward;
+  MessageInfo message_;
 };
 
 }  // namespace spinnic

@@ -19,6 +19,7 @@
 #include "dataplane/neighbor.h"
 #include "handlers/api/handler.h"
 #include "tests/common/diad_test_peer.h"
+#include "tests/common/message_recorder.h"
 #include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
@@ -88,6 +89,11 @@ class GetFromB {
   }
 };
 SPINNIC_HANDLER(GetFromB);
+
+using testing_messages::MessageRecorder;
+using testing_messages::RecordedMessage;
+using testing_messages::RecordedMessages;
+SPINNIC_HANDLER(MessageRecorder);
 
 class EalEnvironment : public ::testing::Environment {
  public:
@@ -659,6 +665,176 @@ TEST_F(DiadDataplaneTest, StreamMessagesRunHandlersOrLandInTheStreamRing) {
   SendMessage(PacketType::kStream, 300, 12345, 0, Pattern(10, 0));
   Poll();
   EXPECT_EQ(DiadCounter(dataplane(), "stream_no_target"), 1u);
+}
+
+// Every packet of a DiAD write or stream message tells its handler where its
+// payload sits in the message: offset, length and (for writes) the address,
+// and which peer sent it. Sent from a second peer, so that `source` is its
+// slot (1), not a zero that an unset field would also give.
+TEST_F(DiadDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
+  diad::PeerConfig c;
+  c.name = "c";
+  c.node = kNodeB;
+  c.node[15] = 3;
+  c.mac = kMacB;
+  c.mac[5] = 0x0c;
+  ASSERT_TRUE(dataplane().transport<diad::DiadModule>()->AddPeer(c).ok());
+  TestPeer peer_c(pool_, rings_->rx(0), rings_->tx(0), {c.mac, c.node},
+                  {kMacA, kNodeA}, kPort, 0x3333);
+  Poll();
+
+  RegionInfo target = Region(8192, kRemoteWrite | kLocalRead);
+  RegionInfo write_records = Region(4096, kLocalWrite | kLocalRead);
+  RegionInfo stream_records = Region(4096, kLocalWrite | kLocalRead);
+  HandlerConfig on_write;
+  on_write.name = "record-writes";
+  on_write.kind = "test_message_recorder";
+  on_write.binding = {kBindRegionWrites, target.id};
+  on_write.bound_regions = {write_records.id};
+  ASSERT_TRUE(dataplane().InstallEctx(on_write).ok());
+  HandlerConfig on_stream = on_write;
+  on_stream.name = "record-stream";
+  on_stream.binding = {diad::kBindStream, 7};
+  on_stream.bound_regions = {stream_records.id};
+  ASSERT_TRUE(dataplane().InstallEctx(on_stream).ok());
+
+  const Bytes data = Pattern(3308, 4);  // three packets
+  const uint64_t address = target.base_address + 100;
+  const auto write =
+      Segments(PacketType::kWriteRequest, 9, target.rkey, address, data);
+  const auto stream = Segments(PacketType::kStream, 10, 7, 0, data);
+  ASSERT_EQ(write.size(), 3u);
+  for (const auto& [h, payload] : write) ASSERT_TRUE(peer_c.Send(h, payload));
+  for (const auto& [h, payload] : stream) ASSERT_TRUE(peer_c.Send(h, payload));
+  Poll(8);
+  std::vector<Received> responses =
+      OfType(peer_c.Take(), PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kOk);
+
+  for (bool is_write : {true, false}) {
+    SCOPED_TRACE(is_write ? "write" : "stream");
+    absl::StatusOr<std::string> bytes = dataplane().ReadRegion(
+        is_write ? write_records.id : stream_records.id, 0, 0, 1 << 20);
+    ASSERT_TRUE(bytes.ok());
+    std::vector<RecordedMessage> records = RecordedMessages(*bytes);
+    const auto& sent = is_write ? write : stream;
+    ASSERT_EQ(records.size(), sent.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      SCOPED_TRACE(i);
+      const Header& h = sent[i].first;
+      EXPECT_EQ(
+          records[i].transport,
+          static_cast<uint32_t>(is_write ? MessageTransport::kDiadWrite
+                                         : MessageTransport::kDiadStream));
+      EXPECT_EQ(records[i].source, 1u);
+      EXPECT_EQ(records[i].offset, h.msg_offset);
+      EXPECT_EQ(records[i].length, data.size());
+      EXPECT_EQ(records[i].payload_size, sent[i].second.size());
+      EXPECT_EQ(records[i].address, is_write ? address + h.msg_offset : 0u);
+    }
+    EXPECT_EQ(records[1].offset, records[0].payload_size);
+    EXPECT_EQ(records[2].offset + records[2].payload_size, data.size());
+  }
+  // The recorder forwards: the write's default action stored the bytes.
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(target.id, 100, data.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+}
+
+// sPIN's datatype offload on a DiAD write: the packed blocks land strided
+// in the handler's region, byte for byte, the write's own target is not
+// written (the packets are consumed) and the write succeeds; a message
+// whose extent does not fit is rejected with nothing written.
+TEST_F(DiadDataplaneTest, VectorScatterUnpacksAWriteIntoItsRegion) {
+  // The write's own target must take the whole packed message (the
+  // transport checks its range before any handler runs).
+  RegionInfo target = Region(16384, kRemoteWrite | kLocalRead);
+  RegionInfo dest = Region(16384, kLocalWrite | kLocalRead);
+  HandlerConfig scatter;
+  scatter.name = "scatter";
+  scatter.kind = "vector_scatter";
+  // Packets carry 1404 bytes: a multiple of neither, so packets 2 and 3
+  // start mid-block.
+  scatter.params = {{"blocklen", "100"},
+                    {"stride", "160"},
+                    {"base", "16"},
+                    {"event", "0x5653"}};
+  scatter.binding = {kBindRegionWrites, target.id};
+  scatter.bound_regions = {dest.id};
+  ASSERT_TRUE(dataplane().InstallEctx(scatter).ok());
+
+  const Bytes data = Pattern(3308, 5);  // 33 blocks and 8 bytes
+  const auto segments = Segments(PacketType::kWriteRequest, 11, target.rkey,
+                                 target.base_address, data);
+  ASSERT_EQ(segments.size(), 3u);
+  ASSERT_NE(segments[1].first.msg_offset % 100, 0u);
+  for (const auto& [h, payload] : segments)
+    ASSERT_TRUE(peer_->Send(h, payload));
+  Poll(8);
+  std::vector<Received> responses =
+      OfType(peer_->Take(), PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kOk);
+
+  Bytes expected(16384, 0);
+  for (size_t k = 0; k < data.size(); ++k) {
+    expected[16 + (k / 100) * 160 + k % 100] = data[k];
+  }
+  absl::StatusOr<std::string> placed =
+      dataplane().ReadRegion(dest.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_TRUE(Bytes(placed->begin(), placed->end()) == expected);
+  EXPECT_EQ(static_cast<uint8_t>((*placed)[16 + 33 * 160 + 7]), data[3307]);
+  EXPECT_EQ((*placed)[16 + 33 * 160 + 8], 0);
+  absl::StatusOr<std::string> own =
+      dataplane().ReadRegion(target.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(*own, std::string(16384, '\0'));
+
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].code, 0x5653u);
+  ASSERT_EQ(events[0].length, 16u);
+  uint64_t length;
+  uint32_t transport;
+  std::memcpy(&length, events[0].data, 8);
+  std::memcpy(&transport, events[0].data + 12, 4);
+  EXPECT_EQ(length, data.size());
+  EXPECT_EQ(transport, static_cast<uint32_t>(MessageTransport::kDiadWrite));
+
+  StatsSnapshot stats = dataplane().Snapshot();
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  EXPECT_EQ(stats.ectxs[0].messages, 1u);
+  EXPECT_EQ(stats.ectxs[0].packets, 3u);
+  EXPECT_EQ(stats.ectxs[0].dropped, 0u);
+  EXPECT_EQ(stats.ectxs[0].failed, 0u);
+  ASSERT_GE(stats.ectxs[0].state.size(), 48u);
+  uint64_t words[6];
+  std::memcpy(words, stats.ectxs[0].state.data(), sizeof words);
+  EXPECT_EQ(words[0], data.size());  // bytes placed
+  EXPECT_EQ(words[1], 1u);           // messages
+
+  // 103 blocks end past 16384 (16 + 102 * 160 + 100 = 16436): rejected on
+  // the first packet, and not a byte of it written.
+  const Bytes big = Pattern(10300, 6);
+  SendMessage(PacketType::kWriteRequest, 12, target.rkey, target.base_address,
+              big);
+  Poll(16);
+  responses = OfType(peer_->Take(), PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kRejected);
+  placed = dataplane().ReadRegion(dest.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_TRUE(Bytes(placed->begin(), placed->end()) == expected);
+  stats = dataplane().Snapshot();
+  EXPECT_EQ(stats.ectxs[0].failed, 1u);
+  std::memcpy(words, stats.ectxs[0].state.data(), sizeof words);
+  EXPECT_EQ(words[0], data.size());
+  EXPECT_EQ(words[2], 1u);  // failed messages
+  EXPECT_EQ(words[3], 1u);  // out_of_range
 }
 
 TEST_F(DiadDataplaneTest, RestartedPeerResynchronisesAndOldSessionIsStale) {

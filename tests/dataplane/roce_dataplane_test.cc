@@ -22,6 +22,7 @@
 #include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
 #include "handlers/naaice/function.h"
+#include "tests/common/message_recorder.h"
 #include "tests/common/ring_dataplane.h"
 
 namespace spinnic {
@@ -33,6 +34,10 @@ using roce::Opcode;
 using testing_rings::RingDataplane;
 using testing_rings::RingDataplaneOptions;
 using Bytes = std::vector<uint8_t>;
+using testing_messages::MessageRecorder;
+using testing_messages::RecordedMessage;
+using testing_messages::RecordedMessages;
+SPINNIC_HANDLER(MessageRecorder);
 
 constexpr roce::Mac kDutMac = {0x02, 0, 0, 0, 0, 0x0a};
 constexpr roce::Mac kClientMac = {0x02, 0, 0, 0, 0, 0x0c};
@@ -386,6 +391,133 @@ TEST_F(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
   }
   EXPECT_TRUE(found);
   EXPECT_EQ(Counter("handler_messages"), 1u);
+}
+
+// Every packet of a SEND or WRITE tells its handler its place in the
+// message: the offset the QP has counted (middle and last packets carry no
+// RETH), the WRITE's RETH length and VA on every packet, a SEND's length
+// only on its last packet, and the client's QPN.
+TEST_F(RoceDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
+  RegionInfo target = Region(8192, kRemoteWrite);
+  RegionInfo write_records = Region(4096, kLocalWrite | kLocalRead);
+  RegionInfo send_records = Region(4096, kLocalWrite | kLocalRead);
+  HandlerConfig on_write;
+  on_write.name = "record-writes";
+  on_write.kind = "test_message_recorder";
+  on_write.binding = {kBindRegionWrites, target.id};
+  on_write.bound_regions = {write_records.id};
+  ASSERT_TRUE(dataplane().InstallEctx(on_write).ok());
+  HandlerConfig on_send = on_write;
+  on_send.name = "record-sends";
+  on_send.binding = {roce::kBindQp, qpn_};
+  on_send.bound_regions = {send_records.id};
+  ASSERT_TRUE(dataplane().InstallEctx(on_send).ok());
+
+  const Bytes data = Pattern(2 * kPmtu + 10, 9);
+  const uint64_t va = target.base_address + 8;
+  SendFrame(Build(Opcode::kRcWriteFirst, kClientPsn,
+                  Reth(va, target.rkey, static_cast<uint32_t>(data.size())),
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteMiddle, kClientPsn + 1, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteLast, kClientPsn + 2, {},
+                  Bytes(data.begin() + 2 * kPmtu, data.end())));
+  SendFrame(Build(Opcode::kRcSendFirst, kClientPsn + 3, {},
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  SendFrame(Build(Opcode::kRcSendMiddle, kClientPsn + 4, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  SendFrame(Build(Opcode::kRcSendLast, kClientPsn + 5, {},
+                  Bytes(data.begin() + 2 * kPmtu, data.end()), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_FALSE(out.empty());
+  ExpectAck(out.back(), kClientPsn + 5, roce::AethAck(), 2);
+
+  const uint64_t offsets[] = {0, kPmtu, 2 * kPmtu};
+  const uint64_t sizes[] = {kPmtu, kPmtu, 10};
+  for (bool is_write : {true, false}) {
+    SCOPED_TRACE(is_write ? "write" : "send");
+    absl::StatusOr<std::string> bytes = dataplane().ReadRegion(
+        is_write ? write_records.id : send_records.id, 0, 0, 1 << 20);
+    ASSERT_TRUE(bytes.ok());
+    std::vector<RecordedMessage> records = RecordedMessages(*bytes);
+    ASSERT_EQ(records.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(records[i].transport,
+                static_cast<uint32_t>(is_write ? MessageTransport::kRoceWrite
+                                               : MessageTransport::kRoceSend));
+      EXPECT_EQ(records[i].source, kClientQpn);
+      EXPECT_EQ(records[i].offset, offsets[i]);
+      EXPECT_EQ(records[i].payload_size, sizes[i]);
+      if (is_write) {
+        EXPECT_EQ(records[i].length, data.size());
+        EXPECT_EQ(records[i].address, va + offsets[i]);
+      } else {
+        // A SEND's length is known once its last packet has come.
+        EXPECT_EQ(records[i].length, i == 2 ? data.size() : 0u);
+        EXPECT_EQ(records[i].address, 0u);
+      }
+    }
+  }
+}
+
+// sPIN's datatype offload on an RDMA WRITE: packed blocks of 48 bytes land
+// at a stride of 80 in the handler's region (PMTU 1024 is no multiple of
+// 48, so the middle and last packets start mid-block); the WRITE's own
+// target stays untouched and the WRITE is acknowledged.
+TEST_F(RoceDataplaneTest, VectorScatterUnpacksAWriteIntoItsRegion) {
+  RegionInfo target = Region(8192, kRemoteWrite | kRemoteRead);
+  RegionInfo dest = Region(4096, kLocalWrite | kLocalRead);
+  HandlerConfig scatter;
+  scatter.name = "scatter";
+  scatter.kind = "vector_scatter";
+  scatter.params = {{"blocklen", "48"}, {"stride", "80"}};
+  scatter.binding = {kBindRegionWrites, target.id};
+  scatter.bound_regions = {dest.id};
+  ASSERT_TRUE(dataplane().InstallEctx(scatter).ok());
+  const Bytes data = Pattern(2 * kPmtu + 300, 10);  // 48 blocks and 44 bytes
+  SendFrame(Build(Opcode::kRcWriteFirst, kClientPsn,
+                  Reth(target.base_address, target.rkey,
+                       static_cast<uint32_t>(data.size())),
+                  Bytes(data.begin(), data.begin() + kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteMiddle, kClientPsn + 1, {},
+                  Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+  SendFrame(Build(Opcode::kRcWriteLast, kClientPsn + 2, {},
+                  Bytes(data.begin() + 2 * kPmtu, data.end()), true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn + 2, roce::AethAck(), 1);
+  Bytes expected(4096, 0);
+  for (size_t k = 0; k < data.size(); ++k) {
+    expected[(k / 48) * 80 + k % 48] = data[k];
+  }
+  absl::StatusOr<std::string> placed =
+      dataplane().ReadRegion(dest.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_TRUE(Bytes(placed->begin(), placed->end()) == expected);
+  EXPECT_EQ(static_cast<uint8_t>((*placed)[48 * 80 + 43]), data.back());
+  EXPECT_EQ((*placed)[48 * 80 + 44], 0);
+  absl::StatusOr<std::string> own =
+      dataplane().ReadRegion(target.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(*own, std::string(8192, '\0'));
+  StatsSnapshot stats = dataplane().Snapshot();
+  bool found = false;
+  for (const EctxStats& e : stats.ectxs) {
+    if (e.name != "scatter") continue;
+    found = true;
+    EXPECT_EQ(e.messages, 1u);
+    EXPECT_EQ(e.packets, 3u);
+    EXPECT_EQ(e.dropped, 0u);
+    ASSERT_GE(e.state.size(), 16u);
+    uint64_t words[2];
+    std::memcpy(words, e.state.data(), sizeof words);
+    EXPECT_EQ(words[0], data.size());  // bytes placed
+    EXPECT_EQ(words[1], 1u);           // messages
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST_F(RoceDataplaneTest, SendsGoToTheQpsServiceAsEvents) {

@@ -133,5 +133,51 @@ TEST(PacketViewPayloadTest, WritesThroughThePayloadLeaveThePaddingAlone) {
   EXPECT_EQ(Hex(packet.bytes()), Hex(expected));
 }
 
+// A packet built without a MessageInfo is a passthrough message of one packet:
+// it starts at offset 0 and is as long as its payload (padding excluded).
+TEST(PacketViewMessageTest, DefaultIsASinglePacketPassthroughMessage) {
+  FrameSpec spec;
+  spec.payload = Text("seven b");
+  PacketLayers layers;
+  std::vector<uint8_t> frame = PaddedFrame(spec, 64, &layers);
+  TestPacket packet(frame, layers);
+  const MessageInfo& message = packet.view().Message();
+  EXPECT_EQ(message.transport, MessageTransport::kPassthrough);
+  EXPECT_EQ(message.offset, 0u);
+  EXPECT_EQ(message.length, 7u);
+  EXPECT_EQ(message.address, 0u);
+  EXPECT_EQ(message.source, 0u);
+
+  // No L4 header: no payload, so an empty message.
+  FrameSpec raw;
+  raw.l4 = L4::kNone;
+  std::vector<uint8_t> raw_frame = Build(raw);
+  TestPacket raw_packet(raw_frame, ClassifierLayers(raw_frame));
+  EXPECT_EQ(raw_packet.view().Message().length, 0u);
+}
+
+// A transport's MessageInfo is kept as given, and SetMessage replaces it.
+TEST(PacketViewMessageTest, TransportMessageIsKeptAndCanBeReplaced) {
+  FrameSpec spec;
+  spec.payload = Text("xy");
+  std::vector<uint8_t> frame = Build(spec);
+  const MessageInfo write{.transport = MessageTransport::kDiadWrite,
+                          .source = 3,
+                          .offset = 1398,
+                          .length = 4000,
+                          .address = 0x10000576};
+  PacketView view(frame.data(), static_cast<uint32_t>(frame.size()),
+                  ClassifierLayers(frame), 0, write);
+  EXPECT_EQ(view.Message().transport, MessageTransport::kDiadWrite);
+  EXPECT_EQ(view.Message().source, 3u);
+  EXPECT_EQ(view.Message().offset, 1398u);
+  EXPECT_EQ(view.Message().length, 4000u);
+  EXPECT_EQ(view.Message().address, 0x10000576u);
+  view.SetMessage({.transport = MessageTransport::kRoceSend, .offset = 1024});
+  EXPECT_EQ(view.Message().transport, MessageTransport::kRoceSend);
+  EXPECT_EQ(view.Message().offset, 1024u);
+  EXPECT_EQ(view.Message().length, 0u);
+}
+
 }  // namespace
 }  // namespace spinnic::handler_test
