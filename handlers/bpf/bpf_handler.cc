@@ -5,6 +5,8 @@
 // A missing section behaves like a native handler without that function:
 // no header means PROCESS_DATA, no payload means the packet goes on, no
 // completion means SUCCESS. A helper's refused access makes the call FAIL.
+#include <rte_config.h>
+
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -41,13 +43,23 @@ absl::StatusOr<std::vector<uint8_t>> ReadProgramFile(const std::string& path) {
   return bytes;
 }
 
+// librte_bpf has a JIT for these architectures only; elsewhere every
+// program runs in its interpreter. ListHandlerKinds says which this build
+// does, ListHandlers (runtime) what each installed program got.
+#if defined(RTE_ARCH_X86_64) || defined(RTE_ARCH_ARM64)
+#define SPINNIC_BPF_RUNS "checked at install and JIT-compiled"
+#else
+#define SPINNIC_BPF_RUNS \
+  "checked at install and run by librte_bpf's interpreter (no JIT here)"
+#endif
+
 class BpfHandler {
  public:
   static constexpr absl::string_view kName = "bpf";
   static constexpr absl::string_view kDescription =
       "a user's eBPF program (clang -target bpf; spin_bpf.h): its "
       "spin/header, spin/payload and spin/completion functions run as this "
-      "handler, checked at install and JIT-compiled";
+      "handler, " SPINNIC_BPF_RUNS;
   static constexpr uint32_t kMinStateSize = 0;
   static constexpr ParamSpec kParams[] = {
       {.name = "program",
