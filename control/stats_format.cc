@@ -109,6 +109,7 @@ void FillHandlerStats(const EctxStats& e, v1::HandlerStats* out) {
   out->set_name(e.name);
   out->set_kind(e.kind);
   out->set_disabled(e.disabled);
+  out->set_runtime(e.runtime);
   out->set_messages(e.messages);
   out->set_packets(e.packets);
   out->set_bytes(e.bytes);

@@ -89,6 +89,7 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
     stats.name = ectx->name();
     stats.kind = std::string(ectx->kind().name);
     stats.disabled = ectx->disabled();
+    stats.runtime = ectx->instance().Describe();
     stats.Accumulate(SumEctxCounters(ectx->id()), +1);
     stats.Accumulate(ectx_baseline_[ectx->id()], -1);
     if (state_copy == StateCopy::kInclude) {

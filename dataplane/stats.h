@@ -39,6 +39,9 @@ struct EctxStats {
   std::string name;
   std::string kind;
   bool disabled = false;
+  // How the handler runs, in its own words (HandlerInstance::Describe; the
+  // bpf kind: "jit: payload 10 insns"); empty for most kinds.
+  std::string runtime;
   uint64_t messages = 0, packets = 0, bytes = 0, invocations = 0, cycles = 0,
            over_budget = 0, dropped = 0, failed = 0, invalid = 0, bypassed = 0;
   std::vector<uint8_t> state;  // a copy of the ECTX state memory

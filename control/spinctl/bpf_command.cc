@@ -1,25 +1,34 @@
 // spinctl bpf-check: runs spinnicd's own eBPF loader (handlers/bpf/
-// bpf_program.h) on a program file, offline, and prints what it found.
+// bpf_program.h) on a program file, offline, and prints what it found: a
+// table for people, or --json a spinnic.v1.BpfReport (proto/spinnic/v1/
+// bpf.proto) through protobuf's JSON printer.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "control/spinctl/command.h"
 #include "control/spinctl/table.h"
 #include "handlers/bpf/bpf_program.h"
+#include "spinnic/v1/bpf.pb.h"
 
 namespace spinnic::spinctl {
 namespace {
 
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out.push_back(c);
+v1::BpfReport ToProto(const bpf::ProgramReport& report) {
+  v1::BpfReport out;
+  out.set_valid(true);
+  out.set_jit(report.jit);
+  for (const bpf::SectionReport& s : report.sections) {
+    v1::BpfSection* section = out.add_sections();
+    section->set_name(s.name);
+    section->set_instructions(s.instructions);
+    section->set_stack_bytes(s.stack_bytes);
+    for (const std::string& h : s.helpers) section->add_helpers(h);
   }
-  return out + "\"";
+  return out;
 }
 
 int RunBpfCheck(Env& env, const ParsedArgs& args) {
@@ -31,8 +40,10 @@ int RunBpfCheck(Env& env, const ParsedArgs& args) {
           {reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()});
   if (!program.ok()) {
     if (env.json()) {
-      std::printf("{\"valid\":false,\"error\":%s}\n",
-                  JsonString(std::string(program.status().message())).c_str());
+      v1::BpfReport refused;
+      refused.set_valid(false);
+      refused.set_error(std::string(program.status().message()));
+      env.PrintJson(refused);
     } else {
       std::fprintf(stderr, "spinctl: %s: refused: %s\n", path.c_str(),
                    std::string(program.status().message()).c_str());
@@ -41,19 +52,7 @@ int RunBpfCheck(Env& env, const ParsedArgs& args) {
   }
   const bpf::ProgramReport& report = (*program)->report();
   if (env.json()) {
-    std::vector<std::string> sections;
-    for (const bpf::SectionReport& s : report.sections) {
-      std::vector<std::string> helpers;
-      for (const std::string& h : s.helpers) helpers.push_back(JsonString(h));
-      sections.push_back(absl::StrCat("{\"name\":", JsonString(s.name),
-                                      ",\"instructions\":", s.instructions,
-                                      ",\"stack_bytes\":", s.stack_bytes,
-                                      ",\"helpers\":[",
-                                      absl::StrJoin(helpers, ","), "]}"));
-    }
-    std::printf("{\"valid\":true,\"jit\":%s,\"sections\":[%s]}\n",
-                report.jit ? "true" : "false",
-                absl::StrJoin(sections, ",").c_str());
+    env.PrintJson(ToProto(report));
     return kExitOk;
   }
   std::printf("%s: valid, runs %s\n", path.c_str(),
@@ -84,7 +83,8 @@ std::vector<Command> BpfCommands() {
        "loops, spin_bpf.h's helpers only, no globals, no division by a\n"
        "register) and librte_bpf's validator, then the JIT. Prints each\n"
        "handler section with its instructions, stack bytes and helpers; exit\n"
-       "1 with the section and instruction at fault when refused.\n"
+       "1 with the section and instruction at fault when refused. --json\n"
+       "prints a spinnic.v1.BpfReport (proto/spinnic/v1/bpf.proto).\n"
        "docs/bpf.md has the rules and the helpers.\n",
        &RunBpfCheck},
   };

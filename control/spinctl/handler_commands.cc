@@ -188,8 +188,16 @@ int RunKinds(Env& env, const ParsedArgs&) {
 
 std::string ParamsCell(const v1::HandlerInstall& handler) {
   std::vector<std::string> params;
+  // A bpf handler's `program` is its whole ELF object in hex: the table
+  // shows its start and length (--json has all of it).
+  constexpr size_t kMaxValue = 32;
   for (const auto& [key, value] : handler.params()) {
-    params.push_back(absl::StrCat(key, "=", value));
+    if (value.size() > kMaxValue) {
+      params.push_back(absl::StrCat(key, "=", value.substr(0, 16), "...(",
+                                    value.size(), " chars)"));
+    } else {
+      params.push_back(absl::StrCat(key, "=", value));
+    }
   }
   // Protobuf maps have no order; a table should not reshuffle between runs.
   std::sort(params.begin(), params.end());
@@ -214,6 +222,13 @@ int RunHandlers(Env& env, const ParsedArgs&) {
   std::vector<std::string> headers = {"ID",   "NAME",  "KIND",
                                       "PRIO", "MATCH", "PARAMS"};
   for (std::string& h : HandlerCounterHeaders()) headers.push_back(h);
+  // RUNTIME (HandlerStats.runtime) only when some handler describes how it
+  // runs (bpf: JIT or interpreter), so that native-only tables stay as they
+  // were.
+  const bool runtime = std::any_of(
+      handlers->stats().begin(), handlers->stats().end(),
+      [](const v1::HandlerStats& s) { return !s.runtime().empty(); });
+  if (runtime) headers.push_back("RUNTIME");
   Table table(std::move(headers));
   for (const v1::HandlerStats& s : handlers->stats()) {
     auto it = installs.find(s.name());
@@ -227,6 +242,7 @@ int RunHandlers(Env& env, const ParsedArgs&) {
         install ? Or(install->match().ShortDebugString(), "*") : "-",
         install ? ParamsCell(*install) : "-"};
     for (std::string& cell : HandlerCounterCells(s)) row.push_back(cell);
+    if (runtime) row.push_back(Or(s.runtime(), "-"));
     table.AddRow(std::move(row));
   }
   if (table.empty()) {

@@ -30,6 +30,10 @@
 //     static absl::StatusOr<std::unique_ptr<MyHandler>> Create(
 //         const HandlerParams& params);
 //     HandlerResult Payload(HandlerContext& ctx, PacketView& packet);
+//     // Optional: how this instance runs, for ListHandlers' `runtime` (the
+//     // bpf kind: JIT-compiled or interpreted, instructions per section).
+//     // Control path only; never called on an HPU.
+//     std::string Describe() const;
 //   };
 //   SPINNIC_HANDLER(MyHandler);
 //
@@ -41,9 +45,11 @@
 #ifndef SPINNIC_HANDLERS_API_HANDLER_H_
 #define SPINNIC_HANDLERS_API_HANDLER_H_
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -69,6 +75,9 @@ struct HandlerOps {
                               uint64_t dropped_bytes,
                               bool flow_control_triggered);
   void (*destroy)(void* self);
+  // How the instance runs (T::Describe); null when the kind has none.
+  // Control path only.
+  std::string (*describe)(const void* self);
 };
 
 // An installed handler object with its entry points. Move-only owner.
@@ -95,6 +104,12 @@ class HandlerInstance {
 
   void* self() const { return self_; }
   const HandlerOps* ops() const { return ops_; }
+  // The handler's own account of how it runs (T::Describe), empty when its
+  // kind has none. Control path only.
+  std::string Describe() const {
+    if (self_ == nullptr || ops_->describe == nullptr) return {};
+    return ops_->describe(self_);
+  }
 
  private:
   void Reset() {
@@ -145,6 +160,10 @@ template <typename T>
 void Destroy(void* self) {
   delete static_cast<T*>(self);
 }
+template <typename T>
+std::string CallDescribe(const void* self) {
+  return static_cast<const T*>(self)->Describe();
+}
 
 template <typename T>
 concept HasHeader = requires(T t, HandlerContext& c, PacketView& p) {
@@ -168,10 +187,15 @@ concept HasInstanceStages = requires(const T& t) {
   { t.Stages() } -> std::same_as<uint8_t>;
 };
 
+template <typename T>
+concept HasDescribe = requires(const T& t) {
+  { t.Describe() } -> std::convertible_to<std::string>;
+};
+
 template <typename T,
           uint8_t kStages = kHeaderStage | kPayloadStage | kCompletionStage>
 constexpr HandlerOps MakeOps() {
-  HandlerOps ops{nullptr, nullptr, nullptr, &Destroy<T>};
+  HandlerOps ops{nullptr, nullptr, nullptr, &Destroy<T>, nullptr};
   if constexpr (HasHeader<T> && (kStages & kHeaderStage) != 0) {
     ops.header = &CallHeader<T>;
   }
@@ -181,6 +205,7 @@ constexpr HandlerOps MakeOps() {
   if constexpr (HasCompletion<T> && (kStages & kCompletionStage) != 0) {
     ops.completion = &CallCompletion<T>;
   }
+  if constexpr (HasDescribe<T>) ops.describe = &CallDescribe<T>;
   return ops;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "control/grpc/control_server.h"
 #include "gmock/gmock.h"
@@ -459,6 +460,69 @@ TEST_F(ControlTlsCertsTest,
       << rogue.error_message();
   grpc::Status good = GetInfo(TlsChannel(port, ca, certs_, "client"));
   EXPECT_TRUE(good.ok()) << good.error_message();
+}
+
+// eBPF handlers (docs/bpf.md) uploaded as bytes over the Unix socket and
+// over mutual TLS: ListHandlers shows each with how it runs (runtime); a
+// program the loader refuses gets INVALID_ARGUMENT with the loader's words.
+TEST_F(ControlTlsCertsTest, BpfProgramsOverUnixAndMutualTlsListTheirRuntime) {
+#if !defined(SPINNIC_BPF_EXAMPLES_DIR) || !defined(SPINNIC_BPF_TEST_DIR)
+  GTEST_SKIP() << "no clang: the eBPF programs were not built";
+#else
+  ControlServerOptions options = TlsOptions(/*mutual=*/true);
+  options.unix_socket = SocketPath();
+  auto server = Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto unix_stub =
+      v1::Spinnic::NewStub(PlainChannel(absl::StrCat("unix:", SocketPath())));
+  auto tls_stub = v1::Spinnic::NewStub(TlsChannel(
+      (*server)->tcp_port(), certs_->pem("ca.crt"), certs_, "client"));
+  auto install = [](v1::Spinnic::Stub& stub, const std::string& name,
+                    const std::string& object) {
+    v1::InstallHandlerRequest request;
+    request.mutable_handler()->set_name(name);
+    request.mutable_handler()->set_kind("bpf");
+    request.mutable_handler()->set_state_size(16);
+    (*request.mutable_handler()->mutable_params())["program"] =
+        absl::BytesToHexString(ReadFile(object));
+    grpc::ClientContext context;
+    context.set_deadline(Deadline());
+    v1::InstallHandlerResponse response;
+    return stub.InstallHandler(&context, request, &response);
+  };
+  const std::string count = absl::StrCat(SPINNIC_BPF_EXAMPLES_DIR, "/count.o");
+  grpc::Status over_unix = install(*unix_stub, "count-unix", count);
+  ASSERT_TRUE(over_unix.ok()) << over_unix.error_message();
+  grpc::Status over_tls = install(*tls_stub, "count-tls", count);
+  ASSERT_TRUE(over_tls.ok()) << over_tls.error_message();
+
+  grpc::Status refused =
+      install(*tls_stub, "loop", absl::StrCat(SPINNIC_BPF_TEST_DIR, "/loop.o"));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("spin/payload, instruction 10: jumps back into a "
+                        "loop; unroll it"));
+  grpc::Status not_elf = install(*tls_stub, "text", certs_->path("ext.cnf"));
+  EXPECT_EQ(not_elf.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(not_elf.error_message(), HasSubstr("not an ELF object"));
+
+  for (v1::Spinnic::Stub* stub : {unix_stub.get(), tls_stub.get()}) {
+    grpc::ClientContext context;
+    context.set_deadline(Deadline());
+    v1::ListHandlersResponse list;
+    grpc::Status status = stub->ListHandlers(&context, {}, &list);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(list.stats_size(), 2);
+    ASSERT_EQ(list.handlers_size(), 2);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_THAT(list.handlers(i).name(), ::testing::StartsWith("count-"));
+      EXPECT_EQ(list.handlers(i).kind(), "bpf");
+      EXPECT_EQ(list.stats(i).kind(), "bpf");
+      EXPECT_EQ(list.stats(i).runtime(), "jit: payload 13 insns")
+          << list.stats(i).name();
+    }
+  }
+#endif
 }
 
 TEST_F(ControlTlsTest, InsecureTcpServesPlainClientsOnLoopback) {

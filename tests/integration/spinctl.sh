@@ -132,6 +132,9 @@ if [[ -n ${3:-} && -f $BPF_DIR/count.o ]]; then
   sc bpf-check "$BPF_DIR/count.o"
   check "bpf-check count.o: valid, JIT, one payload section" eval \
     'rc_is 0 && out_has "count.o: valid, runs JIT-compiled" && out_has "^spin/payload +[0-9]+ +0 +spin_state_ptr$"'
+  sc --json bpf-check "$BPF_DIR/count.o"
+  check "bpf-check --json count.o: a BpfReport" py \
+    'd["valid"] and d["jit"] and d["error"] == "" and d["sections"] == [{"name": "spin/payload", "instructions": 13, "stack_bytes": 0, "helpers": ["spin_state_ptr"]}]'
   sc --json bpf-check "$BPF_BAD/loop.o"
   check "bpf-check loop.o: exit 1, names the section, instruction and the loop" py \
     'not d["valid"] and "spin/payload, instruction" in d["error"] and "loop" in d["error"]'
@@ -145,6 +148,11 @@ if [[ -n ${3:-} && -f $BPF_DIR/count.o ]]; then
   sc handlers --json
   check "handlers --json: bc is kind bpf with its program" \
     py 'any(h["name"] == "bc" and h["kind"] == "bpf" and h["params"]["program"].startswith("7f454c46") for h in d["handlers"])'
+  check "handlers --json: bc runs JIT-compiled (runtime), native handlers say nothing" \
+    py 'all((s["runtime"] == "jit: payload 13 insns") == (s["name"] == "bc") for s in d["stats"])'
+  sc handlers
+  check "handlers: a RUNTIME column, the program shortened" eval \
+    'rc_is 0 && out_has "RUNTIME" && out_has "program=7f454c46.*chars\\) .*jit: payload 13 insns$"'
   sc install --name bl --bpf "$BPF_BAD/loop.o" --state_size 16
   check "install --bpf loop.o: exit 1, INVALID_ARGUMENT naming the instruction" eval \
     'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: .*spin/payload, instruction [0-9]+: jumps back into a loop"'
