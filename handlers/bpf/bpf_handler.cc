@@ -8,6 +8,7 @@
 // FAIL.
 #include <rte_config.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
@@ -45,28 +46,43 @@ absl::StatusOr<std::vector<uint8_t>> ReadProgramFile(const std::string& path) {
   return bytes;
 }
 
-// The spin_ctx fields BpfHandler::Run fills together, as context_bytes
-// masks (bit i: byte i).
-constexpr uint64_t Field(size_t offset, size_t size) {
-  return ((uint64_t{1} << size) - 1) << offset;
+// The spin_ctx fields BpfHandler::Run fills together.
+enum ContextGroup : uint8_t {
+  kPacketFields = 1,      // packet_length
+  kLayerFields = 2,       // l3_offset .. vlan_tags
+  kEctxFields = 4,        // state_size, hpu, ectx_id
+  kCompletionFields = 8,  // flow_control, reserved, dropped_bytes
+  kParamField = 16,       // param
+  kMessageFields = 32,    // message_offset .. reserved2
+};
+
+// The groups with a byte in `bytes` (what the loader proved a stage may
+// touch).
+uint8_t GroupsOf(const ContextBytes& bytes) {
+  struct Range {
+    size_t first, end;
+    ContextGroup group;
+  };
+  static constexpr Range kRanges[] = {
+      {0, offsetof(spin_ctx, l3_offset), kPacketFields},
+      {offsetof(spin_ctx, l3_offset), offsetof(spin_ctx, state_size),
+       kLayerFields},
+      {offsetof(spin_ctx, state_size), offsetof(spin_ctx, flow_control),
+       kEctxFields},
+      {offsetof(spin_ctx, flow_control), offsetof(spin_ctx, param),
+       kCompletionFields},
+      {offsetof(spin_ctx, param), offsetof(spin_ctx, message_offset),
+       kParamField},
+      {offsetof(spin_ctx, message_offset), sizeof(spin_ctx), kMessageFields},
+  };
+  uint8_t groups = 0;
+  for (const Range& range : kRanges) {
+    for (size_t b = range.first; b < range.end; ++b) {
+      if (bytes.test(b)) groups |= range.group;
+    }
+  }
+  return groups;
 }
-#define SPIN_CTX_FIELD(f) Field(offsetof(spin_ctx, f), sizeof(spin_ctx::f))
-constexpr uint64_t kPacketBytes = SPIN_CTX_FIELD(packet_length);
-constexpr uint64_t kLayerBytes =
-    SPIN_CTX_FIELD(l3_offset) | SPIN_CTX_FIELD(l4_offset) |
-    SPIN_CTX_FIELD(payload_offset) | SPIN_CTX_FIELD(l3_end) |
-    SPIN_CTX_FIELD(ethertype) | SPIN_CTX_FIELD(ip_proto) |
-    SPIN_CTX_FIELD(flags) | SPIN_CTX_FIELD(in_port) | SPIN_CTX_FIELD(vlan_tags);
-constexpr uint64_t kEctxBytes =
-    SPIN_CTX_FIELD(state_size) | SPIN_CTX_FIELD(hpu) | SPIN_CTX_FIELD(ectx_id);
-constexpr uint64_t kCompletionBytes = SPIN_CTX_FIELD(flow_control) |
-                                      SPIN_CTX_FIELD(reserved) |
-                                      SPIN_CTX_FIELD(dropped_bytes);
-constexpr uint64_t kParamBytes = SPIN_CTX_FIELD(param);
-#undef SPIN_CTX_FIELD
-static_assert((kPacketBytes | kLayerBytes | kEctxBytes | kCompletionBytes |
-               kParamBytes) == Field(0, sizeof(spin_ctx)),
-              "every context byte belongs to a group Run fills");
 // librte_bpf has a JIT for these architectures only; elsewhere every
 // program runs in its interpreter. ListHandlerKinds says which this build
 // does, ListHandlers (runtime) what each installed program got.
@@ -166,7 +182,12 @@ class BpfHandler {
 
  private:
   BpfHandler(std::unique_ptr<BpfProgram> program, uint64_t arg)
-      : program_(std::move(program)), arg_(arg) {}
+      : program_(std::move(program)), arg_(arg) {
+    for (Stage stage : {Stage::kHeader, Stage::kPayload, Stage::kCompletion}) {
+      fill_[static_cast<size_t>(stage)] =
+          GroupsOf(program_->ContextBytesOf(stage));
+    }
+  }
 
   // Fills only the context fields the program can reach (the loader proved
   // which bytes it touches): a program that reads packet_length alone pays
@@ -175,11 +196,11 @@ class BpfHandler {
                     uint64_t dropped_bytes, bool flow_control) const {
     BpfInvocation inv;
     spin_ctx& c = inv.pub;
-    const uint64_t reads = program_->ContextBytes(stage);
-    if (reads & kPacketBytes) {
+    const uint8_t fill = fill_[static_cast<size_t>(stage)];
+    if (fill & kPacketFields) {
       c.packet_length = packet != nullptr ? packet->Length() : 0;
     }
-    if (reads & kLayerBytes) {
+    if (fill & kLayerFields) {
       if (packet != nullptr) {
         const PacketLayers& layers = packet->Layers();
         c.l3_offset = layers.l3_offset;
@@ -199,17 +220,29 @@ class BpfHandler {
         c.in_port = c.vlan_tags = 0;
       }
     }
-    if (reads & kEctxBytes) {
+    if (fill & kEctxFields) {
       c.state_size = static_cast<spin_u32>(ctx.State().size());
       c.hpu = ctx.LcoreIndex();
       c.ectx_id = ctx.EctxId();
     }
-    if (reads & kCompletionBytes) {
+    if (fill & kCompletionFields) {
       c.flow_control = flow_control ? 1 : 0;
       c.reserved = 0;
       c.dropped_bytes = dropped_bytes;
     }
-    if (reads & kParamBytes) c.param = arg_;
+    if (fill & kParamField) c.param = arg_;
+    if (fill & kMessageFields) {
+      // The completion handler has no packet; the message is the last
+      // packet's, which the engine does not keep: zeros.
+      const MessageInfo message =
+          packet != nullptr ? packet->Message() : MessageInfo{};
+      c.message_offset = message.offset;
+      c.message_length = message.length;
+      c.message_address = message.address;
+      c.message_source = message.source;
+      c.transport = static_cast<spin_u8>(message.transport);
+      c.reserved2[0] = c.reserved2[1] = c.reserved2[2] = 0;
+    }
     inv.handler = &ctx;
     inv.packet = packet;
     inv.fault = false;
@@ -221,6 +254,7 @@ class BpfHandler {
 
   std::unique_ptr<BpfProgram> program_;
   uint64_t arg_;
+  std::array<uint8_t, 3> fill_{};  // ContextGroups per Stage
 };
 
 SPINNIC_HANDLER(BpfHandler);

@@ -177,6 +177,34 @@ uint64_t RegionStore(uint64_t ctx, uint64_t offset, uint64_t size,
   return 0;
 }
 
+uint64_t DmaToRegion(uint64_t ctx, uint64_t region_offset,
+                     uint64_t packet_offset, uint64_t length, uint64_t) {
+  // Nothing to copy is always fine: a program's unrolled steps past the
+  // payload's end copy 0 bytes instead of branching.
+  if (length == 0) return 0;
+  BpfInvocation& inv = Of(ctx);
+  if (inv.packet == nullptr) return Fault(inv);
+  std::span<uint8_t> bytes = inv.packet->Bytes();
+  std::span<uint8_t> region = Region(inv, /*write=*/true);
+  if (packet_offset > bytes.size() || length > bytes.size() - packet_offset ||
+      region_offset > region.size() || length > region.size() - region_offset) {
+    return Fault(inv);
+  }
+  std::memcpy(region.data() + region_offset, bytes.data() + packet_offset,
+              length);
+  return 0;
+}
+
+uint64_t EmitPacket(uint64_t ctx, uint64_t port, uint64_t, uint64_t, uint64_t) {
+  BpfInvocation& inv = Of(ctx);
+  if (inv.packet == nullptr || port > SPIN_EMIT_PAIRED) return Fault(inv);
+  return inv.handler->EmitFrame(inv.packet->Bytes(), port == SPIN_EMIT_INGRESS
+                                                         ? EmitPort::kIngress
+                                                         : EmitPort::kPaired)
+             ? 1
+             : 0;
+}
+
 uint64_t SetDisposition(uint64_t ctx, uint64_t disposition, uint64_t, uint64_t,
                         uint64_t) {
   BpfInvocation& inv = Of(ctx);
@@ -190,6 +218,9 @@ uint64_t SetDisposition(uint64_t ctx, uint64_t disposition, uint64_t, uint64_t,
       return 0;
     case SPIN_DISCARD:
       inv.packet->Drop();
+      return 0;
+    case SPIN_CONSUME:
+      inv.packet->Consume();
       return 0;
   }
   return Fault(inv);
@@ -251,7 +282,7 @@ rte_bpf_xsym WindowFunc(const char* name,
 }  // namespace
 
 std::span<const rte_bpf_xsym> Helpers() {
-  static const std::array<rte_bpf_xsym, 13> kHelpers = {
+  static const std::array<rte_bpf_xsym, 15> kHelpers = {
       WindowFunc("spin_pkt_ptr", &PktPtr),
       WindowFunc("spin_state_ptr", &StatePtr),
       Func("spin_pkt_load", &PktLoad, 3, true),
@@ -261,6 +292,8 @@ std::span<const rte_bpf_xsym> Helpers() {
       Func("spin_state_add", &StateAdd, 3, true),
       Func("spin_region_load", &RegionLoad, 3, true),
       Func("spin_region_store", &RegionStore, 4, true),
+      Func("spin_dma_to_region", &DmaToRegion, 4, true),
+      Func("spin_emit_packet", &EmitPacket, 2, true),
       Func("spin_set_disposition", &SetDisposition, 2, true),
       Func("spin_event", &Event, 3, true),
       Func("spin_csum_replace16", &CsumReplace16, 3, false),

@@ -217,6 +217,32 @@ FlowOrder OrderFlow(const std::vector<ebpf_insn>& insns) {
 constexpr int kStackBytes = 512;
 constexpr uint8_t kRegisters = 11;  // r0..r10
 
+// librte_bpf 22.11's validator follows every path from entry to exit, one
+// at a time: a chain of n if-statements is 2^n paths, and 40 of them would
+// hold an install (and the control plane's thread) for days. spinnic counts
+// the paths first, in one pass, and refuses a program with too many. 2^16
+// paths take librte_bpf about a second here; the examples have at most a
+// few hundred.
+constexpr uint64_t kMaxPaths = uint64_t{1} << 16;
+constexpr uint64_t kManyPaths = uint64_t{1} << 62;  // counting saturates here
+
+uint64_t CountPaths(const std::vector<ebpf_insn>& insns,
+                    const std::vector<size_t>& order) {
+  std::vector<uint64_t> paths(insns.size(), 0);  // from here to an exit
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    size_t next[2];
+    const int count = Successors(insns, *it, next);
+    uint64_t sum = count == 0 ? 1 : 0;
+    for (int k = 0; k < count; ++k) {
+      if (next[k] < insns.size()) {
+        sum = std::min(kManyPaths, sum + paths[next[k]]);
+      }
+    }
+    paths[*it] = sum;
+  }
+  return paths.empty() ? 0 : paths[0];
+}
+
 // What the loader knows of a register or an 8-byte stack slot on every path
 // to an instruction.
 struct Value {
@@ -290,7 +316,7 @@ class PointerProof {
       : name_(name), insns_(insns) {}
 
   // Every context byte an accepted instruction may touch.
-  uint64_t context_bytes() const { return context_bytes_; }
+  const ContextBytes& context_bytes() const { return context_bytes_; }
 
   // `st` holds at instruction `i`; on success it holds after it (on the
   // fall-through edge; `taken` on a conditional jump's other edge).
@@ -399,7 +425,7 @@ class PointerProof {
               absl::StrCat("context access at offset ", off, " outside its ",
                            sizeof(spin_ctx), " bytes"));
         }
-        context_bytes_ |= ((uint64_t{1} << size) - 1) << off;
+        for (uint32_t b = 0; b < size; ++b) context_bytes_.set(off + b);
         return absl::OkStatus();
       case Value::Kind::kWindow: {
         const int64_t at = v.number + off;
@@ -527,16 +553,17 @@ class PointerProof {
 
   absl::string_view name_;
   const std::vector<ebpf_insn>& insns_;
-  uint64_t context_bytes_ = 0;
+  ContextBytes context_bytes_;
 };
-static_assert(sizeof(spin_ctx) <= 64, "context_bytes has a bit per byte");
+static_assert(sizeof(spin_ctx) <= ContextBytes().size(),
+              "ContextBytes has a bit per context byte");
 
 // Runs PointerProof over the instructions in topological order (there are
 // no loops), joining what is known where paths meet.
 absl::Status CheckPointers(absl::string_view name,
                            const std::vector<ebpf_insn>& insns,
                            const std::vector<size_t>& order,
-                           uint64_t* context_bytes) {
+                           ContextBytes* context_bytes) {
   std::vector<std::optional<FlowState>> in(insns.size());
   in[0].emplace();
   in[0]->registers[1].kind = Value::Kind::kContext;
@@ -691,6 +718,16 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
     return Refuse(name, *flow.loop,
                   "jumps back into a loop; unroll it (#pragma unroll with a "
                   "constant bound)");
+  }
+  if (const uint64_t paths = CountPaths(insns, flow.order); paths > kMaxPaths) {
+    return Refuse(
+        name, 0,
+        absl::StrCat(paths >= kManyPaths ? "more than " : "", paths,
+                     " paths from entry to exit, more than ", kMaxPaths,
+                     "; librte_bpf's validator walks each one. Branch less: "
+                     "leave an unrolled loop with `break` or return early "
+                     "instead of an if per iteration, compute min/max "
+                     "without branches"));
   }
   if (absl::Status s =
           CheckPointers(name, insns, flow.order, &report->context_bytes);

@@ -22,6 +22,7 @@
 #define SPINNIC_HANDLERS_BPF_BPF_PROGRAM_H_
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -37,6 +38,9 @@ namespace spinnic::bpf {
 
 struct Relocation;
 
+// A bit per byte of spin_ctx (88 bytes).
+using ContextBytes = std::bitset<128>;
+
 enum class Stage : uint8_t { kHeader = 0, kPayload = 1, kCompletion = 2 };
 inline constexpr std::array<const char*, 3> kSectionNames = {
     "spin/header", "spin/payload", "spin/completion"};
@@ -49,7 +53,7 @@ struct SectionReport {
   std::vector<std::string> helpers;  // called, in first-use order
   // Bit i: the program may read or write byte i of its spin_ctx. The
   // handler fills only the fields a program can reach.
-  uint64_t context_bytes = 0;
+  ContextBytes context_bytes;
 };
 struct ProgramReport {
   std::vector<SectionReport> sections;
@@ -68,7 +72,7 @@ class BpfProgram {
     return stages_[static_cast<size_t>(stage)].bpf != nullptr;
   }
   // SectionReport::context_bytes of the stage (0 when it is absent).
-  uint64_t ContextBytes(Stage stage) const {
+  const ContextBytes& ContextBytesOf(Stage stage) const {
     return stages_[static_cast<size_t>(stage)].context_bytes;
   }
   // Runs the stage's function on `ctx` (a BpfInvocation). The stage exists.
@@ -93,7 +97,7 @@ class BpfProgram {
   struct LoadedStage {
     rte_bpf* bpf = nullptr;
     uint64_t (*jit)(void*) = nullptr;
-    uint64_t context_bytes = 0;
+    ContextBytes context_bytes;
   };
   static uint64_t Interpret(const LoadedStage& stage, void* ctx);
   std::array<LoadedStage, 3> stages_;

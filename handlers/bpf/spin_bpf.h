@@ -35,6 +35,7 @@ typedef __UINT8_TYPE__ spin_u8;
 typedef __UINT16_TYPE__ spin_u16;
 typedef __UINT32_TYPE__ spin_u32;
 typedef __UINT64_TYPE__ spin_u64;
+typedef __INT64_TYPE__ spin_s64;
 
 #define SPIN_MAX_INSNS 4096
 
@@ -48,9 +49,19 @@ typedef __UINT64_TYPE__ spin_u64;
 #define SPIN_FORWARD 0 /* default: out of the paired port */
 #define SPIN_REPLY 1   /* back out of the port it arrived on */
 #define SPIN_DISCARD 2 /* freed, counted as a handler drop */
+#define SPIN_CONSUME                                    \
+  3 /* the handler took its bytes (spin_dma_to_region): \
+       the transport keeps it, no drop is counted */
 
 /* A layer offset the classifier did not find. */
 #define SPIN_ABSENT 0xffff
+
+/* ctx->transport: who delivered the message. */
+#define SPIN_PASSTHROUGH 0 /* a frame a match rule sent: one packet */
+#define SPIN_DIAD_STREAM 1
+#define SPIN_DIAD_WRITE 2
+#define SPIN_ROCE_SEND 3
+#define SPIN_ROCE_WRITE 4
 
 /* ctx->flags */
 #define SPIN_IPV4 1
@@ -76,6 +87,16 @@ struct spin_ctx {
   spin_u32 reserved;       /* 0 */
   spin_u64 dropped_bytes;  /* completion: bytes the message dropped */
   spin_u64 param;          /* the install's `arg` parameter (default 0) */
+  /* The message this packet is part of, as its transport knows it
+   * (docs/handlers.md, "The packet"). */
+  spin_u64 message_offset;  /* of the payload's first byte in the message */
+  spin_u64 message_length;  /* the whole message; 0 while unknown (a RoCE
+                               SEND before its last packet) */
+  spin_u64 message_address; /* DiAD write / RoCE WRITE target address of the
+                               payload's first byte; else 0 */
+  spin_u32 message_source;  /* DiAD peer slot, RoCE source QPN; else 0 */
+  spin_u8 transport;        /* SPIN_PASSTHROUGH ... SPIN_ROCE_WRITE */
+  spin_u8 reserved2[3];     /* 0 */
 };
 
 /* Helpers: the eBPF faces of HandlerContext's actions (docs/bpf.md). Sizes
@@ -111,7 +132,21 @@ spin_u64 spin_state_add(struct spin_ctx *ctx, spin_u32 offset, spin_u64 delta);
 spin_u64 spin_region_load(struct spin_ctx *ctx, spin_u64 offset, spin_u32 size);
 spin_u64 spin_region_store(struct spin_ctx *ctx, spin_u64 offset, spin_u32 size,
                            spin_u64 value);
-/* SPIN_FORWARD, SPIN_REPLY or SPIN_DISCARD for the current packet. */
+/* Copies `length` packet bytes at `packet_offset` into the first bound
+ * region at `region_offset` (sPIN's DMA to host memory): 0 when done; both
+ * ranges are checked and the region must be writable, else the invocation
+ * FAILs and nothing is copied. `length` 0 copies nothing and always
+ * succeeds. */
+spin_u64 spin_dma_to_region(struct spin_ctx *ctx, spin_u64 region_offset,
+                            spin_u32 packet_offset, spin_u32 length);
+/* Sends a copy of the current packet, as the program has left it so far,
+ * out of SPIN_EMIT_INGRESS (the port it arrived on) or SPIN_EMIT_PAIRED;
+ * returns 1 when queued, 0 when no buffer was free (counted). */
+#define SPIN_EMIT_INGRESS 0
+#define SPIN_EMIT_PAIRED 1
+spin_u64 spin_emit_packet(struct spin_ctx *ctx, spin_u32 port);
+/* SPIN_FORWARD, SPIN_REPLY, SPIN_DISCARD or SPIN_CONSUME for the current
+ * packet. */
 spin_u64 spin_set_disposition(struct spin_ctx *ctx, spin_u32 disposition);
 /* Raises an event (spinctl events) with `value` as its 8 data bytes;
  * returns 1 when queued, 0 when the event ring was full. */

@@ -257,7 +257,7 @@ TEST_F(BpfDataplaneTest, ContextOverrunIsRefusedAtInstallAndChangesNothing) {
       std::string(id.status().message()),
       HasSubstr(
           "spin/payload, instruction 0: context access at offset 256 outside "
-          "its 56 bytes"));
+          "its 88 bytes"));
   EXPECT_TRUE(dp().Snapshot().ectxs.empty());
   Bytes frame = Frame(0);
   Inject(frame);
