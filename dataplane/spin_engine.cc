@@ -46,6 +46,12 @@ void SpinEngine::Fail(const Ectx& ectx, MessageState& message,
   RaiseEngineEvent(sink_, event, ectx);
 }
 
+void SpinEngine::Fault(const Ectx& ectx, MessageState& message,
+                       EctxCounters& counters) {
+  Fail(ectx, message, kEventHandlerFailed, counters);
+  if (ectx.RecordOverrun()) RaiseEngineEvent(sink_, kEventEctxDisabled, ectx);
+}
+
 void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
                          PacketView& packet, bool first, bool last) {
   EctxCounters& counters = counters_[ectx.id()];
@@ -80,6 +86,9 @@ void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
         case HandlerResult::kFail:
           Fail(ectx, message, kEventHandlerFailed, counters);
           break;
+        case HandlerResult::kFault:
+          Fault(ectx, message, counters);
+          break;
         default:
           Fail(ectx, message, kEventHandlerInvalid, counters);
           break;
@@ -103,6 +112,10 @@ void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
             break;
           case HandlerResult::kFail:
             Fail(ectx, message, kEventHandlerFailed, counters);
+            packet.Drop();
+            break;
+          case HandlerResult::kFault:
+            Fault(ectx, message, counters);
             packet.Drop();
             break;
           default:  // PROCESS_DATA is a header-only code
@@ -140,6 +153,10 @@ void SpinEngine::RunCompletion(const Ectx& ectx, MessageState& message,
                      flow_control_triggered);
   RecordCycles(ectx, rte_rdtsc() - start, counters);
   if (result == HandlerResult::kSuccess) return;
+  if (result == HandlerResult::kFault) {
+    Fault(ectx, message, counters);
+    return;
+  }
   Fail(ectx, message,
        result == HandlerResult::kFail ? kEventHandlerFailed
                                       : kEventHandlerInvalid,

@@ -86,6 +86,8 @@ class SpinEngine {
   void RunCompletion(const Ectx& ectx, MessageState& message,
                      bool flow_control_triggered, EctxCounters& counters);
   void RecordCycles(const Ectx& ectx, uint64_t cycles, EctxCounters& counters);
+  // kFault: Fail, then an overrun (which may disable the ECTX).
+  void Fault(const Ectx& ectx, MessageState& message, EctxCounters& counters);
   void Fail(const Ectx& ectx, MessageState& message, EngineEvent event,
             EctxCounters& counters);
 

@@ -64,6 +64,11 @@ enum class HandlerResult : uint8_t {
   kDrop = 1,
   kSuccess = 2,
   kFail = 3,
+  // The handler broke a rule at run time (an eBPF helper refused an access
+  // outside its buffer): FAIL, and one overrun toward the ECTX's
+  // disable_after_overruns, like a cycle budget overrun. Not for handlers'
+  // own logic: a native handler that finds bad input returns kFail.
+  kFault = 4,
 };
 
 // Type-erased entry points, one table per handler kind (no per-packet virtual

@@ -5,7 +5,7 @@
 // A missing section is a missing function, as for a native kind without it
 // (Stages()): no header means PROCESS_DATA, no payload means the packet goes
 // on, no completion means SUCCESS. A helper's refused access makes the call
-// FAIL.
+// FAIL and counts as an overrun (HandlerResult::kFault).
 #include <rte_config.h>
 
 #include <array>
@@ -247,7 +247,8 @@ class BpfHandler {
     inv.packet = packet;
     inv.fault = false;
     const uint64_t rc = program_->Run(stage, &inv);
-    if (inv.fault) return HandlerResult::kFail;
+    // A refused access: FAIL, and an overrun toward disable_after_overruns.
+    if (inv.fault) return HandlerResult::kFault;
     // Codes past FAIL are the engine's to count as invalid.
     return static_cast<HandlerResult>(rc > 0xff ? 0xff : rc);
   }

@@ -303,6 +303,39 @@ TEST_F(BpfDataplaneTest, StateAndPacketOverrunsFailEachPacketAndAreCounted) {
   for (const Event& e : events) EXPECT_EQ(e.code, kEventHandlerFailed);
 }
 
+// A refused access is a fault: FAIL, and an overrun toward
+// disable_after_overruns. The third disables the ECTX with an event; the
+// frames after it pass through untouched (bypassed).
+TEST_F(BpfDataplaneTest, FaultsCountTowardDisableAfterOverruns) {
+  HandlerConfig config =
+      BpfHandler("state", TestProgram("state_overrun"), 8, kPort);
+  config.cycle_budget = uint64_t{1} << 40;  // never over budget
+  config.disable_after_overruns = 3;
+  ASSERT_TRUE(dp().InstallEctx(config).ok());
+  std::vector<Bytes> sent;
+  for (uint32_t seq : {0, 1, 2, 4, 5}) {  // all to kPort (Matches)
+    sent.push_back(Frame(seq));
+    Inject(sent.back());
+  }
+  PollUntilQuiet();
+  // The first three were dropped; the ECTX was off for the last two.
+  EXPECT_EQ(DrainHost(), std::vector<Bytes>(sent.begin() + 3, sent.end()));
+  StatsSnapshot stats = dp().Snapshot();
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  const EctxStats& e = stats.ectxs[0];
+  EXPECT_TRUE(e.disabled);
+  EXPECT_EQ(e.failed, 3u);
+  EXPECT_EQ(e.bypassed, 2u);
+  EXPECT_EQ(e.over_budget, 0u);
+  std::vector<Event> events;
+  dp().DrainEvents(&events);
+  std::vector<uint32_t> codes;
+  for (const Event& event : events) codes.push_back(event.code);
+  EXPECT_EQ(codes,
+            (std::vector<uint32_t>{kEventHandlerFailed, kEventHandlerFailed,
+                                   kEventHandlerFailed, kEventEctxDisabled}));
+}
+
 }  // namespace
 }  // namespace spinnic
 

@@ -265,7 +265,7 @@ TEST(BpfProgramTest, AccessOutsideStateFailsTheCall) {
   std::vector<uint8_t> frame = Build(FrameSpec{});
   TestPacket packet(frame, ClassifierLayers(frame), /*in_port=*/0);
   EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
-            HandlerResult::kFail);
+            HandlerResult::kFault);
   uint64_t first = 0;
   std::memcpy(&first, ectx.context().State().data(), sizeof first);
   EXPECT_EQ(first, 1u);  // the access before the refused one happened

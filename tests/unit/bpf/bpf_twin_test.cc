@@ -177,7 +177,7 @@ TEST(BpfTwinTest, VectorScatter) {
   TestPacket pc(frame, ClassifierLayers(frame));
   pc.view().SetMessage({.offset = 0, .length = 200});
   EXPECT_EQ(RunPayload(*ebpf, ectx_c.context(), pc.view()),
-            HandlerResult::kFail);
+            HandlerResult::kFault);
 }
 
 }  // namespace
