@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +52,15 @@ class FakeActionSink final : public ActionSink {
     uint32_t code;
     std::vector<uint8_t> data;
   };
+  // A PeerPut with its strings and bytes copied.
+  struct RecordedPut {
+    PeerPut::Kind kind;
+    std::string peer;
+    uint16_t channel;
+    uint32_t key;
+    uint64_t address;
+    std::vector<uint8_t> data;
+  };
 
   bool EmitFrame(std::span<const uint8_t> frame, EmitPort port) override {
     if (fail_emits_) {
@@ -69,24 +79,47 @@ class FakeActionSink final : public ActionSink {
     return true;
   }
 
+  bool PutToPeer(const PeerPut& put) override {
+    puts_.push_back({put.kind,
+                     std::string(put.peer),
+                     put.channel,
+                     put.key,
+                     put.address,
+                     {put.data.begin(), put.data.end()}});
+    return true;
+  }
+  bool GetFromPeer(const PeerGet& get) override {
+    gets_.push_back(get);
+    gets_.back().peer = get_peers_.emplace_back(get.peer);
+    return true;
+  }
+
   // While set, EmitFrame / RaiseEvent return false and record nothing.
   void set_fail_emits(bool fail) { fail_emits_ = fail; }
   void set_fail_events(bool fail) { fail_events_ = fail; }
 
   const std::vector<EmittedFrame>& frames() const { return frames_; }
   const std::vector<RaisedEvent>& events() const { return events_; }
+  const std::vector<RecordedPut>& puts() const { return puts_; }
+  // Each get's `peer` points into this sink.
+  const std::vector<PeerGet>& gets() const { return gets_; }
   uint64_t refused_emits() const { return refused_emits_; }
   uint64_t refused_events() const { return refused_events_; }
 
   void Clear() {
     frames_.clear();
     events_.clear();
+    puts_.clear();
+    gets_.clear();
     refused_emits_ = 0;
     refused_events_ = 0;
   }
 
  private:
   std::vector<EmittedFrame> frames_;
+  std::vector<RecordedPut> puts_;
+  std::vector<PeerGet> gets_;
+  std::deque<std::string> get_peers_;  // stable addresses for gets_[i].peer
   std::vector<RaisedEvent> events_;
   uint64_t refused_emits_ = 0;
   uint64_t refused_events_ = 0;

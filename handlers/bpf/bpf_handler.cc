@@ -113,6 +113,12 @@ class BpfHandler {
        .required = false,
        .default_value = "",
        .help = "path of the ELF object on the appliance, read at install"},
+      {.name = "peer",
+       .type = ParamType::kString,
+       .required = false,
+       .default_value = "",
+       .help = "the DiAD peer (its name) the program's spin_diad_put_* "
+               "and spin_diad_get reach"},
       {.name = "arg",
        .type = ParamType::kUint,
        .required = false,
@@ -144,8 +150,8 @@ class BpfHandler {
     }
     absl::StatusOr<std::unique_ptr<BpfProgram>> program = BpfProgram::Load(elf);
     if (!program.ok()) return program.status();
-    return std::unique_ptr<BpfHandler>(
-        new BpfHandler(*std::move(program), params.GetUint("arg")));
+    return std::unique_ptr<BpfHandler>(new BpfHandler(
+        *std::move(program), params.GetUint("arg"), params.GetString("peer")));
   }
 
   // The engine calls only the functions the program defines (the others
@@ -181,8 +187,9 @@ class BpfHandler {
   }
 
  private:
-  BpfHandler(std::unique_ptr<BpfProgram> program, uint64_t arg)
-      : program_(std::move(program)), arg_(arg) {
+  BpfHandler(std::unique_ptr<BpfProgram> program, uint64_t arg,
+             std::string peer)
+      : program_(std::move(program)), arg_(arg), peer_(std::move(peer)) {
     for (Stage stage : {Stage::kHeader, Stage::kPayload, Stage::kCompletion}) {
       fill_[static_cast<size_t>(stage)] =
           GroupsOf(program_->ContextBytesOf(stage));
@@ -245,6 +252,7 @@ class BpfHandler {
     }
     inv.handler = &ctx;
     inv.packet = packet;
+    inv.peer = peer_;
     inv.fault = false;
     const uint64_t rc = program_->Run(stage, &inv);
     // A refused access: FAIL, and an overrun toward disable_after_overruns.
@@ -255,6 +263,7 @@ class BpfHandler {
 
   std::unique_ptr<BpfProgram> program_;
   uint64_t arg_;
+  std::string peer_;
   std::array<uint8_t, 3> fill_{};  // ContextGroups per Stage
 };
 

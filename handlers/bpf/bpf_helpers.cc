@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 
@@ -205,6 +206,66 @@ uint64_t EmitPacket(uint64_t ctx, uint64_t port, uint64_t, uint64_t, uint64_t) {
              : 0;
 }
 
+// The `length` packet bytes at `offset`, or empty (with the fault set).
+std::span<const uint8_t> PacketBytes(BpfInvocation& inv, uint64_t offset,
+                                     uint64_t length) {
+  if (inv.packet == nullptr) {
+    Fault(inv);
+    return {};
+  }
+  std::span<uint8_t> bytes = inv.packet->Bytes();
+  if (offset > bytes.size() || length > bytes.size() - offset) {
+    Fault(inv);
+    return {};
+  }
+  return bytes.subspan(offset, length);
+}
+
+// Puts on this HPU's own channel: messages from one HPU stay in order.
+uint64_t Put(BpfInvocation& inv, PeerPut::Kind kind, uint64_t key,
+             uint64_t address, uint64_t packet_offset, uint64_t length) {
+  if (inv.peer.empty() || key > UINT32_MAX) return Fault(inv);
+  std::span<const uint8_t> data = PacketBytes(inv, packet_offset, length);
+  if (inv.fault) return 0;
+  PeerPut put;
+  put.kind = kind;
+  put.peer = inv.peer;
+  put.channel = static_cast<uint16_t>(inv.handler->LcoreIndex());
+  put.key = static_cast<uint32_t>(key);
+  put.address = address;
+  put.data = data;
+  return inv.handler->PutToPeer(put) ? 1 : 0;
+}
+
+uint64_t DiadPutStream(uint64_t ctx, uint64_t stream_id, uint64_t packet_offset,
+                       uint64_t length, uint64_t) {
+  return Put(Of(ctx), PeerPut::Kind::kStream, stream_id, 0, packet_offset,
+             length);
+}
+
+uint64_t DiadPutWrite(uint64_t ctx, uint64_t rkey, uint64_t address,
+                      uint64_t packet_offset, uint64_t length) {
+  return Put(Of(ctx), PeerPut::Kind::kWrite, rkey, address, packet_offset,
+             length);
+}
+
+uint64_t DiadGet(uint64_t ctx, uint64_t rkey, uint64_t address, uint64_t length,
+                 uint64_t region_offset) {
+  BpfInvocation& inv = Of(ctx);
+  if (inv.peer.empty() || rkey > UINT32_MAX || length > UINT32_MAX) {
+    return Fault(inv);
+  }
+  PeerGet get;
+  get.peer = inv.peer;
+  get.channel = static_cast<uint16_t>(inv.handler->LcoreIndex());
+  get.rkey = static_cast<uint32_t>(rkey);
+  get.address = address;
+  get.length = static_cast<uint32_t>(length);
+  get.region = 0;
+  get.offset = region_offset;
+  return inv.handler->GetFromPeer(get) ? 1 : 0;
+}
+
 uint64_t SetDisposition(uint64_t ctx, uint64_t disposition, uint64_t, uint64_t,
                         uint64_t) {
   BpfInvocation& inv = Of(ctx);
@@ -282,7 +343,7 @@ rte_bpf_xsym WindowFunc(const char* name,
 }  // namespace
 
 std::span<const rte_bpf_xsym> Helpers() {
-  static const std::array<rte_bpf_xsym, 15> kHelpers = {
+  static const std::array<rte_bpf_xsym, 18> kHelpers = {
       WindowFunc("spin_pkt_ptr", &PktPtr),
       WindowFunc("spin_state_ptr", &StatePtr),
       Func("spin_pkt_load", &PktLoad, 3, true),
@@ -294,6 +355,9 @@ std::span<const rte_bpf_xsym> Helpers() {
       Func("spin_region_store", &RegionStore, 4, true),
       Func("spin_dma_to_region", &DmaToRegion, 4, true),
       Func("spin_emit_packet", &EmitPacket, 2, true),
+      Func("spin_diad_put_stream", &DiadPutStream, 4, true),
+      Func("spin_diad_put_write", &DiadPutWrite, 5, true),
+      Func("spin_diad_get", &DiadGet, 5, true),
       Func("spin_set_disposition", &SetDisposition, 2, true),
       Func("spin_event", &Event, 3, true),
       Func("spin_csum_replace16", &CsumReplace16, 3, false),

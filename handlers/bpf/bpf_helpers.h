@@ -10,6 +10,7 @@
 #include <rte_bpf.h>
 
 #include <span>
+#include <string_view>
 
 #include "absl/strings/string_view.h"
 #include "handlers/api/handler.h"
@@ -23,7 +24,8 @@ namespace spinnic::bpf {
 struct BpfInvocation {
   spin_ctx pub;  // first: the program's context pointer points here
   HandlerContext* handler;
-  PacketView* packet;  // null in the completion handler
+  PacketView* packet;      // null in the completion handler
+  std::string_view peer;  // the install's `peer`: spin_diad_* helpers
   bool fault;
 };
 static_assert(offsetof(BpfInvocation, pub) == 0);

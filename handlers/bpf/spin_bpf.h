@@ -145,6 +145,26 @@ spin_u64 spin_dma_to_region(struct spin_ctx *ctx, spin_u64 region_offset,
 #define SPIN_EMIT_INGRESS 0
 #define SPIN_EMIT_PAIRED 1
 spin_u64 spin_emit_packet(struct spin_ctx *ctx, spin_u32 port);
+/* DiAD from the NIC (sPIN's put and get), to the peer the install names
+ * (parameter `peer`), on this HPU's own channel so that one HPU's messages
+ * arrive in order. Each returns 1 when the transfer started, 0 when it
+ * could not start now (DiAD off, unknown peer, the channel busy, window
+ * full; counted by the transport, try again on a later packet). Packet
+ * ranges are checked; no `peer` parameter makes the invocation FAIL.
+ *   put_stream: `length` packet bytes at `packet_offset` as a stream
+ *     message to `stream_id`;
+ *   put_write: the same bytes written at `address` in the peer's region
+ *     with `rkey`;
+ *   get: `length` bytes at `address` of the peer's region `rkey` into the
+ *     first bound region at `region_offset` (write a flag last to learn of
+ *     completion; failures raise the ECTX's events). */
+spin_u64 spin_diad_put_stream(struct spin_ctx *ctx, spin_u32 stream_id,
+                              spin_u32 packet_offset, spin_u32 length);
+spin_u64 spin_diad_put_write(struct spin_ctx *ctx, spin_u32 rkey,
+                             spin_u64 address, spin_u32 packet_offset,
+                             spin_u32 length);
+spin_u64 spin_diad_get(struct spin_ctx *ctx, spin_u32 rkey, spin_u64 address,
+                       spin_u32 length, spin_u64 region_offset);
 /* SPIN_FORWARD, SPIN_REPLY, SPIN_DISCARD or SPIN_CONSUME for the current
  * packet. */
 spin_u64 spin_set_disposition(struct spin_ctx *ctx, spin_u32 disposition);

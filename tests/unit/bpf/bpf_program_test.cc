@@ -271,6 +271,56 @@ TEST(BpfProgramTest, AccessOutsideStateFailsTheCall) {
   EXPECT_EQ(first, 1u);  // the access before the refused one happened
 }
 
+// spin_diad_put_stream / put_write / get reach the install's `peer` on this
+// HPU's channel with the packet's bytes; a range past the packet, or no
+// peer, faults.
+TEST(BpfProgramTest, DiadPutAndGetReachTheInstallsPeer) {
+  const std::string hex = ProgramHex(TestProgram("diad_ops"));
+  absl::StatusOr<HandlerInstance> handler =
+      CreateHandlerForTest("bpf", {{"program", hex}, {"peer", "b"}});
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  FakeEctx ectx(/*state_size=*/0, /*lcore_index=*/1);
+  FrameSpec spec;
+  spec.payload = Text("abcdefgh");
+  std::vector<uint8_t> frame = Build(spec);
+  TestPacket packet(frame, ClassifierLayers(frame));
+  EXPECT_EQ(RunPayload(*handler, ectx.context(), packet.view()),
+            HandlerResult::kSuccess);
+  const auto& puts = ectx.sink().puts();
+  ASSERT_EQ(puts.size(), 2u);
+  EXPECT_EQ(puts[0].kind, PeerPut::Kind::kStream);
+  EXPECT_EQ(puts[0].peer, "b");
+  EXPECT_EQ(puts[0].channel, 1u);
+  EXPECT_EQ(puts[0].key, 7u);
+  EXPECT_EQ(puts[0].data, Text("abcd"));
+  EXPECT_EQ(puts[1].kind, PeerPut::Kind::kWrite);
+  EXPECT_EQ(puts[1].key, 0x55u);
+  EXPECT_EQ(puts[1].address, 0x1000u);
+  EXPECT_EQ(puts[1].data,
+            std::vector<uint8_t>(frame.begin(), frame.begin() + 14));
+  ASSERT_EQ(ectx.sink().gets().size(), 1u);
+  const PeerGet& get = ectx.sink().gets()[0];
+  EXPECT_EQ(get.peer, "b");
+  EXPECT_EQ(get.channel, 1u);
+  EXPECT_EQ(get.rkey, 0x66u);
+  EXPECT_EQ(get.address, 0x2000u);
+  EXPECT_EQ(get.length, 64u);
+  EXPECT_EQ(get.region, 0u);
+  EXPECT_EQ(get.offset, 8u);
+
+  absl::StatusOr<HandlerInstance> past_end = CreateHandlerForTest(
+      "bpf", {{"program", hex}, {"peer", "b"}, {"arg", "1"}});
+  ASSERT_TRUE(past_end.ok());
+  EXPECT_EQ(RunPayload(*past_end, ectx.context(), packet.view()),
+            HandlerResult::kFault);
+  absl::StatusOr<HandlerInstance> no_peer =
+      CreateHandlerForTest("bpf", {{"program", hex}});
+  ASSERT_TRUE(no_peer.ok());
+  EXPECT_EQ(RunPayload(*no_peer, ectx.context(), packet.view()),
+            HandlerResult::kFault);
+  EXPECT_EQ(ectx.sink().puts().size(), 2u);  // neither sent anything
+}
+
 TEST(BpfProgramTest, InstallErrorsNameTheParameter) {
   absl::StatusOr<HandlerInstance> none = CreateHandlerForTest("bpf", {});
   EXPECT_THAT(std::string(none.status().message()),
