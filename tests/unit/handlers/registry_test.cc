@@ -41,8 +41,8 @@ std::string SampleValue(const ParamSpec& spec) {
 }
 
 TEST(RegistryTest, ListsEveryBuiltInKind) {
-  EXPECT_THAT(KindNames(), IsSupersetOf({"count", "filter", "null", "reflect",
-                                         "xor_payload"}));
+  EXPECT_THAT(KindNames(), IsSupersetOf({"agg", "count", "filter", "null",
+                                         "reflect", "xor_payload"}));
 }
 
 TEST(RegistryTest, NamesAreUniqueAndSorted) {
@@ -62,6 +62,7 @@ TEST(RegistryTest, FindHandlerKindFindsEachByName) {
 }
 
 TEST(RegistryTest, DeclaredMinimumStateSizes) {
+  EXPECT_EQ(FindHandlerKind("agg")->min_state_size, 48u);
   EXPECT_EQ(FindHandlerKind("count")->min_state_size, 16u);
   EXPECT_EQ(FindHandlerKind("filter")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("null")->min_state_size, 0u);
@@ -86,7 +87,7 @@ TEST(RegistryTest, SchemasSayWhatToWrite) {
 }
 
 TEST(RegistryTest, SchemasOfParameterisedKindsAreNonEmpty) {
-  for (absl::string_view name : {"count", "filter", "xor_payload"}) {
+  for (absl::string_view name : {"agg", "count", "filter", "xor_payload"}) {
     EXPECT_FALSE(FindHandlerKind(name)->params.empty()) << name;
   }
   for (absl::string_view name : {"null", "reflect"}) {
@@ -125,7 +126,7 @@ TEST(RegistryTest, EveryKindCreatesWithItsDefaults) {
 
 TEST(RegistryTest, BuiltInKindsArePayloadOnly) {
   for (absl::string_view name :
-       {"count", "filter", "null", "reflect", "xor_payload"}) {
+       {"agg", "count", "filter", "null", "reflect", "xor_payload"}) {
     const HandlerKind* kind = FindHandlerKind(name);
     EXPECT_FALSE(kind->has_header) << name;
     EXPECT_TRUE(kind->has_payload) << name;
