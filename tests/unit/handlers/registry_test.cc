@@ -41,8 +41,8 @@ std::string SampleValue(const ParamSpec& spec) {
 }
 
 TEST(RegistryTest, ListsEveryBuiltInKind) {
-  EXPECT_THAT(KindNames(), IsSupersetOf({"count", "filter", "null", "reflect",
-                                         "xor_payload"}));
+  EXPECT_THAT(KindNames(), IsSupersetOf({"count", "filter", "null", "reduce",
+                                         "reflect", "xor_payload"}));
 }
 
 TEST(RegistryTest, NamesAreUniqueAndSorted) {
