@@ -42,7 +42,7 @@ std::string SampleValue(const ParamSpec& spec) {
 
 TEST(RegistryTest, ListsEveryBuiltInKind) {
   EXPECT_THAT(KindNames(), IsSupersetOf({"agg", "count", "filter", "null",
-                                         "reflect", "xor_payload"}));
+                                         "reduce", "reflect", "xor_payload"}));
 }
 
 TEST(RegistryTest, NamesAreUniqueAndSorted) {
