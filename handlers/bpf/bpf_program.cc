@@ -252,15 +252,18 @@ struct Value {
     kConstant,      // `number`
     kWindow,        // `number` bytes into a window of `size` bytes
     kWindowOrNull,  // a window helper's result not yet compared with 0
+    kDerived,       // computed from an address: never dereferenced, stored
+                    // outside the stack or passed to a helper
   };
   Kind kind = Kind::kUnknown;
   int64_t number = 0;
   uint32_t size = 0;
   bool operator==(const Value&) const = default;
 
+  // Holds, or was computed from, an address.
   bool IsPointer() const {
     return kind == Kind::kContext || kind == Kind::kWindow ||
-           kind == Kind::kWindowOrNull;
+           kind == Kind::kWindowOrNull || kind == Kind::kDerived;
   }
 };
 
@@ -279,6 +282,8 @@ Value Merge(const Value& a, const Value& b) {
     return {maybe_null ? Value::Kind::kWindowOrNull : Value::Kind::kWindow,
             a.number, std::min(a.size, b.size)};
   }
+  // An address on either path may be an address here.
+  if (a.IsPointer() || b.IsPointer()) return {Value::Kind::kDerived, 0, 0};
   return {};
 }
 
@@ -455,10 +460,31 @@ class PointerProof {
   }
 
   static Value Alu(const ebpf_insn& insn, const Value& dst, const Value& src) {
+    const uint8_t op = insn.code & 0xf0;
+    // NEG has no operand; END's source bit picks the byte order, not a
+    // register.
+    constexpr uint8_t kNeg = 0x80, kEnd = 0xd0;
+    const bool unary = op == kNeg || op == kEnd;
+    const Value operand = unary ? Value{}
+                          : (insn.code & kSourceRegister) != 0
+                              ? src
+                              : Constant(insn.imm);
+    const Value result = AluOnKnown(insn, dst, operand);
+    // Arithmetic on an address yields an address's bits: tracked, so that
+    // they reach no memory the user reads and no helper.
+    constexpr uint8_t kMov = 0xb0;
+    const bool reads_dst = op != kMov;
+    if (result.kind == Value::Kind::kUnknown &&
+        (operand.IsPointer() || (reads_dst && dst.IsPointer()))) {
+      return {Value::Kind::kDerived, 0, 0};
+    }
+    return result;
+  }
+
+  static Value AluOnKnown(const ebpf_insn& insn, const Value& dst,
+                          const Value& operand) {
     const bool alu64 = (insn.code & 0x07) == 0x07;
     const uint8_t op = insn.code & 0xf0;
-    const bool from_register = (insn.code & kSourceRegister) != 0;
-    const Value operand = from_register ? src : Constant(insn.imm);
     constexpr uint8_t kAdd = 0x00, kSub = 0x10, kMov = 0xb0;
     if (op == kMov) {
       if (alu64) return operand;
@@ -525,7 +551,8 @@ class PointerProof {
           name_, i,
           absl::StrCat("calls ", x.name, " without the context in r1"));
     }
-    for (uint32_t a = 1; a < x.func.nb_args; ++a) {
+    for (uint32_t a = 0; a < x.func.nb_args; ++a) {
+      if (a == 0 && x.func.args[0].type == RTE_BPF_ARG_PTR) continue;
       if (st.registers[1 + a].IsPointer()) {
         return Refuse(name_, i,
                       absl::StrCat("passes the pointer in r", 1 + a, " to ",

@@ -136,6 +136,16 @@ TEST(BpfProgramTest, MemoryOnlyThroughTheContextOrTheStack) {
   EXPECT_THAT(std::string(RawStatus({LoadDouble(0, 1, 84), Exit()}).message()),
               HasSubstr("context access at offset 84 outside its 88 bytes"));
   ExpectRefused("stack_as_ctx", "calls spin_state_add without the context");
+  // An address through a join: the context on one path, a constant on the
+  // other, then stored into the stack and reloaded... and a load through it
+  // is refused like any unproven pointer.
+  EXPECT_THAT(std::string(RawStatus({Mov64Reg(6, 1),
+                                     {0x15, 0, 0, 1, 0},  // if r0 == 0 +1
+                                     Mov64Imm(6, 8),
+                                     LoadWord(0, 6, 0),
+                                     Exit()})
+                              .message()),
+              HasSubstr("instruction 3: accesses memory through r6"));
 }
 
 // Windows (spin_pkt_ptr, spin_state_ptr): plain loads and stores, each
@@ -148,6 +158,8 @@ TEST(BpfProgramTest, WindowAccessesAreProvenAtLoad) {
   ExpectRefused("window_variable_index",
                 "which holds no pointer the loader can prove");
   ExpectRefused("pointer_leak", "stores the pointer in r");
+  // Bits computed from an address are an address too.
+  ExpectRefused("pointer_arithmetic_leak", "stores the pointer in r");
   EXPECT_TRUE(LoadStatus(TestProgram("windows")).ok())
       << LoadStatus(TestProgram("windows"));
 }
