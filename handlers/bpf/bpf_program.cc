@@ -353,9 +353,15 @@ class PointerProof {
           return s;
         }
         // A whole slot reloads what was spilled there.
-        const bool reload =
-            insn.src_reg == kStackRegister && size == 8 && insn.off % 8 == 0;
-        dst = reload ? st.slots[SlotOf(insn.off)] : Value{};
+        const bool stack = insn.src_reg == kStackRegister;
+        const bool reload = stack && size == 8 && insn.off % 8 == 0;
+        if (reload) {
+          dst = st.slots[SlotOf(insn.off)];
+        } else if (stack && st.slots[SlotOf(insn.off)].IsPointer()) {
+          dst = {Value::Kind::kDerived, 0, 0};  // part of a spilled address
+        } else {
+          dst = Value{};
+        }
         return absl::OkStatus();
       }
       case 0x02:    // ST
@@ -377,9 +383,13 @@ class PointerProof {
                                      "it; store values, not addresses"));
         }
         if (spill) {
+          // Part of an address is an address's bits.
+          const Value partial = cls == 0x03 && src.IsPointer()
+                                    ? Value{Value::Kind::kDerived, 0, 0}
+                                    : Value{};
           for (int32_t b = insn.off; b < insn.off + static_cast<int32_t>(size);
                b += 8 - ((b + kStackBytes) % 8)) {
-            st.slots[SlotOf(b)] = Value{};
+            st.slots[SlotOf(b)] = partial;
           }
           if (cls == 0x03 && !atomic && size == 8 && insn.off % 8 == 0) {
             st.slots[SlotOf(insn.off)] = src;
@@ -594,6 +604,9 @@ absl::Status CheckPointers(absl::string_view name,
   std::vector<std::optional<FlowState>> in(insns.size());
   in[0].emplace();
   in[0]->registers[1].kind = Value::Kind::kContext;
+  // The frame pointer is an address: a copy of it is never dereferenced
+  // (stack accesses go through r10 itself), stored or passed.
+  in[0]->registers[kStackRegister].kind = Value::Kind::kDerived;
   PointerProof proof(name, insns);
   for (size_t i : order) {
     if (!in[i].has_value()) continue;

@@ -136,6 +136,22 @@ TEST(BpfProgramTest, MemoryOnlyThroughTheContextOrTheStack) {
   EXPECT_THAT(std::string(RawStatus({LoadDouble(0, 1, 84), Exit()}).message()),
               HasSubstr("context access at offset 84 outside its 88 bytes"));
   ExpectRefused("stack_as_ctx", "calls spin_state_add without the context");
+  // Half of a spilled context pointer, reloaded and stored into the
+  // context: still an address's bits.
+  EXPECT_THAT(std::string(RawStatus({{0x63, 10, 1, -8, 0},  // *(u32*)(r10-8)=r1
+                                     {0x61, 2, 10, -8, 0},  // r2=*(u32*)(r10-8)
+                                     {0x63, 1, 2, 0, 0},    // *(u32*)(r1+0)=r2
+                                     Mov64Imm(0, 2),
+                                     Exit()})
+                              .message()),
+              HasSubstr("instruction 2: stores the pointer in r2"));
+  // A copy of the frame pointer is an address too.
+  EXPECT_THAT(std::string(RawStatus({Mov64Reg(2, 10),
+                                     {0x7b, 1, 2, 0, 0},  // *(u64*)(r1+0)=r2
+                                     Mov64Imm(0, 2),
+                                     Exit()})
+                              .message()),
+              HasSubstr("instruction 1: stores the pointer in r2"));
   // An address through a join: the context on one path, a constant on the
   // other, then stored into the stack and reloaded... and a load through it
   // is refused like any unproven pointer.
