@@ -77,10 +77,6 @@ struct AggBucket {
 static_assert(sizeof(AggHeader) == 32, "the documented state layout");
 static_assert(sizeof(AggBucket) == 16, "the documented state layout");
 
-void Add(uint64_t& word, uint64_t value) {
-  std::atomic_ref<uint64_t>(word).fetch_add(value, std::memory_order_relaxed);
-}
-
 class AggHandler {
  public:
   static constexpr absl::string_view kName = "agg";
@@ -224,11 +220,11 @@ class AggHandler {
     }
     auto* header = reinterpret_cast<AggHeader*>(state.data());
     const uint32_t length = packet.Length();
-    Add(header->packets, 1);
-    Add(header->bytes, length);
+    AddToCounter(header->packets, 1);
+    AddToCounter(header->bytes, length);
     uint64_t key;
     if (!Key(packet, key)) {
-      Add(header->no_key, 1);
+      AddToCounter(header->no_key, 1);
       return result;
     }
     uint64_t bucket;
@@ -240,13 +236,13 @@ class AggHandler {
     const size_t fitting =
         (state.size() - sizeof(AggHeader)) / sizeof(AggBucket);
     if (bucket >= buckets_ || bucket >= fitting) {
-      Add(header->overflow, 1);
+      AddToCounter(header->overflow, 1);
       return result;
     }
     auto* counters =
         reinterpret_cast<AggBucket*>(state.data() + sizeof(AggHeader)) + bucket;
-    Add(counters->packets, 1);
-    Add(counters->bytes, length);
+    AddToCounter(counters->packets, 1);
+    AddToCounter(counters->bytes, length);
     return result;
   }
 

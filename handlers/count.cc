@@ -19,7 +19,6 @@
 // bucket that does not fit is counted into bucket 0, and nothing at all is
 // counted when not even bucket 0 fits. The handler never writes outside its
 // state.
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -121,10 +120,8 @@ class CountHandler {
     uint32_t bucket = buckets_ == 1 ? 0 : Key(packet) % buckets_;
     if (bucket >= fitting) bucket = 0;
     auto* counters = reinterpret_cast<BucketCounters*>(state.data()) + bucket;
-    std::atomic_ref<uint64_t>(counters->packets)
-        .fetch_add(1, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(counters->bytes)
-        .fetch_add(packet.Length(), std::memory_order_relaxed);
+    AddToCounter(counters->packets, 1);
+    AddToCounter(counters->bytes, packet.Length());
     return HandlerResult::kSuccess;
   }
 

@@ -81,10 +81,6 @@ static_assert(sizeof(ReduceState) == 56, "the documented layout");
 
 enum class ElementType : uint8_t { kInt32, kInt64, kFloat32, kFloat64 };
 
-void Add(uint64_t& word, uint64_t value) {
-  std::atomic_ref<uint64_t>(word).fetch_add(value, std::memory_order_relaxed);
-}
-
 // The little-endian wire element at `src` as its bit pattern.
 template <typename Bits>
 Bits LoadLittleEndian(const uint8_t* src) {
@@ -193,13 +189,13 @@ class ReduceHandler {
   HandlerResult Header(HandlerContext& ctx, PacketView& packet) {
     ReduceState* state = ctx.StateAs<ReduceState>();
     if (Region(ctx) == nullptr) {
-      if (state != nullptr) Add(state->bad_region, 1);
+      if (state != nullptr) AddToCounter(state->bad_region, 1);
       return HandlerResult::kFail;
     }
     // The whole message at once where its length is known: all or nothing.
     const uint64_t length = packet.Message().length;
     if (length != 0 && (length % size_ != 0 || length > bytes_)) {
-      if (state != nullptr) Add(state->bad_packets, 1);
+      if (state != nullptr) AddToCounter(state->bad_packets, 1);
       return HandlerResult::kFail;
     }
     return HandlerResult::kProcessData;
@@ -209,7 +205,7 @@ class ReduceHandler {
     ReduceState* state = ctx.StateAs<ReduceState>();
     uint8_t* region = Region(ctx);
     if (region == nullptr) {
-      if (state != nullptr) Add(state->bad_region, 1);
+      if (state != nullptr) AddToCounter(state->bad_region, 1);
       return HandlerResult::kFail;
     }
     const std::span<const uint8_t> payload = packet.Payload();
@@ -218,7 +214,7 @@ class ReduceHandler {
     // offset <= bytes_ first: then bytes_ - offset cannot wrap.
     if (offset % size_ != 0 || size % size_ != 0 || offset > bytes_ ||
         size > bytes_ - offset) {
-      if (state != nullptr) Add(state->bad_packets, 1);
+      if (state != nullptr) AddToCounter(state->bad_packets, 1);
       return HandlerResult::kFail;
     }
     uint8_t* dst = region + offset;
@@ -237,7 +233,8 @@ class ReduceHandler {
                                       reinterpret_cast<uint64_t*>(dst));
         break;
     }
-    if (state != nullptr && size != 0) Add(state->elements, size / size_);
+    if (state != nullptr && size != 0)
+      AddToCounter(state->elements, size / size_);
     packet.Consume();
     return HandlerResult::kSuccess;
   }
@@ -249,7 +246,7 @@ class ReduceHandler {
     // Every added packet is consumed; a dropped byte means a FAIL (or flow
     // control) left the vector incomplete: not a contribution.
     if (dropped_bytes != 0 || flow_control_triggered) {
-      Add(state->failed, 1);
+      AddToCounter(state->failed, 1);
       return HandlerResult::kSuccess;
     }
     // acq_rel: the completion that ends a round sees every earlier
@@ -258,12 +255,12 @@ class ReduceHandler {
                                .fetch_add(1, std::memory_order_acq_rel) +
                            1;
     if (total % contributors_ != 0) return HandlerResult::kSuccess;
-    Add(state->rounds, 1);
+    AddToCounter(state->rounds, 1);
     const uint64_t round = total / contributors_;
     if (event_ != 0 &&
         !ctx.RaiseEvent(
             event_, {reinterpret_cast<const uint8_t*>(&round), sizeof round})) {
-      Add(state->events_refused, 1);
+      AddToCounter(state->events_refused, 1);
     }
     return HandlerResult::kSuccess;
   }

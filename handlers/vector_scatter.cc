@@ -41,7 +41,6 @@
 // MessageInfo.source, uint32 MessageInfo.transport. Every earlier packet was
 // placed by then: a failed packet fails the rest of its message.
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -71,10 +70,6 @@ struct VectorScatterEvent {
   uint32_t transport;
 };
 static_assert(sizeof(VectorScatterEvent) == 16, "the documented event");
-
-void Add(uint64_t& word, uint64_t value) {
-  std::atomic_ref<uint64_t>(word).fetch_add(value, std::memory_order_relaxed);
-}
 
 class VectorScatterHandler {
  public:
@@ -132,13 +127,13 @@ class VectorScatterHandler {
     VectorScatterState* state = ctx.StateAs<VectorScatterState>();
     const BoundRegion* region = Region(ctx);
     if (region == nullptr) {
-      if (state != nullptr) Add(state->not_writable, 1);
+      if (state != nullptr) AddToCounter(state->not_writable, 1);
       return HandlerResult::kFail;
     }
     // The whole message at once where its length is known: all or nothing.
     const uint64_t length = packet.Message().length;
     if (length != 0 && !Fits(length - 1, region->bytes.size())) {
-      if (state != nullptr) Add(state->out_of_range, 1);
+      if (state != nullptr) AddToCounter(state->out_of_range, 1);
       return HandlerResult::kFail;
     }
     return HandlerResult::kProcessData;
@@ -148,7 +143,7 @@ class VectorScatterHandler {
     VectorScatterState* state = ctx.StateAs<VectorScatterState>();
     const BoundRegion* region = Region(ctx);
     if (region == nullptr) {
-      if (state != nullptr) Add(state->not_writable, 1);
+      if (state != nullptr) AddToCounter(state->not_writable, 1);
       return HandlerResult::kFail;
     }
     const std::span<const uint8_t> payload = packet.Payload();
@@ -160,11 +155,11 @@ class VectorScatterHandler {
       uint64_t last;
       if (__builtin_add_overflow(offset, size - 1, &last) ||
           !Fits(last, region->bytes.size())) {
-        if (state != nullptr) Add(state->out_of_range, 1);
+        if (state != nullptr) AddToCounter(state->out_of_range, 1);
         return HandlerResult::kFail;
       }
       Scatter(payload, offset, region->bytes.data());
-      if (state != nullptr) Add(state->bytes, size);
+      if (state != nullptr) AddToCounter(state->bytes, size);
     }
     packet.Consume();
     if (event_ != 0 && message.length != 0 && offset + size == message.length) {
@@ -175,7 +170,7 @@ class VectorScatterHandler {
       if (!ctx.RaiseEvent(event_, {reinterpret_cast<const uint8_t*>(&event),
                                    sizeof event}) &&
           state != nullptr) {
-        Add(state->events_refused, 1);
+        AddToCounter(state->events_refused, 1);
       }
     }
     return HandlerResult::kSuccess;
@@ -188,9 +183,9 @@ class VectorScatterHandler {
     // Every placed packet is consumed; a dropped byte means a FAIL (or
     // flow control) left the message incomplete.
     if (dropped_bytes == 0 && !flow_control_triggered) {
-      Add(state->messages, 1);
+      AddToCounter(state->messages, 1);
     } else {
-      Add(state->failed, 1);
+      AddToCounter(state->failed, 1);
     }
     return HandlerResult::kSuccess;
   }

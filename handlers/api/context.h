@@ -5,6 +5,7 @@
 #ifndef SPINNIC_HANDLERS_API_CONTEXT_H_
 #define SPINNIC_HANDLERS_API_CONTEXT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -86,6 +87,12 @@ struct BoundRegion {
   bool readable = true;
   bool writable = true;
 };
+
+// Adds `value` to a state counter that every HPU running the ECTX shares.
+// Relaxed: a counter publishes nothing else.
+inline void AddToCounter(uint64_t& word, uint64_t value) {
+  std::atomic_ref<uint64_t>(word).fetch_add(value, std::memory_order_relaxed);
+}
 
 class HandlerContext {
  public:
