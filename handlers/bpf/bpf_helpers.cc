@@ -20,8 +20,13 @@ bool ValidSize(uint64_t size) {
 }
 
 // `size` bytes at `offset` lie inside a buffer of `length` bytes.
+bool Fits(uint64_t offset, uint64_t size, uint64_t length) {
+  return offset <= length && size <= length - offset;
+}
+
+// The same, for a load or store of 1, 2, 4 or 8 bytes.
 bool Inside(uint64_t offset, uint64_t size, uint64_t length) {
-  return ValidSize(size) && offset <= length && size <= length - offset;
+  return ValidSize(size) && Fits(offset, size, length);
 }
 
 uint64_t Fault(BpfInvocation& inv) {
@@ -136,7 +141,7 @@ uint64_t StateAdd(uint64_t ctx, uint64_t offset, uint64_t delta, uint64_t,
 // A window: `length` bytes at `offset` of `bytes`, or 0. The loader proved
 // the program touches no byte past `length`.
 uint64_t Window(std::span<uint8_t> bytes, uint64_t offset, uint64_t length) {
-  if (offset > bytes.size() || length > bytes.size() - offset) return 0;
+  if (!Fits(offset, length, bytes.size())) return 0;
   return reinterpret_cast<uintptr_t>(bytes.data() + offset);
 }
 
@@ -187,8 +192,8 @@ uint64_t DmaToRegion(uint64_t ctx, uint64_t region_offset,
   if (inv.packet == nullptr) return Fault(inv);
   std::span<uint8_t> bytes = inv.packet->Bytes();
   std::span<uint8_t> region = Region(inv, /*write=*/true);
-  if (packet_offset > bytes.size() || length > bytes.size() - packet_offset ||
-      region_offset > region.size() || length > region.size() - region_offset) {
+  if (!Fits(packet_offset, length, bytes.size()) ||
+      !Fits(region_offset, length, region.size())) {
     return Fault(inv);
   }
   std::memcpy(region.data() + region_offset, bytes.data() + packet_offset,
@@ -214,7 +219,7 @@ std::span<const uint8_t> PacketBytes(BpfInvocation& inv, uint64_t offset,
     return {};
   }
   std::span<uint8_t> bytes = inv.packet->Bytes();
-  if (offset > bytes.size() || length > bytes.size() - offset) {
+  if (!Fits(offset, length, bytes.size())) {
     Fault(inv);
     return {};
   }
