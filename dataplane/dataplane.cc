@@ -462,6 +462,18 @@ absl::StatusOr<uint32_t> Dataplane::InstallEctx(const HandlerConfig& config,
   absl::StatusOr<std::unique_ptr<Ectx>> ectx =
       Ectx::Create(id, config, std::move(regions));
   if (!ectx.ok()) return ectx.status();
+  for (const std::string& peer : (*ectx)->instance().Peers()) {
+    if (std::none_of(transport_list_.begin(), transport_list_.end(),
+                     [&](const TransportModule* module) {
+                       return module->HasPeer(peer);
+                     })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "handler '", config.name, "': its parameters name peer '", peer,
+          "', which is not a DiAD peer of this appliance; add it first "
+          "(spinctl peer-add, or diad.peers in the config) or correct the "
+          "name"));
+    }
+  }
 
   // No HPU writes this id's counters until the publish below (a previous
   // holder of the id is gone since its removal synchronised), so the sums

@@ -171,6 +171,9 @@ class TransportModule {
   virtual absl::Status CheckBinding(const HandlerConfig& /*handler*/) const {
     return absl::OkStatus();
   }
+  // Whether `name` is one of its peers (DiAD): a handler whose parameters
+  // name a peer (bcast's tree) installs only when some transport knows it.
+  virtual bool HasPeer(std::string_view /*name*/) const { return false; }
   // What a binding of one of its kinds takes, for messages: "stream 7".
   virtual std::string DescribeBinding(const MessageBinding& binding) const {
     return absl::StrCat("messages of kind ", binding.kind, " key ",

@@ -329,7 +329,8 @@ class DiadEngine final : public TransportEngine {
   // window.
   bool HandlerCanStart(const Channel& ch, uint32_t packets,
                        uint64_t bytes) const;
-  Channel* HandlerChannel(std::string_view peer_name, uint16_t channel);
+  Channel* HandlerChannel(std::string_view peer_name, uint32_t source,
+                          uint16_t channel);
   void TakeCommands();
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);

@@ -96,10 +96,14 @@ void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
 // ---------------------------------------------------------------- handlers
 
 DiadEngine::Channel* DiadEngine::HandlerChannel(std::string_view peer_name,
+                                                uint32_t source,
                                                 uint16_t channel) {
   const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
-  const Peer* peer =
-      peers->FindByName(absl::string_view(peer_name.data(), peer_name.size()));
+  // No name: the sender of the message being handled, by its slot.
+  const Peer* peer = peer_name.empty()
+                         ? peers->FindBySlot(source)
+                         : peers->FindByName(absl::string_view(
+                               peer_name.data(), peer_name.size()));
   if (peer == nullptr) return nullptr;
   const uint32_t hpus = std::max<uint32_t>(shared_.hpu_count, 1);
   // Only channels this HPU serves: another HPU's state is not ours to
@@ -121,7 +125,7 @@ bool DiadEngine::HandlerCanStart(const Channel& ch, uint32_t packets,
 }
 
 bool DiadEngine::HandlerPut(const PeerPut& put, uint32_t ectx_id) {
-  Channel* ch = HandlerChannel(put.peer, put.channel);
+  Channel* ch = HandlerChannel(put.peer, put.source, put.channel);
   const uint32_t max_payload = config_.max_payload();
   const uint32_t length = static_cast<uint32_t>(
       std::min<size_t>(put.data.size(), config_.max_message_bytes + 1ull));
@@ -166,7 +170,7 @@ bool DiadEngine::HandlerPut(const PeerPut& put, uint32_t ectx_id) {
 }
 
 bool DiadEngine::HandlerGet(const PeerGet& get, uint32_t ectx_id) {
-  Channel* ch = HandlerChannel(get.peer, get.channel);
+  Channel* ch = HandlerChannel(get.peer, get.source, get.channel);
   if (ch == nullptr || get.length == 0 ||
       get.length > config_.max_message_bytes || !HandlerCanStart(*ch, 1, 0)) {
     counters_.handler_refused.Add();

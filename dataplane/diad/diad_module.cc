@@ -319,6 +319,13 @@ absl::Status DiadModule::RemovePeer(absl::string_view name) {
   return absl::OkStatus();
 }
 
+bool DiadModule::HasPeer(std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  return current_peers_ != nullptr &&
+         current_peers_->FindByName(
+             absl::string_view(name.data(), name.size())) != nullptr;
+}
+
 std::vector<PeerInfo> DiadModule::ListPeers() const {
   absl::MutexLock lock(&mu_);
   std::vector<PeerInfo> list;

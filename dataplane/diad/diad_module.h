@@ -97,6 +97,7 @@ class DiadModule final : public TransportModule {
   // Pending operations to the peer fail (ABORTED); NOT_FOUND if unknown.
   absl::Status RemovePeer(absl::string_view name);
   std::vector<PeerInfo> ListPeers() const;
+  bool HasPeer(std::string_view name) const override;
   // The configuration in effect (the MAC read from the port if unset).
   const DiadConfig& config() const { return config_; }
 

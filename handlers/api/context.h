@@ -26,7 +26,10 @@ enum class EmitPort : uint8_t {
 struct PeerPut {
   enum class Kind : uint8_t { kStream, kWrite };
   Kind kind = Kind::kStream;
-  std::string_view peer;  // the peer's name
+  // The peer's name; empty: the peer in slot `source` instead, i.e. the
+  // sender of a DiAD message (its MessageInfo.source), to answer it.
+  std::string_view peer;
+  uint32_t source = 0;
   // Messages on one channel arrive in order. The channel must be one this
   // HPU serves (channel % workers == LcoreIndex()); any other goes out on
   // this HPU's first channel instead.
@@ -42,7 +45,8 @@ struct PeerPut {
 // `offset`. The handler learns of completion from the region's contents
 // (write a flag last) or the ECTX's events on failure.
 struct PeerGet {
-  std::string_view peer;
+  std::string_view peer;  // empty: the peer in slot `source` (see PeerPut)
+  uint32_t source = 0;
   uint16_t channel = 0;
   uint32_t rkey = 0;
   uint64_t address = 0;

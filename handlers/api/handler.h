@@ -34,6 +34,9 @@
 //     // bpf kind: JIT-compiled or interpreted, instructions per section).
 //     // Control path only; never called on an HPU.
 //     std::string Describe() const;
+//     // Optional: the DiAD peers its parameters name (bcast's tree); the
+//     // install refuses a name that is not a peer. Control path only.
+//     std::vector<std::string> Peers() const;
 //   };
 //   SPINNIC_HANDLER(MyHandler);
 //
@@ -50,6 +53,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -83,6 +87,9 @@ struct HandlerOps {
   // How the instance runs (T::Describe); null when the kind has none.
   // Control path only.
   std::string (*describe)(const void* self);
+  // The DiAD peers its parameters name (T::Peers); null when the kind
+  // names none. Control path only: the install refuses unknown ones.
+  std::vector<std::string> (*peers)(const void* self);
 };
 
 // An installed handler object with its entry points. Move-only owner.
@@ -114,6 +121,12 @@ class HandlerInstance {
   std::string Describe() const {
     if (self_ == nullptr || ops_->describe == nullptr) return {};
     return ops_->describe(self_);
+  }
+  // The DiAD peers the instance will put to by name (T::Peers), empty when
+  // its kind names none. Control path only.
+  std::vector<std::string> Peers() const {
+    if (self_ == nullptr || ops_->peers == nullptr) return {};
+    return ops_->peers(self_);
   }
 
  private:
@@ -169,6 +182,10 @@ template <typename T>
 std::string CallDescribe(const void* self) {
   return static_cast<const T*>(self)->Describe();
 }
+template <typename T>
+std::vector<std::string> CallPeers(const void* self) {
+  return static_cast<const T*>(self)->Peers();
+}
 
 template <typename T>
 concept HasHeader = requires(T t, HandlerContext& c, PacketView& p) {
@@ -197,10 +214,15 @@ concept HasDescribe = requires(const T& t) {
   { t.Describe() } -> std::convertible_to<std::string>;
 };
 
+template <typename T>
+concept HasPeers = requires(const T& t) {
+  { t.Peers() } -> std::convertible_to<std::vector<std::string>>;
+};
+
 template <typename T,
           uint8_t kStages = kHeaderStage | kPayloadStage | kCompletionStage>
 constexpr HandlerOps MakeOps() {
-  HandlerOps ops{nullptr, nullptr, nullptr, &Destroy<T>, nullptr};
+  HandlerOps ops{nullptr, nullptr, nullptr, &Destroy<T>, nullptr, nullptr};
   if constexpr (HasHeader<T> && (kStages & kHeaderStage) != 0) {
     ops.header = &CallHeader<T>;
   }
@@ -211,6 +233,7 @@ constexpr HandlerOps MakeOps() {
     ops.completion = &CallCompletion<T>;
   }
   if constexpr (HasDescribe<T>) ops.describe = &CallDescribe<T>;
+  if constexpr (HasPeers<T>) ops.peers = &CallPeers<T>;
   return ops;
 }
 

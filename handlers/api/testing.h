@@ -56,6 +56,7 @@ class FakeActionSink final : public ActionSink {
   struct RecordedPut {
     PeerPut::Kind kind;
     std::string peer;
+    uint32_t source;  // meaningful when peer is empty
     uint16_t channel;
     uint32_t key;
     uint64_t address;
@@ -80,8 +81,13 @@ class FakeActionSink final : public ActionSink {
   }
 
   bool PutToPeer(const PeerPut& put) override {
+    if (fail_puts_) {
+      ++refused_puts_;
+      return false;
+    }
     puts_.push_back({put.kind,
                      std::string(put.peer),
+                     put.source,
                      put.channel,
                      put.key,
                      put.address,
@@ -97,6 +103,9 @@ class FakeActionSink final : public ActionSink {
   // While set, EmitFrame / RaiseEvent return false and record nothing.
   void set_fail_emits(bool fail) { fail_emits_ = fail; }
   void set_fail_events(bool fail) { fail_events_ = fail; }
+  // While set, PutToPeer returns false and records nothing (a busy channel).
+  void set_fail_puts(bool fail) { fail_puts_ = fail; }
+  uint64_t refused_puts() const { return refused_puts_; }
 
   const std::vector<EmittedFrame>& frames() const { return frames_; }
   const std::vector<RaisedEvent>& events() const { return events_; }
@@ -113,6 +122,7 @@ class FakeActionSink final : public ActionSink {
     gets_.clear();
     refused_emits_ = 0;
     refused_events_ = 0;
+    refused_puts_ = 0;
   }
 
  private:
@@ -123,8 +133,10 @@ class FakeActionSink final : public ActionSink {
   std::vector<RaisedEvent> events_;
   uint64_t refused_emits_ = 0;
   uint64_t refused_events_ = 0;
+  uint64_t refused_puts_ = 0;
   bool fail_emits_ = false;
   bool fail_events_ = false;
+  bool fail_puts_ = false;
 };
 
 // Layer offsets of a well-formed test frame: Ethernet, up to two VLAN tags,
