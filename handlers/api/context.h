@@ -90,6 +90,10 @@ struct BoundRegion {
   std::span<uint8_t> bytes;
   bool readable = true;
   bool writable = true;
+  // The address of bytes[0] as the network sees it (RegisterRegion's
+  // base_address): a DiAD write's or RoCE WRITE's MessageInfo.address minus
+  // this is the offset in the region.
+  uint64_t base_address = 0;
 };
 
 // Adds `value` to a state counter that every HPU running the ECTX shares.

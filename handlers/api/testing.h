@@ -271,8 +271,8 @@ class FakeEctx {
 
   // Binds a region; the caller keeps `bytes` alive.
   void AddRegion(uint64_t id, std::span<uint8_t> bytes, bool readable = true,
-                 bool writable = true) {
-    regions_.push_back({id, bytes, readable, writable});
+                 bool writable = true, uint64_t base_address = 0) {
+    regions_.push_back({id, bytes, readable, writable, base_address});
     context_ = MakeContext();
   }
   // Makes the next invocations look as if they ran on another HPU.

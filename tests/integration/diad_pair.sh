@@ -90,52 +90,12 @@ for spec in 8:30000 100:30000 1000:25000 1405:8000 4000:5000 10000:2000; do
 done
 
 PFX=spn-it-diad-$$
-A_PID='' B_PID='' IMPAIR_PID='' GEN_PID='' STREAM_PID=''
-SOCK_A=$TMP/ctl-a.sock
-SOCK_B=$TMP/ctl-b.sock
-
-# --- processes and cleanup -------------------------------------------------------
-alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; }
-
-# stop_pid PID SIGNAL [SECONDS]: signal, wait bounded, then SIGKILL; the exit
-# status in $STOP_RC (124 when it had to be killed).
-stop_pid() {
-  local pid=$1 sig=$2 limit=${3:-20} i
-  STOP_RC=
-  [[ -n $pid ]] || return 0
-  if alive "$pid"; then
-    kill -s "$sig" "$pid" 2>/dev/null
-    kill -CONT "$pid" 2>/dev/null  # a frozen one (part c) must see it
-    for ((i = 0; i < limit * 10; i++)); do alive "$pid" || break; sleep 0.1; done
-    if alive "$pid"; then
-      kill -KILL "$pid" 2>/dev/null
-      wait "$pid" 2>/dev/null
-      STOP_RC=124
-      return 0
-    fi
-  fi
-  wait "$pid" 2>/dev/null
-  STOP_RC=$?
-}
-
-pair_cleanup() {
-  local p
+GEN_PID='' STREAM_PID=''
+source "$IT_DIR/pair_lib.sh"
+pair_stop_extras() {
   stop_pid "$STREAM_PID" TERM 5
   stop_pid "$GEN_PID" INT 10
-  stop_pid "$A_PID" TERM 20
-  stop_pid "$B_PID" TERM 20
-  stop_pid "$IMPAIR_PID" TERM 10
-  for p in a b impair gen; do
-    rm -rf "/var/run/dpdk/$PFX-$p" 2>/dev/null
-  done
 }
-pair_exit() {
-  local rc=$?
-  pair_cleanup
-  (exit "$rc")
-  it_cleanup
-}
-trap pair_exit EXIT
 
 # appliance_config X: deploy/configs/diad-X.textproto with this run's socket
 # directory and file prefix.
@@ -145,37 +105,14 @@ appliance_config() {
     "$REPO/deploy/configs/diad-$x.textproto" >"$TMP/diad-$x.textproto"
   grep -q "$PFX-$x" "$TMP/diad-$x.textproto" || die "could not rewrite diad-$x.textproto"
 }
-
-# start_appliance X: spinnicd X in the background; pid in A_PID / B_PID.
 start_appliance() {
-  local x=$1 sock pid
-  sock=$TMP/ctl-$x.sock
-  rm -f "$sock"
-  "$SPINNICD" --config "$TMP/diad-$x.textproto" --control_socket "$sock" \
-    --stats_json "$TMP/$x.json" --duration_s 900 --control_max_message_bytes $((64 << 20)) \
-    >>"$TMP/spinnicd-$x.out" 2>>"$TMP/spinnicd-$x.err" </dev/null &
-  pid=$!
-  if [[ $x == a ]]; then A_PID=$pid; else B_PID=$pid; fi
-  log "spinnicd $x started (pid $pid)"
+  pair_start_appliance "$1" "$TMP/diad-$1.textproto" "$TMP/$1.json" 900 $((64 << 20))
 }
-
-# wait_health X: until spinnicd X answers, at most 60 s.
-wait_health() {
-  local x=$1 pid i
-  for ((i = 0; i < 600; i++)); do
-    if [[ $x == a ]]; then pid=$A_PID; else pid=$B_PID; fi
-    alive "$pid" || die "spinnicd $x exited at start: $(tail -c 1500 "$TMP/spinnicd-$x.err")"
-    "$SPINCTL" --socket "$TMP/ctl-$x.sock" --timeout_ms 2000 health >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  die "spinnicd $x did not answer within 60 s"
-}
+wait_health() { pair_wait_health "$1"; }
 
 # scA/scB ARGS...: spinctl against A or B (output in $TMP/cmd.out/.err, $RC).
 scA() { SOCK=$SOCK_A sc "$@"; }
 scB() { SOCK=$SOCK_B sc "$@"; }
-# jq-like: EXPR over $TMP/cmd.out's JSON (bound to d), printed.
-json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$TMP/cmd.out"; }
 # diad X NAME: A's or B's DiAD counter NAME now (its own files: the stream
 # batches call it in the background).
 diad() {
@@ -192,17 +129,7 @@ snapshot() {
 # --- start -----------------------------------------------------------------------------
 appliance_config a
 appliance_config b
-"$IMPAIR" \
-  --port_a "net_memif0,role=server,socket=$TMP/wire-a.sock,socket-abstract=no" \
-  --port_b "net_memif1,role=server,socket=$TMP/wire-b.sock,socket-abstract=no" \
-  --seed "$SEED" --loss 0.05 --reorder 0.02 --duplicate 0.01 --corrupt 0.005 \
-  --stats_json "$TMP/impair.json" --duration_s 900 \
-  -- -l 1 --no-huge -m 256 --no-pci --file-prefix "$PFX-impair" \
-  >"$TMP/impair.out" 2>"$TMP/impair.err" </dev/null &
-IMPAIR_PID=$!
-log "spinnic-impair started (pid $IMPAIR_PID), seed $SEED"
-{ wait_file "$TMP/wire-a.sock" 30 && wait_file "$TMP/wire-b.sock" 30; } ||
-  die "spinnic-impair did not create its sockets: $(tail -c 1500 "$TMP/impair.err")"
+pair_start_impair --seed "$SEED" --loss 0.05 --reorder 0.02 --duplicate 0.01 --corrupt 0.005
 start_appliance a
 start_appliance b
 wait_health a
@@ -213,14 +140,7 @@ DOWN_AFTER_US=$(json 'd["diad"]["down_after_us"]')
 check "A: DiAD on, peer b configured, down_after known" eval \
   '[[ $RC -eq 0 && -n $DOWN_AFTER_US && $DOWN_AFTER_US -gt 0 ]]'
 # Links: both wire0 up (memif connected to the impair stage).
-for i in $(seq 100); do
-  scA info --json
-  a_up=$(json 'd["ports"][0].get("link_up", False)' 2>/dev/null)
-  scB info --json
-  b_up=$(json 'd["ports"][0].get("link_up", False)' 2>/dev/null)
-  [[ $a_up == True && $b_up == True ]] && break
-  sleep 0.1
-done
+pair_links_up
 check "both wire0 links are up" eval '[[ $a_up == True && $b_up == True ]]'
 
 # --- a. remote write, remote read ----------------------------------------------------------

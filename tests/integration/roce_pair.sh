@@ -104,54 +104,9 @@ BUDGET_S=${ROCE_PAIR_BUDGET_S:-270}  # the whole run (meson's timeout is 300 s)
 IP_A=192.0.2.1 IP_B=192.0.2.2
 MAC_A=02:00:00:00:00:0a MAC_B=02:00:00:00:00:0b
 PFX=spn-it-roce-$$
-A_PID='' B_PID='' IMPAIR_PID='' EVENTS_PID=''
-SOCK_A=$TMP/ctl-a.sock
-SOCK_B=$TMP/ctl-b.sock
-
-# --- processes and cleanup -------------------------------------------------------
-alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; }
-
-# stop_pid PID SIGNAL [SECONDS]: signal, wait bounded, then SIGKILL; the exit
-# status in $STOP_RC (124 when it had to be killed).
-stop_pid() {
-  local pid=$1 sig=$2 limit=${3:-20} i
-  STOP_RC=
-  [[ -n $pid ]] || return 0
-  if alive "$pid"; then
-    kill -s "$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < limit * 10; i++)); do alive "$pid" || break; sleep 0.1; done
-    if alive "$pid"; then
-      kill -KILL "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-      STOP_RC=124
-      return 0
-    fi
-  fi
-  STOP_RC=0
-  wait "$pid" 2>/dev/null || STOP_RC=$?
-}
-
-# Order: the event stream, the appliances, then the impair stage (a memif
-# peer going away under traffic can crash the side still running; by now
-# nothing moves).
-pair_cleanup() {
-  local p
-  stop_pid "$EVENTS_PID" TERM 5
-  stop_pid "$A_PID" TERM 20
-  stop_pid "$B_PID" TERM 20
-  stop_pid "$IMPAIR_PID" TERM 10
-  for p in a b impair; do
-    rm -rf "/var/run/dpdk/$PFX-$p" 2>/dev/null || true
-  done
-}
-pair_exit() {
-  local rc=$?
-  set +e
-  pair_cleanup
-  (exit "$rc")
-  it_cleanup
-}
-trap pair_exit EXIT
+EVENTS_PID=''
+source "$IT_DIR/pair_lib.sh"
+pair_stop_extras() { stop_pid "$EVENTS_PID" TERM 5; }
 
 # lib.sh's helpers were written without -e: a failed check must be counted,
 # not end the script, so checks run their commands in a condition.
@@ -183,37 +138,15 @@ runtime { stats_interval_ms: 0 }
 EOF
 }
 
-# start_appliance X: spinnicd X in the background; pid in A_PID / B_PID.
-# --duration_s bounds its life even if this script is SIGKILLed.
 start_appliance() {
-  local x=$1 pid
-  rm -f "$TMP/ctl-$x.sock"
-  "$SPINNICD" --config "$TMP/roce-$x.textproto" --control_socket "$TMP/ctl-$x.sock" \
-    --stats_json "$TMP/$x-final.json" --duration_s 600 --control_max_message_bytes $((16 * MiB)) \
-    >"$TMP/spinnicd-$x.out" 2>"$TMP/spinnicd-$x.err" </dev/null &
-  pid=$!
-  if [[ $x == a ]]; then A_PID=$pid; else B_PID=$pid; fi
-  log "spinnicd $x started (pid $pid)"
+  pair_start_appliance "$1" "$TMP/roce-$1.textproto" "$TMP/$1-final.json" 600 $((16 * MiB))
 }
-
-# wait_health X: until spinnicd X answers, at most 60 s.
-wait_health() {
-  local x=$1 pid i
-  for ((i = 0; i < 600; i++)); do
-    if [[ $x == a ]]; then pid=$A_PID; else pid=$B_PID; fi
-    alive "$pid" || die "spinnicd $x exited at start: $(tail -c 1500 "$TMP/spinnicd-$x.err")"
-    "$SPINCTL" --socket "$TMP/ctl-$x.sock" --timeout_ms 2000 health >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  die "spinnicd $x did not answer within 60 s"
-}
+wait_health() { pair_wait_health "$1"; }
 
 # scA/scB ARGS...: spinctl --json against A or B (output in $TMP/cmd.out/.err,
 # exit status in $RC); never fatal.
 scA() { SOCK=$SOCK_A sc --json "$@" || true; }
 scB() { SOCK=$SOCK_B sc --json "$@" || true; }
-# json EXPR: EXPR over $TMP/cmd.out's JSON (bound to d), printed.
-json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$TMP/cmd.out"; }
 # field NAME: the number NAME in $TMP/cmd.out's JSON (the first one; 64-bit
 # numbers are strings in protobuf JSON), empty when absent. Bash only: a
 # Python start costs up to a second here under load.
@@ -361,32 +294,15 @@ generated() {
 T0=$SECONDS
 write_config a "$IP_A" "$MAC_A"
 write_config b "$IP_B" "$MAC_B"
-"$IMPAIR" \
-  --port_a "net_memif0,role=server,socket=$TMP/wire-a.sock,socket-abstract=no" \
-  --port_b "net_memif1,role=server,socket=$TMP/wire-b.sock,socket-abstract=no" \
-  --seed "$SEED" --loss "$LOSS" --reorder "$REORDER" --reorder_depth "$REORDER_DEPTH" \
-  --duplicate "$DUPLICATE" --corrupt "$CORRUPT" \
-  --stats_json "$TMP/impair.json" --stats_interval_s 1 --duration_s 600 \
-  -- -l 1 --no-huge -m 256 --no-pci --file-prefix "$PFX-impair" \
-  >"$TMP/impair.out" 2>"$TMP/impair.err" </dev/null &
-IMPAIR_PID=$!
-log "spinnic-impair started (pid $IMPAIR_PID): seed $SEED, loss $LOSS, reorder $REORDER" \
-  "depth $REORDER_DEPTH, duplicate $DUPLICATE, corrupt $CORRUPT (each direction)"
-{ wait_file "$TMP/wire-a.sock" 30 && wait_file "$TMP/wire-b.sock" 30; } ||
-  die "spinnic-impair did not create its sockets: $(tail -c 1500 "$TMP/impair.err")"
+pair_start_impair --seed "$SEED" --loss "$LOSS" --reorder "$REORDER" --reorder_depth "$REORDER_DEPTH" \
+  --duplicate "$DUPLICATE" --corrupt "$CORRUPT" --stats_interval_s 1
 start_appliance a
 start_appliance b
 wait_health a
 wait_health b
 # Both wire0 links up (memif connected to the impair stage), at most 20 s.
-links_up() {
-  scA info
-  [[ $(json 'd["ports"][0].get("link_up", False)' 2>/dev/null) == True ]] || return 1
-  scB info
-  [[ $(json 'd["ports"][0].get("link_up", False)' 2>/dev/null) == True ]]
-}
-for ((i = 0; i < 200; i++)); do links_up && break; sleep 0.1; done
-check "both wire0 links are up" links_up
+pair_links_up || true
+check "both wire0 links are up" eval '[[ $a_up == True && $b_up == True ]]'
 scB info
 check "B: RoCE on, path MTU $PATH_MTU" eval \
   '[[ $(json "d[\"roce\"][\"enabled\"]") == True && $(json "int(d[\"roce\"][\"path_mtu\"])") -eq $PATH_MTU ]]'
