@@ -482,63 +482,97 @@ TEST(KvsParamsTest, BadParametersSayWhatToWrite) {
   ExpectBadParamsSayWhatToFix("kvs", cases);
 }
 
-// Several HPUs at once on a shared region: every value read back is one
-// that was written whole (its bytes all equal and its length the one that
-// byte implies), never a mix of two writes.
+// Several HPUs at once on a shared region: writers put whole values of
+// one repeated byte to a shared key and to their own keys while readers
+// GET the shared key; every value read back is one that was written whole
+// (its bytes all equal, its length the one that byte implies), never a mix
+// of two writes, and each key ends up in exactly one slot.
 TEST_F(KvsTest, ConcurrentHpusNeverSeeTornValues) {
-  Install(16, 256, 64);
-  constexpr int kThreads = 4;
-  constexpr int kRounds = 3000;
+  Install(16, 1024, 64);
+  constexpr int kWriters = 2;
+  constexpr int kReaders = 2;
+  constexpr int kRounds = 20000;
+  constexpr int kFills = 8;
+  auto value_for = [](int fill) {
+    return std::string(64 + 128 * fill, static_cast<char>('A' + fill));
+  };
+  // Packets built once and run again and again (a stream request is only
+  // read, never rewritten).
+  auto packet_for = [](const std::vector<uint8_t>& payload) {
+    FrameSpec spec;
+    spec.payload = payload;
+    auto packet = std::make_unique<TestPacket>(Build(spec));
+    packet->view().SetMessage({.transport = MessageTransport::kDiadStream,
+                               .source = kSource,
+                               .length = payload.size()});
+    return packet;
+  };
   std::vector<std::unique_ptr<FakeEctx>> ectxs;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < kWriters + kReaders; ++t) {
     ectxs.push_back(std::make_unique<FakeEctx>(kStateSize, t));
     ectxs.back()->AddRegion(1, RegionBytes());
   }
   std::atomic<int> torn{0};
   std::atomic<int> ok_reads{0};
-  auto value_for = [](int fill) {
-    return std::string(16 + fill % 200, static_cast<char>('A' + fill % 50));
+  std::atomic<int> wrong_own{0};
+  std::atomic<int> writers_done{0};
+  // The answer to `packet`, or empty.
+  auto run = [&](FakeEctx& ectx, TestPacket& packet) {
+    ectx.sink().Clear();
+    RunPayload(handler_, ectx.context(), packet.view());
+    return ectx.sink().puts().empty() ? std::vector<uint8_t>{}
+                                      : ectx.sink().puts().back().data;
   };
   auto intact = [&](const std::vector<uint8_t>& reply) {
     if (reply.size() < 8 || reply[0] != kOk) return true;
     const std::string value(reply.begin() + 8, reply.end());
-    const int fill = value.empty() ? 0 : value[0] - 'A';
-    for (int f = fill; f < 50 * 5; f += 50) {
-      if (value == value_for(f)) return true;
-    }
-    return false;
+    const int fill = value.empty() ? -1 : value[0] - 'A';
+    return fill >= 0 && fill < kFills && value == value_for(fill);
   };
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < kWriters; ++t) {
     threads.emplace_back([&, t] {
       FakeEctx& ectx = *ectxs[t];
       const std::string own = "own" + std::to_string(t);
+      std::vector<std::unique_ptr<TestPacket>> shared_puts, own_puts;
+      for (int f = 0; f < kFills; ++f) {
+        shared_puts.push_back(
+            packet_for(Request(kPut, "shared", value_for(f), f)));
+        own_puts.push_back(packet_for(Request(kPut, own, value_for(f), f)));
+      }
+      auto own_get = packet_for(Request(kGet, own, "", 0));
       for (int i = 0; i < kRounds; ++i) {
-        const int fill = (t * 7 + i) % 250;
-        ectx.sink().Clear();
-        const std::vector<uint8_t> put =
-            Stream(Request(kPut, i % 2 ? own : "shared", value_for(fill), i), 0,
-                   &ectx);
-        std::vector<uint8_t> reply =
-            Stream(Request(kGet, "shared", "", i), 0, &ectx);
-        if (!intact(reply)) ++torn;
-        if (!reply.empty() && reply[0] == kOk) ++ok_reads;
-        reply = Stream(Request(kGet, own, "", i), 0, &ectx);
-        if (!intact(reply)) ++torn;
+        const int fill = (t * 3 + i) % kFills;
+        run(ectx, *shared_puts[fill]);
+        if (i % 16 != 0) continue;
+        const std::vector<uint8_t> put = run(ectx, *own_puts[fill]);
+        const std::vector<uint8_t> reply = run(ectx, *own_get);
         // Only this thread writes its own key: it reads what it put (or
         // BUSY, when a slot on its chain stayed locked too long).
-        if (i % 2 == 1 && !put.empty() && put[0] == kOk && !reply.empty() &&
-            reply[0] == kOk) {
-          EXPECT_EQ(std::string(reply.begin() + 8, reply.end()),
-                    value_for(fill));
+        if (!put.empty() && put[0] == kOk && !reply.empty() &&
+            reply[0] == kOk &&
+            std::string(reply.begin() + 8, reply.end()) != value_for(fill)) {
+          ++wrong_own;
         }
+      }
+      ++writers_done;
+    });
+  }
+  for (int t = kWriters; t < kWriters + kReaders; ++t) {
+    threads.emplace_back([&, t] {
+      FakeEctx& ectx = *ectxs[t];
+      auto get = packet_for(Request(kGet, "shared", "", 0));
+      while (writers_done.load() < kWriters) {
+        const std::vector<uint8_t> reply = run(ectx, *get);
+        if (!intact(reply)) ++torn;
+        if (!reply.empty() && reply[0] == kOk) ++ok_reads;
       }
     });
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(wrong_own.load(), 0);
   EXPECT_GT(ok_reads.load(), 0);
-  // One slot per key, whatever the interleaving.
   int live = 0;
   for (size_t i = 0; i < Slots(); ++i) {
     uint32_t word;
@@ -546,7 +580,7 @@ TEST_F(KvsTest, ConcurrentHpusNeverSeeTornValues) {
     EXPECT_EQ(word & 1, 0u);
     if (word != 0) ++live;
   }
-  EXPECT_EQ(live, kThreads + 1);
+  EXPECT_EQ(live, kWriters + 1);
 }
 
 }  // namespace
