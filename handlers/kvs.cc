@@ -57,9 +57,7 @@
 #include <span>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "dataplane/common/byte_order.h"
 #include "handlers/api/handler.h"
 #include "handlers/api/net.h"
 

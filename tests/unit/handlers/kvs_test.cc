@@ -363,12 +363,16 @@ TEST_F(KvsTest, GetReadsASlotTheHostWrote) {
 // the frame a responder would build from scratch, checksums included.
 TEST_F(KvsTest, UdpRequestsAreAnsweredInPlace) {
   Install(16, 64, 8);
-  for (bool ipv6 : {false, true}) {
-    SCOPED_TRACE(ipv6 ? "IPv6" : "IPv4");
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool ipv6 = variant == 1;
+    SCOPED_TRACE(variant == 0   ? "IPv4"
+                 : variant == 1 ? "IPv6"
+                                : "IPv4 without UDP checksum");
     auto run = [&](const std::vector<uint8_t>& request,
                    const std::vector<uint8_t>& reply) {
       FrameSpec spec;
       spec.ipv6 = ipv6;
+      spec.udp_zero_checksum = variant == 2;
       spec.src_port = 40000;
       spec.dst_port = 7777;
       spec.payload = request;
@@ -384,7 +388,7 @@ TEST_F(KvsTest, UdpRequestsAreAnsweredInPlace) {
       EXPECT_EQ(Hex(packet.bytes()), Hex(Build(Reflected(answer))));
       EXPECT_TRUE(ChecksumsValid(packet.bytes()));
     };
-    const std::string key = ipv6 ? "six" : "four";
+    const std::string key = "key" + std::to_string(variant);
     run(Request(kPut, key, "the value", 11), ReplyBytes(kOk, kPut, 11));
     // A GET padded to the answer's size gets the value.
     run(Request(kGet, key, "", 12, 8 + 9),
@@ -426,6 +430,61 @@ TEST_F(KvsTest, NonUdpPassthroughIsForwardedUntouched) {
   EXPECT_EQ(packet.bytes(), frame);
   EXPECT_EQ(StateWord(ectx_, kNotUdp), 1u);
   EXPECT_EQ(StateWord(ectx_, kPuts), 0u);
+}
+
+TEST_F(KvsTest, GroupDestinationIsForwardedUntouched) {
+  Install(16, 64, 8);
+  FrameSpec spec;
+  spec.dst_mac = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  spec.payload = Request(kPut, "k", "v", 1);
+  std::vector<uint8_t> frame = Build(spec);
+  TestPacket packet(frame, ClassifierLayers(frame));
+  EXPECT_EQ(RunPayload(handler_, ectx_.context(), packet.view()),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(packet.view().GetDisposition(), Disposition::kForward);
+  EXPECT_EQ(packet.bytes(), frame);
+  EXPECT_EQ(StateWord(ectx_, kNotUdp), 1u);
+}
+
+// The packets after the first of a request of several are consumed without
+// an answer (the first was answered BAD_REQUEST).
+TEST_F(KvsTest, LaterPacketsOfALongRequestAreConsumedQuietly) {
+  Install(16, 64, 8);
+  FrameSpec spec;
+  spec.payload = Request(kPut, "k", "v", 1);
+  std::vector<uint8_t> frame = Build(spec);
+  TestPacket packet(frame, ClassifierLayers(frame));
+  packet.view().SetMessage({.transport = MessageTransport::kRoceSend,
+                            .source = kSource,
+                            .offset = 1000,
+                            .length = 1000 + spec.payload.size()});
+  EXPECT_EQ(RunPayload(handler_, ectx_.context(), packet.view()),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(packet.view().GetDisposition(), Disposition::kConsume);
+  EXPECT_TRUE(ectx_.sink().puts().empty());
+  EXPECT_EQ(StateWord(ectx_, kPuts), 0u);
+  EXPECT_EQ(StateWord(ectx_, kBadRequests), 0u);
+}
+
+// A RoCE SEND of one packet (its length known on its last packet) is a
+// request like a DiAD stream message.
+TEST_F(KvsTest, RoceSendRequestsAreCarriedOut) {
+  Install(16, 64, 8);
+  const std::vector<uint8_t> request = Request(kPut, "rdma", "value", 4);
+  FrameSpec spec;
+  spec.payload = request;
+  std::vector<uint8_t> frame = Build(spec);
+  TestPacket packet(frame, ClassifierLayers(frame));
+  packet.view().SetMessage({.transport = MessageTransport::kRoceSend,
+                            .source = 0x1234,
+                            .length = request.size()});
+  EXPECT_EQ(RunPayload(handler_, ectx_.context(), packet.view()),
+            HandlerResult::kSuccess);
+  EXPECT_EQ(packet.view().GetDisposition(), Disposition::kConsume);
+  ASSERT_EQ(ectx_.sink().puts().size(), 1u);
+  EXPECT_EQ(ectx_.sink().puts()[0].source, 0x1234u);
+  EXPECT_EQ(ectx_.sink().puts()[0].data, ReplyBytes(kOk, kPut, 4));
+  EXPECT_EQ(Get("rdma"), ReplyBytes(kOk, kGet, 7, "value"));
 }
 
 TEST_F(KvsTest, RefusedAndSkippedAnswersAreCounted) {
