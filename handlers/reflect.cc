@@ -34,12 +34,6 @@
 namespace spinnic {
 namespace {
 
-void SwapRanges(std::span<uint8_t> bytes, uint32_t a, uint32_t b,
-                uint32_t length) {
-  std::swap_ranges(bytes.begin() + a, bytes.begin() + a + length,
-                   bytes.begin() + b);
-}
-
 class ReflectHandler {
  public:
   static constexpr absl::string_view kName = "reflect";
@@ -57,16 +51,12 @@ class ReflectHandler {
   HandlerResult Payload(HandlerContext&, PacketView& packet) {
     std::span<uint8_t> bytes = packet.Bytes();
     if (bytes.size() < 14) return HandlerResult::kSuccess;
-    if ((bytes[0] & 0x01) != 0) return HandlerResult::kSuccess;
-    SwapRanges(bytes, 0, 6, 6);
-
+    if (net::IsGroupDestination(bytes)) return HandlerResult::kSuccess;
+    // MACs, IP addresses and TCP/UDP ports (net.h); ICMP is answered here.
     const PacketLayers& layers = packet.Layers();
-    const uint32_t l3 = layers.l3_offset;
-    if (layers.is_ipv4 && l3 + 20 <= bytes.size()) {
-      SwapRanges(bytes, l3 + 12, l3 + 16, 4);
-    } else if (layers.is_ipv6 && l3 + 40 <= bytes.size()) {
-      SwapRanges(bytes, l3 + 8, l3 + 24, 16);
-    } else {
+    net::SwapEndpoints(bytes, layers);
+    if (!(layers.is_ipv4 && layers.l3_offset + 20u <= bytes.size()) &&
+        !(layers.is_ipv6 && layers.l3_offset + 40u <= bytes.size())) {
       packet.Reply();
       return HandlerResult::kSuccess;
     }
@@ -74,10 +64,6 @@ class ReflectHandler {
     const uint32_t l4 = layers.l4_offset;
     if (layers.l4_offset != PacketLayers::kAbsent) {
       switch (layers.ip_proto) {
-        case net::kProtoTcp:
-        case net::kProtoUdp:
-          if (l4 + 4 <= bytes.size()) SwapRanges(bytes, l4, l4 + 2, 2);
-          break;
         case net::kProtoIcmp:
           if (layers.is_ipv4 &&
               AnswerEcho(bytes, l4, net::kIcmpEchoRequest,

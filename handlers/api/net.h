@@ -10,10 +10,13 @@
 #ifndef SPINNIC_HANDLERS_API_NET_H_
 #define SPINNIC_HANDLERS_API_NET_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "dataplane/common/byte_order.h"
+#include "dataplane/common/checksum.h"
 #include "handlers/api/packet.h"
 
 namespace spinnic::net {
@@ -83,6 +86,127 @@ inline uint32_t L4ChecksumOffset(const PacketLayers& layers) {
     return PacketLayers::kAbsent;
   }
   return at;
+}
+
+// Swaps the `length` bytes at bytes[a] with those at bytes[b]; the caller
+// checks the bounds and that the ranges do not overlap.
+inline void SwapRanges(std::span<uint8_t> bytes, uint32_t a, uint32_t b,
+                       uint32_t length) {
+  std::swap_ranges(bytes.begin() + a, bytes.begin() + a + length,
+                   bytes.begin() + b);
+}
+
+// True when the frame's destination MAC is a group (multicast or broadcast)
+// address: an answer would need it as its source, which no station may send.
+// The frame must hold an Ethernet header.
+inline bool IsGroupDestination(std::span<const uint8_t> bytes) {
+  return (bytes[0] & 0x01) != 0;
+}
+
+// Turns the frame around: swaps the Ethernet source and destination, the
+// IPv4/IPv6 addresses and the TCP/UDP ports, as far as the frame has them
+// (a non-IP frame gets its MACs swapped only). Every checksum stays valid:
+// each pair is 16-bit aligned and sits on both sides of the sums that cover
+// it (the IPv4 header, the TCP/UDP pseudo-header and ports), so a swap only
+// reorders them. The frame must hold an Ethernet header.
+inline void SwapEndpoints(std::span<uint8_t> bytes,
+                          const PacketLayers& layers) {
+  SwapRanges(bytes, 0, 6, 6);
+  const uint32_t l3 = layers.l3_offset;
+  if (layers.is_ipv4 && l3 + 20 <= bytes.size()) {
+    SwapRanges(bytes, l3 + 12, l3 + 16, 4);
+  } else if (layers.is_ipv6 && l3 + 40 <= bytes.size()) {
+    SwapRanges(bytes, l3 + 8, l3 + 24, 16);
+  } else {
+    return;
+  }
+  const uint32_t l4 = layers.l4_offset;
+  if (layers.l4_offset != PacketLayers::kAbsent &&
+      (layers.ip_proto == kProtoTcp || layers.ip_proto == kProtoUdp) &&
+      l4 + 4 <= bytes.size()) {
+    SwapRanges(bytes, l4, l4 + 2, 2);
+  }
+}
+
+// The most payload bytes an answer to this UDP request may have when it is
+// written in place by ReplyUdpInPlace: from the UDP payload's start to the
+// end of the frame (the request's payload and any Ethernet padding after
+// it). -1 when the packet cannot be answered in place: not a UDP datagram
+// over IPv4 or IPv6 without extension headers, an IPv4 fragment, or sent to
+// a group MAC address.
+inline int64_t UdpReplyRoom(const PacketView& packet) {
+  std::span<const uint8_t> bytes = packet.Bytes();
+  const PacketLayers& layers = packet.Layers();
+  if (bytes.size() < 14 || IsGroupDestination(bytes) ||
+      layers.ip_proto != kProtoUdp ||
+      layers.l4_offset == PacketLayers::kAbsent ||
+      layers.l3_offset == PacketLayers::kAbsent ||
+      layers.payload_offset == PacketLayers::kAbsent ||
+      layers.payload_offset != layers.l4_offset + 8u ||
+      layers.payload_offset > bytes.size()) {
+    return -1;
+  }
+  const uint32_t l3 = layers.l3_offset;
+  if (layers.is_ipv4) {
+    // More fragments or a fragment offset: the answer would be one too.
+    if (l3 + 20 > layers.l4_offset || (Load16(bytes, l3 + 6) & 0x3fff) != 0) {
+      return -1;
+    }
+  } else if (!layers.is_ipv6 || layers.l4_offset != l3 + 40) {
+    return -1;
+  }
+  return static_cast<int64_t>(bytes.size()) - layers.payload_offset;
+}
+
+// Answers a UDP request in place with `reply` as the datagram's payload:
+// endpoints swapped (SwapEndpoints), `reply` written from the payload's
+// start, the IPv4 total length or IPv6 payload length and the UDP length
+// set to fit it (the bytes from its end to the frame's end are zeroed and
+// go out as Ethernet padding, so nothing of the request leaks), the IPv4
+// header checksum updated and the UDP checksum computed afresh (an IPv4
+// datagram sent without one, checksum 0, is answered without one); then
+// Reply(). The frame cannot grow: false, and the frame untouched, when
+// `reply` is longer than UdpReplyRoom() or that is -1.
+inline bool ReplyUdpInPlace(PacketView& packet,
+                            std::span<const uint8_t> reply) {
+  const int64_t room = UdpReplyRoom(packet);
+  if (room < 0 || reply.size() > static_cast<uint64_t>(room)) return false;
+  std::span<uint8_t> bytes = packet.Bytes();
+  const PacketLayers& layers = packet.Layers();
+  const uint32_t l3 = layers.l3_offset;
+  const uint32_t l4 = layers.l4_offset;
+  const uint32_t payload = layers.payload_offset;
+  SwapEndpoints(bytes, layers);
+  if (!reply.empty())
+    std::memcpy(bytes.data() + payload, reply.data(), reply.size());
+  const uint32_t end = payload + static_cast<uint32_t>(reply.size());
+  std::fill(bytes.begin() + end, bytes.end(), uint8_t{0});
+  const uint16_t udp_length = static_cast<uint16_t>(end - l4);
+  Store16(bytes, l4 + 4, udp_length);
+  const bool had_checksum = Load16(bytes, l4 + 6) != 0;
+  uint64_t acc = 0;
+  if (layers.is_ipv4) {
+    const uint16_t old_total = Load16(bytes, l3 + 2);
+    const uint16_t new_total = static_cast<uint16_t>(end - l3);
+    Store16(bytes, l3 + 2, new_total);
+    Store16(bytes, l3 + 10,
+            UpdateChecksum(Load16(bytes, l3 + 10), old_total, new_total));
+    acc = checksum::Add(acc, bytes.data() + l3 + 12, 8);
+  } else {
+    Store16(bytes, l3 + 4, static_cast<uint16_t>(end - l3 - 40));
+    acc = checksum::Add(acc, bytes.data() + l3 + 8, 32);
+  }
+  Store16(bytes, l4 + 6, 0);
+  if (had_checksum || layers.is_ipv6) {
+    acc = checksum::AddBe32(acc, udp_length);
+    acc = checksum::AddBe32(acc, kProtoUdp);
+    acc = checksum::Add(acc, bytes.data() + l4, udp_length);
+    const uint16_t sum = static_cast<uint16_t>(~checksum::Fold(acc));
+    // 0 means "no checksum" in UDP: a computed 0 goes out as 0xffff.
+    Store16(bytes, l4 + 6, sum == 0 ? 0xffff : sum);
+  }
+  packet.Reply();
+  return true;
 }
 
 }  // namespace spinnic::net

@@ -41,8 +41,9 @@ std::string SampleValue(const ParamSpec& spec) {
 }
 
 TEST(RegistryTest, ListsEveryBuiltInKind) {
-  EXPECT_THAT(KindNames(), IsSupersetOf({"agg", "count", "filter", "null",
-                                         "reduce", "reflect", "xor_payload"}));
+  EXPECT_THAT(KindNames(),
+              IsSupersetOf({"agg", "cond_read", "count", "filter", "kvs",
+                            "null", "reduce", "reflect", "xor_payload"}));
 }
 
 TEST(RegistryTest, NamesAreUniqueAndSorted) {
@@ -63,8 +64,10 @@ TEST(RegistryTest, FindHandlerKindFindsEachByName) {
 
 TEST(RegistryTest, DeclaredMinimumStateSizes) {
   EXPECT_EQ(FindHandlerKind("agg")->min_state_size, 48u);
+  EXPECT_EQ(FindHandlerKind("cond_read")->min_state_size, 80u);
   EXPECT_EQ(FindHandlerKind("count")->min_state_size, 16u);
   EXPECT_EQ(FindHandlerKind("filter")->min_state_size, 0u);
+  EXPECT_EQ(FindHandlerKind("kvs")->min_state_size, 104u);
   EXPECT_EQ(FindHandlerKind("null")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("reflect")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("xor_payload")->min_state_size, 0u);
@@ -87,7 +90,8 @@ TEST(RegistryTest, SchemasSayWhatToWrite) {
 }
 
 TEST(RegistryTest, SchemasOfParameterisedKindsAreNonEmpty) {
-  for (absl::string_view name : {"agg", "count", "filter", "xor_payload"}) {
+  for (absl::string_view name :
+       {"agg", "cond_read", "count", "filter", "kvs", "xor_payload"}) {
     EXPECT_FALSE(FindHandlerKind(name)->params.empty()) << name;
   }
   for (absl::string_view name : {"null", "reflect"}) {
@@ -125,13 +129,27 @@ TEST(RegistryTest, EveryKindCreatesWithItsDefaults) {
 }
 
 TEST(RegistryTest, BuiltInKindsArePayloadOnly) {
-  for (absl::string_view name :
-       {"agg", "count", "filter", "null", "reflect", "xor_payload"}) {
+  for (absl::string_view name : {"agg", "cond_read", "count", "filter", "kvs",
+                                 "null", "reflect", "xor_payload"}) {
     const HandlerKind* kind = FindHandlerKind(name);
     EXPECT_FALSE(kind->has_header) << name;
     EXPECT_TRUE(kind->has_payload) << name;
     EXPECT_FALSE(kind->has_completion) << name;
   }
+}
+
+TEST(RegistryTest, KindsThatNeedARegionSayHowMany) {
+  EXPECT_EQ(FindHandlerKind("kvs")->min_regions, 1u);
+  EXPECT_EQ(FindHandlerKind("cond_read")->min_regions, 1u);
+  EXPECT_TRUE(CreateHandlerForTest("kvs", {{"key_max", "16"},
+                                           {"value_max", "64"},
+                                           {"max_probe", "8"},
+                                           {"reply_stream", "9"}})
+                  .ok());
+  EXPECT_TRUE(CreateHandlerForTest("cond_read", {{"version_offset", "64"},
+                                                 {"max_length", "4096"},
+                                                 {"reply_stream", "9"}})
+                  .ok());
 }
 
 TEST(RegistryTest, UnknownParameterIsRejectedWithTheKnownOnes) {
