@@ -175,9 +175,10 @@ absl::StatusOr<std::vector<Block>> ParseBlocks(absl::string_view text) {
   std::vector<std::pair<Block, size_t>> sorted;
   sorted.reserve(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) sorted.push_back({blocks[i], i});
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.first.displacement < b.first.displacement;
-  });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.first.displacement < b.first.displacement;
+                   });
   for (size_t k = 1; k < sorted.size(); ++k) {
     const auto& [before, i] = sorted[k - 1];
     const auto& [after, j] = sorted[k];
