@@ -31,8 +31,8 @@
 // reading each round's result, before the contributors start the next
 // one). Contributions count on across rounds, so no re-install is needed.
 //
-// Packets are consumed (Disposition::kConsume), not dropped, as in
-// vector_scatter: the handler took the bytes, so a DiAD write still answers
+// Packets are consumed (Disposition::kConsume), not dropped, as in the
+// datatype kind: the handler took the bytes, so a DiAD write still answers
 // `ok` without storing them at its own address, a stream message is not put
 // in the stream ring, and the engine counts no drop. The write's target
 // address is ignored: elements land by message offset in region 0.

@@ -65,7 +65,8 @@ void BM_NativeReflect(benchmark::State& s) {
   RunHandler(s, "reflect", nullptr);
 }
 void BM_BpfReflect(benchmark::State& s) { RunHandler(s, "reflect", "reflect"); }
-// The MPI vector datatype (vector_scatter.c, BLOCKLEN 64, STRIDE 256): one
+// The MPI vector datatype (the eBPF example vector_scatter.c, BLOCKLEN 64,
+// STRIDE 256, against the native datatype kind's layout=vector): one
 // 1024-byte payload, the middle packet of a message, scattered as 16 blocks
 // into a bound region; Payload only (the engine's message is long).
 void RunScatter(benchmark::State& state, bool ebpf) {
@@ -76,7 +77,7 @@ void RunScatter(benchmark::State& state, bool ebpf) {
     params = {{"blocklen", "64"}, {"stride", "256"}};
   }
   absl::StatusOr<HandlerInstance> handler =
-      CreateHandlerForTest(ebpf ? "bpf" : "vector_scatter", params);
+      CreateHandlerForTest(ebpf ? "bpf" : "datatype", params);
   if (!handler.ok()) {
     state.SkipWithError(std::string(handler.status().message()).c_str());
     return;

@@ -747,14 +747,14 @@ TEST_F(DiadDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
 // in the handler's region, byte for byte, the write's own target is not
 // written (the packets are consumed) and the write succeeds; a message
 // whose extent does not fit is rejected with nothing written.
-TEST_F(DiadDataplaneTest, VectorScatterUnpacksAWriteIntoItsRegion) {
+TEST_F(DiadDataplaneTest, DatatypeVectorUnpacksAWriteIntoItsRegion) {
   // The write's own target must take the whole packed message (the
   // transport checks its range before any handler runs).
   RegionInfo target = Region(16384, kRemoteWrite | kLocalRead);
   RegionInfo dest = Region(16384, kLocalWrite | kLocalRead);
   HandlerConfig scatter;
   scatter.name = "scatter";
-  scatter.kind = "vector_scatter";
+  scatter.kind = "datatype";
   // Packets carry 1404 bytes: a multiple of neither, so packets 2 and 3
   // start mid-block.
   scatter.params = {{"blocklen", "100"},

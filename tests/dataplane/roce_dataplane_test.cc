@@ -466,12 +466,12 @@ TEST_F(RoceDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
 // at a stride of 80 in the handler's region (PMTU 1024 is no multiple of
 // 48, so the middle and last packets start mid-block); the WRITE's own
 // target stays untouched and the WRITE is acknowledged.
-TEST_F(RoceDataplaneTest, VectorScatterUnpacksAWriteIntoItsRegion) {
+TEST_F(RoceDataplaneTest, DatatypeVectorUnpacksAWriteIntoItsRegion) {
   RegionInfo target = Region(8192, kRemoteWrite | kRemoteRead);
   RegionInfo dest = Region(4096, kLocalWrite | kLocalRead);
   HandlerConfig scatter;
   scatter.name = "scatter";
-  scatter.kind = "vector_scatter";
+  scatter.kind = "datatype";
   scatter.params = {{"blocklen", "48"}, {"stride", "80"}};
   scatter.binding = {kBindRegionWrites, target.id};
   scatter.bound_regions = {dest.id};

@@ -1,7 +1,7 @@
-/* vector_scatter: the eBPF twin of the native `vector_scatter` handler, the
- * MPI vector datatype of sPIN (Hoefler et al., SC'17). The sender packs
- * blocks of BLOCKLEN bytes back to back; each packet's payload lands in the
- * first bound region, message byte k at
+/* vector_scatter: the eBPF twin of the native `datatype` handler with
+ * layout=vector, the MPI vector datatype of sPIN (Hoefler et al., SC'17).
+ * The sender packs blocks of BLOCKLEN bytes back to back; each packet's
+ * payload lands in the first bound region, message byte k at
  *
  *   arg + (k / BLOCKLEN) * STRIDE + k % BLOCKLEN
  *

@@ -116,13 +116,16 @@ TEST(BpfTwinTest, FilterByPayloadPrefix) {
 
 TEST(BpfTwinTest, Reflect) { ExpectTwins("reflect", {}, "reflect", {}, 0); }
 
-// The MPI vector datatype (vector_scatter.c, built with its defaults
-// BLOCKLEN 64, STRIDE 256): the same message in the same packets lands in
-// the same region bytes, each packet consumed, packets starting and ending
-// mid-block.
+// The MPI vector datatype (the eBPF example vector_scatter.c, built with its
+// defaults BLOCKLEN 64, STRIDE 256, against the native datatype kind's
+// layout=vector): the same message in the same packets lands in the same
+// region bytes, each packet consumed, packets starting and ending mid-block.
 TEST(BpfTwinTest, VectorScatter) {
-  absl::StatusOr<HandlerInstance> native = CreateHandlerForTest(
-      "vector_scatter", {{"blocklen", "64"}, {"stride", "256"}, {"base", "5"}});
+  absl::StatusOr<HandlerInstance> native =
+      CreateHandlerForTest("datatype", {{"layout", "vector"},
+                                        {"blocklen", "64"},
+                                        {"stride", "256"},
+                                        {"base", "5"}});
   absl::StatusOr<HandlerInstance> ebpf = CreateHandlerForTest(
       "bpf", {{"program", ExampleHex("vector_scatter")}, {"arg", "5"}});
   ASSERT_TRUE(native.ok()) << native.status();
