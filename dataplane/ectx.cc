@@ -91,11 +91,11 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   ectx->disable_after_overruns_ = config.disable_after_overruns;
   ectx->state_size_ = state_size;
   for (const auto& region : regions) {
-    ectx->regions_.push_back(
-        {.id = region->id(),
-         .bytes = region->bytes(),
-         .readable = (region->access() & kLocalRead) != 0,
-         .writable = (region->access() & kLocalWrite) != 0});
+    ectx->regions_.push_back({.id = region->id(),
+                              .bytes = region->bytes(),
+                              .readable = (region->access() & kLocalRead) != 0,
+                              .writable = (region->access() & kLocalWrite) != 0,
+                              .address = region->base_address()});
   }
   ectx->region_holders_ = std::move(regions);
   if (state_size > 0) {

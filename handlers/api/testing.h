@@ -269,10 +269,11 @@ class FakeEctx {
     return {reinterpret_cast<uint8_t*>(lines_.data()), state_size_};
   }
 
-  // Binds a region; the caller keeps `bytes` alive.
+  // Binds a region; the caller keeps `bytes` alive. `address` is its
+  // base_address in the network's view (BoundRegion::address).
   void AddRegion(uint64_t id, std::span<uint8_t> bytes, bool readable = true,
-                 bool writable = true) {
-    regions_.push_back({id, bytes, readable, writable});
+                 bool writable = true, uint64_t address = 0) {
+    regions_.push_back({id, bytes, readable, writable, address});
     context_ = MakeContext();
   }
   // Makes the next invocations look as if they ran on another HPU.
