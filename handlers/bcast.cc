@@ -11,9 +11,13 @@
 // For P = 8: 0 -> {1, 2, 4}, 1 -> {3, 5}, 2 -> {6}, 3 -> {7}.
 //
 // Per packet (Payload only):
-//   DiAD write   put to each child as a write of the payload at the same
-//                address (Message().address) with rkey `rkey` (0: the rkey
-//                it came with, Message().key)
+//   DiAD write   put to each child as a write of the payload with rkey
+//                `rkey` (0: the rkey it came with, Message().key), or the
+//                child's entry of `rkeys`, at the same address
+//                (Message().address), or, with `addresses` (every rank's
+//                buffer base_address), at the same offset in the child's
+//                buffer: addresses[child] + Message().address -
+//                addresses[rank]
 //   DiAD stream  put to each child as a stream message to stream `stream`
 //                (0: the stream id it came with)
 // then the packet is left to the transport (Forward): a write is stored at
@@ -21,20 +25,26 @@
 // packet is a message of its own at the child. Other transports
 // (passthrough, RoCE) pass untouched, counted in not_diad.
 //
+// A region's rkey and base address are random per registration, so a
+// broadcast of writes across appliances gives `rkeys` and `addresses` (the
+// same lists on every rank); `rkey` alone, at the same address, serves only
+// children whose buffers have that rkey and address.
+//
 // A refused put (the channel busy, its window full) is not retried: it is
 // counted in puts_refused and the packet FAILs, so that the message fails
 // here too (a write answers `rejected`; a put from the parent raises
 // diad_op_failed there) and the root's sender learns to send it again.
 // Children that took the packet before keep it (writes are idempotent).
 //
-// State layout (uint64, host byte order, relaxed atomics; kMinStateSize 40):
+// State layout (uint64, host byte order, relaxed atomics; kMinStateSize 48):
 //
 //   offset  0: packets        DiAD packets forwarded to every child
 //   offset  8: bytes          their payload bytes (once, not per child)
 //   offset 16: puts           puts made (packets x children)
 //   offset 24: puts_refused   puts refused; each FAILed its packet
 //   offset 32: not_diad       packets of other transports, passed untouched
-#include <algorithm>
+//   offset 40: bad_address    FAILs: with `addresses`, a write below this
+//                             rank's buffer base; nothing put
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -43,8 +53,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -60,8 +72,9 @@ struct BcastState {
   uint64_t puts;
   uint64_t puts_refused;
   uint64_t not_diad;
+  uint64_t bad_address;
 };
-static_assert(sizeof(BcastState) == 40, "the documented layout");
+static_assert(sizeof(BcastState) == 48, "the documented layout");
 
 // The largest tree: ranks fit in a 64-bit mask, and a rank has at most
 // log2(64) = 6 children.
@@ -91,9 +104,24 @@ class BcastHandler {
        .type = ParamType::kUint,
        .required = false,
        .default_value = "0",
-       .help = "rkey of the children's broadcast region, for write messages "
+       .help = "rkey of every child's broadcast region, for write messages "
                "(0: the rkey the write came with), e.g. 0x1a2b3c4d",
        .max = 0xffffffff},
+      {.name = "rkeys",
+       .type = ParamType::kString,
+       .required = false,
+       .default_value = "",
+       .help = "per-rank rkeys of the broadcast regions in tree order, "
+               "comma-separated, overriding rkey (this rank's entry is not "
+               "used), e.g. 0x11,0x22,0x33"},
+      {.name = "addresses",
+       .type = ParamType::kString,
+       .required = false,
+       .default_value = "",
+       .help = "per-rank base_address of the broadcast regions in tree "
+               "order, comma-separated: a write goes to the same offset in "
+               "each child's region (empty: the same address), e.g. "
+               "0x37b755711000,0x2c0031a4000"},
       {.name = "stream",
        .type = ParamType::kUint,
        .required = false,
@@ -143,29 +171,51 @@ class BcastHandler {
           "parameter 'rank' = ", rank, " is not a rank of the ", names.size(),
           " in 'tree': write 0..", names.size() - 1));
     }
-    std::unique_ptr<BcastHandler> handler(
-        new BcastHandler(static_cast<uint32_t>(params.GetUint("rkey")),
-                         static_cast<uint32_t>(params.GetUint("stream"))));
+    std::vector<uint64_t> rkeys, addresses;
+    if (absl::Status status =
+            ParseList(params, "rkeys", names.size(), 0xffffffff, rkeys);
+        !status.ok()) {
+      return status;
+    }
+    if (absl::Status status =
+            ParseList(params, "addresses", names.size(), UINT64_MAX, addresses);
+        !status.ok()) {
+      return status;
+    }
+    std::unique_ptr<BcastHandler> handler(new BcastHandler(
+        static_cast<uint32_t>(params.GetUint("rkey")),
+        static_cast<uint32_t>(params.GetUint("stream")), !addresses.empty(),
+        addresses.empty() ? 0 : addresses[rank]));
     for (uint32_t child : Children(static_cast<uint32_t>(rank),
                                    static_cast<uint32_t>(names.size()))) {
-      handler->children_[handler->child_count_++] = std::move(names[child]);
+      Child& entry = handler->children_[handler->child_count_++];
+      entry.name = std::move(names[child]);
+      entry.rkey = rkeys.empty() ? 0 : static_cast<uint32_t>(rkeys[child]);
+      entry.base = addresses.empty() ? 0 : addresses[child];
     }
     return handler;
   }
 
   // The children's names: the install checks that each is a DiAD peer.
   std::vector<std::string> Peers() const {
-    return {children_.begin(), children_.begin() + child_count_};
+    std::vector<std::string> peers;
+    for (uint32_t i = 0; i < child_count_; ++i) {
+      peers.push_back(children_[i].name);
+    }
+    return peers;
   }
 
   HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
     BcastState* state = ctx.StateAs<BcastState>();
     const MessageInfo& message = packet.Message();
     PeerPut put;
-    if (message.transport == MessageTransport::kDiadWrite) {
+    const bool write = message.transport == MessageTransport::kDiadWrite;
+    if (write) {
       put.kind = PeerPut::Kind::kWrite;
-      put.key = rkey_ != 0 ? rkey_ : message.key;
-      put.address = message.address;
+      if (by_offset_ && message.address < own_base_) {
+        if (state != nullptr) AddToCounter(state->bad_address, 1);
+        return HandlerResult::kFail;
+      }
     } else if (message.transport == MessageTransport::kDiadStream) {
       put.kind = PeerPut::Kind::kStream;
       put.key = stream_ != 0 ? stream_ : message.key;
@@ -175,7 +225,15 @@ class BcastHandler {
     }
     put.data = packet.Payload();
     for (uint32_t i = 0; i < child_count_; ++i) {
-      put.peer = children_[i];
+      const Child& child = children_[i];
+      put.peer = child.name;
+      if (write) {
+        put.key = child.rkey != 0 ? child.rkey
+                  : rkey_ != 0    ? rkey_
+                                  : message.key;
+        put.address = by_offset_ ? child.base + (message.address - own_base_)
+                                 : message.address;
+      }
       if (!ctx.PutToPeer(put)) {
         if (state != nullptr) AddToCounter(state->puts_refused, 1);
         return HandlerResult::kFail;
@@ -190,12 +248,55 @@ class BcastHandler {
   }
 
  private:
-  BcastHandler(uint32_t rkey, uint32_t stream) : rkey_(rkey), stream_(stream) {}
+  struct Child {
+    std::string name;
+    uint32_t rkey = 0;  // 0: rkey_, or the write's own
+    uint64_t base = 0;  // its buffer's base_address (by_offset_)
+  };
+
+  BcastHandler(uint32_t rkey, uint32_t stream, bool by_offset,
+               uint64_t own_base)
+      : rkey_(rkey),
+        stream_(stream),
+        by_offset_(by_offset),
+        own_base_(own_base) {}
+
+  // Parses parameter `name`, a comma-separated list of `ranks` numbers
+  // (decimal or 0x-hex, at most `max`), into `values`; empty stays empty.
+  static absl::Status ParseList(const HandlerParams& params,
+                                absl::string_view name, size_t ranks,
+                                uint64_t max, std::vector<uint64_t>& values) {
+    const std::string& text = params.GetString(name);
+    if (absl::StripAsciiWhitespace(text).empty()) return absl::OkStatus();
+    for (absl::string_view item : absl::StrSplit(text, ',')) {
+      item = absl::StripAsciiWhitespace(item);
+      uint64_t value = 0;
+      const bool ok =
+          absl::ConsumePrefix(&item, "0x") || absl::ConsumePrefix(&item, "0X")
+              ? absl::SimpleHexAtoi(item, &value)
+              : absl::SimpleAtoi(item, &value);
+      if (!ok || item.empty() || value > max) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parameter '", name, "' = '", text, "': entry ", values.size(),
+            " is not a number up to ", max,
+            "; write one decimal or 0x-hex number per rank, e.g. 0x1a,0x2b"));
+      }
+      values.push_back(value);
+    }
+    if (values.size() != ranks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter '", name, "' has ", values.size(), " entries for the ",
+          ranks, " ranks in 'tree': write one per rank, in tree order"));
+    }
+    return absl::OkStatus();
+  }
 
   const uint32_t rkey_;    // 0: the write's own rkey
   const uint32_t stream_;  // 0: the message's own stream id
+  const bool by_offset_;   // `addresses` given
+  const uint64_t own_base_;
   // Set in Create(), read-only after.
-  std::array<std::string, kMaxChildren> children_;
+  std::array<Child, kMaxChildren> children_;
   uint32_t child_count_ = 0;
 };
 

@@ -29,6 +29,7 @@ enum Word : size_t {
   kPuts = 2,
   kPutsRefused = 3,
   kNotDiad = 4,
+  kBadAddress = 5,
 };
 
 uint64_t StateWord(FakeEctx& ectx, Word word) {
@@ -123,7 +124,7 @@ Sent RunPacket(const HandlerInstance& handler, FakeEctx& ectx,
 TEST(BcastTest, WritePacketGoesToEachChildAtTheSameAddress) {
   HandlerInstance handler = MakeHandler(
       "bcast", {{"tree", Tree(8)}, {"rank", "1"}, {"rkey", "0xabc"}});
-  FakeEctx ectx(40);
+  FakeEctx ectx(48);
   const std::vector<uint8_t> payload = Text("a broadcast packet");
   FrameSpec spec;
   spec.payload = payload;
@@ -156,7 +157,7 @@ TEST(BcastTest, WritePacketGoesToEachChildAtTheSameAddress) {
 TEST(BcastTest, StreamPacketGoesToEachChildAsAStreamMessage) {
   HandlerInstance handler =
       MakeHandler("bcast", {{"tree", Tree(8)}, {"rank", "0"}});
-  FakeEctx ectx(40);
+  FakeEctx ectx(48);
   const std::vector<uint8_t> payload = Text("stream bytes");
   Sent sent = RunPacket(handler, ectx, payload,
                         {.transport = MessageTransport::kDiadStream,
@@ -180,7 +181,7 @@ TEST(BcastTest, StreamPacketGoesToEachChildAsAStreamMessage) {
   // `rkey` keeps its own.
   HandlerInstance renamed = MakeHandler(
       "bcast", {{"tree", Tree(4)}, {"rank", "0"}, {"stream", "11"}});
-  FakeEctx other(40);
+  FakeEctx other(48);
   RunPacket(
       renamed, other, payload,
       {.transport = MessageTransport::kDiadStream, .length = 12, .key = 7});
@@ -196,10 +197,54 @@ TEST(BcastTest, StreamPacketGoesToEachChildAsAStreamMessage) {
   EXPECT_EQ(other.sink().puts()[2].address, 0x2000u);
 }
 
+// Across appliances every rank's buffer has its own rkey and base address:
+// a write goes to the same offset in each child's buffer, with its rkey.
+TEST(BcastTest, WriteGoesToTheSameOffsetInEachChildsBuffer) {
+  HandlerInstance handler = MakeHandler(
+      "bcast",
+      {{"tree", Tree(4)},
+       {"rank", "1"},
+       {"rkeys", "0x10, 0x11 ,0x12,0x13"},
+       {"addresses", "0x100000000,0x200000000,0x300000000,0x400000000"}});
+  FakeEctx ectx(48);
+  const std::vector<uint8_t> payload = Text("offset 0x40");
+  // Rank 1 of 4 has one child, rank 3.
+  Sent sent = RunPacket(handler, ectx, payload,
+                        {.transport = MessageTransport::kDiadWrite,
+                         .length = 11,
+                         .address = 0x200000040,
+                         .key = 0x11});
+  EXPECT_EQ(sent.result, HandlerResult::kSuccess);
+  ASSERT_EQ(ectx.sink().puts().size(), 1u);
+  EXPECT_EQ(ectx.sink().puts()[0].peer, "r3");
+  EXPECT_EQ(ectx.sink().puts()[0].key, 0x13u);
+  EXPECT_EQ(ectx.sink().puts()[0].address, 0x400000040u);
+  EXPECT_EQ(ectx.sink().puts()[0].data, payload);
+
+  // Below this rank's own buffer: no offset to keep, nothing put.
+  sent = RunPacket(handler, ectx, payload,
+                   {.transport = MessageTransport::kDiadWrite,
+                    .length = 11,
+                    .address = 0x1fffffff0,
+                    .key = 0x11});
+  EXPECT_EQ(sent.result, HandlerResult::kFail);
+  EXPECT_EQ(ectx.sink().puts().size(), 1u);
+  EXPECT_EQ(StateWord(ectx, kBadAddress), 1u);
+
+  // Streams ignore both lists.
+  sent = RunPacket(
+      handler, ectx, payload,
+      {.transport = MessageTransport::kDiadStream, .length = 11, .key = 7});
+  ASSERT_EQ(ectx.sink().puts().size(), 2u);
+  EXPECT_EQ(ectx.sink().puts()[1].kind, PeerPut::Kind::kStream);
+  EXPECT_EQ(ectx.sink().puts()[1].key, 7u);
+  EXPECT_EQ(ectx.sink().puts()[1].address, 0u);
+}
+
 TEST(BcastTest, LeafOnlyDelivers) {
   HandlerInstance handler =
       MakeHandler("bcast", {{"tree", Tree(8)}, {"rank", "7"}});
-  FakeEctx ectx(40);
+  FakeEctx ectx(48);
   Sent sent = RunPacket(
       handler, ectx, Text("x"),
       {.transport = MessageTransport::kDiadStream, .length = 1, .key = 7});
@@ -212,7 +257,7 @@ TEST(BcastTest, LeafOnlyDelivers) {
 TEST(BcastTest, RefusedPutFailsThePacket) {
   HandlerInstance handler =
       MakeHandler("bcast", {{"tree", Tree(8)}, {"rank", "0"}});
-  FakeEctx ectx(40);
+  FakeEctx ectx(48);
   ectx.sink().set_fail_puts(true);
   Sent sent = RunPacket(
       handler, ectx, Text("x"),
@@ -225,7 +270,7 @@ TEST(BcastTest, RefusedPutFailsThePacket) {
 TEST(BcastTest, OtherTransportsPassUntouched) {
   HandlerInstance handler =
       MakeHandler("bcast", {{"tree", Tree(8)}, {"rank", "0"}});
-  FakeEctx ectx(40);
+  FakeEctx ectx(48);
   Sent sent = RunPacket(handler, ectx, Text("x"), {});
   EXPECT_EQ(sent.result, HandlerResult::kSuccess);
   EXPECT_EQ(sent.disposition, Disposition::kForward);
@@ -241,6 +286,14 @@ TEST(BcastTest, BadParamsSayWhatToWrite) {
       {{{"tree", ""}, {"rank", "0"}}, "rank 0 has no name"},
       {{{"tree", Tree(65)}, {"rank", "0"}}, "at most 64"},
       {{{"tree", "a,b"}}, "missing required parameter 'rank'"},
+      {{{"tree", "a,b,c"}, {"rank", "0"}, {"rkeys", "1,2"}},
+       "'rkeys' has 2 entries for the 3 ranks"},
+      {{{"tree", "a,b"}, {"rank", "0"}, {"rkeys", "1,0x100000000"}},
+       "entry 1 is not a number up to 4294967295"},
+      {{{"tree", "a,b"}, {"rank", "0"}, {"addresses", "0x1000,zz"}},
+       "parameter 'addresses'"},
+      {{{"tree", "a,b"}, {"rank", "0"}, {"addresses", "0x1000,"}},
+       "entry 1 is not a number"},
   };
   ExpectBadParamsSayWhatToFix("bcast", cases);
 }

@@ -70,7 +70,7 @@ TEST(RegistryTest, DeclaredMinimumStateSizes) {
   EXPECT_EQ(FindHandlerKind("reflect")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("xor_payload")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("pingpong")->min_state_size, 48u);
-  EXPECT_EQ(FindHandlerKind("bcast")->min_state_size, 40u);
+  EXPECT_EQ(FindHandlerKind("bcast")->min_state_size, 48u);
   EXPECT_EQ(FindHandlerKind("raid_parity")->min_state_size, 56u);
   EXPECT_EQ(FindHandlerKind("raid_parity")->min_regions, 1u);
 }
