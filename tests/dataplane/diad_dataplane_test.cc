@@ -669,8 +669,10 @@ TEST_F(DiadDataplaneTest, StreamMessagesRunHandlersOrLandInTheStreamRing) {
 
 // Every packet of a DiAD write or stream message tells its handler where its
 // payload sits in the message: offset, length and (for writes) the address,
-// and which peer sent it. Sent from a second peer, so that `source` is its
-// slot (1), not a zero that an unset field would also give.
+// its key (the write's rkey, the stream id) and which peer sent it; its
+// bound region says where it starts in the network's view. Sent from a second
+// peer, so that `source` is its slot (1), not a zero that an unset field would
+// also give.
 TEST_F(DiadDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
   diad::PeerConfig c;
   c.name = "c";
@@ -732,6 +734,10 @@ TEST_F(DiadDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
       EXPECT_EQ(records[i].length, data.size());
       EXPECT_EQ(records[i].payload_size, sent[i].second.size());
       EXPECT_EQ(records[i].address, is_write ? address + h.msg_offset : 0u);
+      EXPECT_EQ(records[i].key, is_write ? target.rkey : 7u);
+      EXPECT_EQ(records[i].region_address, is_write
+                                               ? write_records.base_address
+                                               : stream_records.base_address);
     }
     EXPECT_EQ(records[1].offset, records[0].payload_size);
     EXPECT_EQ(records[2].offset + records[2].payload_size, data.size());
