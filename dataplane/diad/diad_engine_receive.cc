@@ -351,6 +351,7 @@ bool DiadEngine::RunHandlers(const Channel& ch, const Header& h,
   info.offset = h.msg_offset;
   info.length = h.msg_length;
   info.address = h.type == PacketType::kWriteRequest ? h.address : 0;
+  info.key = h.key;  // the stream id, or the write's rkey
   PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len, layers,
                   in_port, info);
   hpu_->SetActionOrigin(in_port, ectx.id());

@@ -85,6 +85,10 @@ class ActionSink {
 // A memory region bound to the ECTX at install time. `bytes` is the whole
 // region; a handler must not write it unless `writable` (the region was
 // registered with local_write) nor read it unless `readable` (local_read).
+// `address` is the region's base_address, where it starts in the network's
+// address space: a DiAD write into this region names address + offset, so
+// MessageInfo.address - address is the offset in `bytes` of the packet's
+// payload (when the write targets this region: check the extent).
 struct BoundRegion {
   uint64_t id = 0;
   std::span<uint8_t> bytes;

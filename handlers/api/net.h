@@ -11,6 +11,7 @@
 #define SPINNIC_HANDLERS_API_NET_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -204,6 +205,54 @@ inline bool ReplyUdpInPlace(PacketView& packet,
     const uint16_t sum = static_cast<uint16_t>(~checksum::Fold(acc));
     // 0 means "no checksum" in UDP: a computed 0 goes out as 0xffff.
     Store16(bytes, l4 + 6, sum == 0 ? 0xffff : sum);
+  }
+  packet.Reply();
+  return true;
+}
+
+// Turns the ICMP/ICMPv6 echo `request` at bytes[l4] into a `reply` in place,
+// its checksum updated incrementally; false (nothing changed) if it is not
+// one.
+inline bool AnswerEcho(std::span<uint8_t> bytes, uint32_t l4, uint8_t request,
+                       uint8_t reply) {
+  if (l4 + 4 > bytes.size() || bytes[l4] != request) return false;
+  const uint16_t old_word = Load16(bytes, l4);
+  bytes[l4] = reply;
+  const uint16_t new_word = Load16(bytes, l4);
+  Store16(bytes, l4 + 2,
+          UpdateChecksum(Load16(bytes, l4 + 2), old_word, new_word));
+  return true;
+}
+
+// Turns `packet` into its own answer in place, the ping-pong responder of
+// `reflect` (and of `pingpong` on passthrough frames): endpoints swapped
+// (SwapEndpoints), ICMP and ICMPv6 echo requests turned into echo replies
+// (RFC 1624 eqn. 3: one word changes), then Reply() (out of the ingress
+// port). False, and the packet untouched, for a frame under 14 bytes or
+// sent to a group MAC address.
+inline bool ReflectInPlace(PacketView& packet) {
+  std::span<uint8_t> bytes = packet.Bytes();
+  if (bytes.size() < 14 || IsGroupDestination(bytes)) return false;
+  const PacketLayers& layers = packet.Layers();
+  SwapEndpoints(bytes, layers);
+  const uint32_t l3 = layers.l3_offset;
+  const uint32_t l4 = layers.l4_offset;
+  const bool ip = (layers.is_ipv4 && l3 + 20 <= bytes.size()) ||
+                  (layers.is_ipv6 && l3 + 40 <= bytes.size());
+  if (ip && l4 != PacketLayers::kAbsent) {
+    if (layers.ip_proto == kProtoIcmp && layers.is_ipv4 &&
+        AnswerEcho(bytes, l4, kIcmpEchoRequest, kIcmpEchoReply) &&
+        Load16(bytes, l4 + 2) == 0) {
+      // Eqn. 3 gives 0x0000 where the right answer is 0xffff when every
+      // covered byte is zero (ICMPv4 has no pseudo-header to rule that
+      // out); a full sum settles it on this rare path.
+      const size_t end = std::min<size_t>(layers.l3_end, bytes.size());
+      std::span<uint8_t> icmp = bytes.subspan(l4, end - l4);
+      Store16(icmp, 2, 0);
+      Store16(icmp, 2, checksum::Compute(icmp.data(), icmp.size()));
+    } else if (layers.ip_proto == kProtoIcmpv6 && layers.is_ipv6) {
+      AnswerEcho(bytes, l4, kIcmpv6EchoRequest, kIcmpv6EchoReply);
+    }
   }
   packet.Reply();
   return true;

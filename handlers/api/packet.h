@@ -74,6 +74,11 @@ struct MessageInfo {
   // message's target is address - offset); 0 for streams, SENDs and
   // passthrough, which have no target address.
   uint64_t address = 0;
+  // The message's key on its transport: a DiAD stream message's stream id,
+  // a DiAD write's rkey (of the region it writes); 0 for RoCE and
+  // passthrough. Lets a handler answer or pass a message on under the key
+  // it came with (pingpong's and bcast's defaults).
+  uint32_t key = 0;
 };
 
 class PacketView {

@@ -269,7 +269,8 @@ class FakeEctx {
     return {reinterpret_cast<uint8_t*>(lines_.data()), state_size_};
   }
 
-  // Binds a region; the caller keeps `bytes` alive.
+  // Binds a region; the caller keeps `bytes` alive. `base_address` is its
+  // address in the network's view (BoundRegion::base_address).
   void AddRegion(uint64_t id, std::span<uint8_t> bytes, bool readable = true,
                  bool writable = true, uint64_t base_address = 0) {
     regions_.push_back({id, bytes, readable, writable, base_address});

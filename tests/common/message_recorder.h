@@ -31,6 +31,9 @@ struct RecordedMessage {
   uint64_t length;
   uint64_t address;
   uint64_t payload_size;
+  uint32_t key;
+  uint32_t reserved;
+  uint64_t region_address;  // Regions()[0].base_address: where region 0 starts
 };
 
 inline constexpr size_t kFirstRecordAt = 64;
@@ -59,7 +62,10 @@ class MessageRecorder {
                            m.offset,
                            m.length,
                            m.address,
-                           packet.Payload().size()};
+                           packet.Payload().size(),
+                           m.key,
+                           0,
+                           region.base_address};
     const size_t at = kFirstRecordAt + count * sizeof record;
     if (at + sizeof record <= region.bytes.size()) {
       std::memcpy(region.bytes.data() + at, &record, sizeof record);

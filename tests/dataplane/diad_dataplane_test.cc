@@ -669,8 +669,10 @@ TEST_F(DiadDataplaneTest, StreamMessagesRunHandlersOrLandInTheStreamRing) {
 
 // Every packet of a DiAD write or stream message tells its handler where its
 // payload sits in the message: offset, length and (for writes) the address,
-// and which peer sent it. Sent from a second peer, so that `source` is its
-// slot (1), not a zero that an unset field would also give.
+// its key (the write's rkey, the stream id) and which peer sent it; its
+// bound region says where it starts in the network's view. Sent from a second
+// peer, so that `source` is its slot (1), not a zero that an unset field would
+// also give.
 TEST_F(DiadDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
   diad::PeerConfig c;
   c.name = "c";
@@ -732,6 +734,10 @@ TEST_F(DiadDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
       EXPECT_EQ(records[i].length, data.size());
       EXPECT_EQ(records[i].payload_size, sent[i].second.size());
       EXPECT_EQ(records[i].address, is_write ? address + h.msg_offset : 0u);
+      EXPECT_EQ(records[i].key, is_write ? target.rkey : 7u);
+      EXPECT_EQ(records[i].region_address, is_write
+                                               ? write_records.base_address
+                                               : stream_records.base_address);
     }
     EXPECT_EQ(records[1].offset, records[0].payload_size);
     EXPECT_EQ(records[2].offset + records[2].payload_size, data.size());
@@ -835,6 +841,92 @@ TEST_F(DiadDataplaneTest, DatatypeVectorUnpacksAWriteIntoItsRegion) {
   EXPECT_EQ(words[0], data.size());
   EXPECT_EQ(words[2], 1u);  // failed messages
   EXPECT_EQ(words[3], 1u);  // out_of_range
+}
+
+// sPIN's streaming ping-pong: each packet of a stream message goes back to
+// the peer that sent it (the empty peer: its slot) as a stream message of
+// its own, on the ping's stream id, as it arrives.
+TEST_F(DiadDataplaneTest, PingpongPutsEachPacketBackToItsSender) {
+  HandlerConfig pong;
+  pong.name = "pong";
+  pong.kind = "pingpong";
+  pong.binding = {diad::kBindStream, 7};
+  ASSERT_TRUE(dataplane().InstallEctx(pong).ok());
+  const Bytes data = Pattern(3308, 5);  // three packets
+  SendMessage(PacketType::kStream, 21, 7, 0, data);
+  Poll(8);
+  std::vector<Received> pongs = OfType(peer_->Take(), PacketType::kStream);
+  ASSERT_EQ(pongs.size(), 3u);
+  Bytes returned;
+  for (const Received& r : pongs) {
+    EXPECT_EQ(r.header.key, 7u);
+    EXPECT_TRUE(r.header.first() && r.header.last());
+    returned.insert(returned.end(), r.payload.begin(), r.payload.end());
+  }
+  EXPECT_EQ(returned, data);
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_puts"), 3u);
+}
+
+// sPIN's RAID-5 update on a data node: a block write's packets each put new
+// XOR old to the parity peer at parity_address + their offset in the store
+// (the write's address minus the bound region's base address), and the
+// store ends with the new block; the write answers ok.
+TEST_F(DiadDataplaneTest, RaidParityDataNodePutsTheDeltaToItsParityPeer) {
+  RegionInfo store = Region(8192, kRemoteWrite | kLocalRead | kLocalWrite);
+  const Bytes old_store = Pattern(8192, 3);
+  ASSERT_TRUE(dataplane().WriteRegion(store.id, 0, old_store).ok());
+  HandlerConfig raid;
+  raid.name = "raid";
+  raid.kind = "raid_parity";
+  raid.params = {{"role", "data"},
+                 {"parity_peer", "b"},
+                 {"parity_rkey", "0x1234"},
+                 {"parity_address", "0x500000000"}};
+  raid.binding = {kBindRegionWrites, store.id};
+  raid.bound_regions = {store.id};
+  ASSERT_TRUE(dataplane().InstallEctx(raid).ok());
+
+  const Bytes block = Pattern(3308, 9);  // three packets
+  SendMessage(PacketType::kWriteRequest, 31, store.rkey,
+              store.base_address + 1000, block);
+  Poll(8);
+  std::vector<Received> got = peer_->Take();
+  std::vector<Received> responses = OfType(got, PacketType::kWriteResponse);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].header.status, diad::Status::kOk);
+  std::vector<Received> deltas = OfType(got, PacketType::kWriteRequest);
+  ASSERT_EQ(deltas.size(), 3u);
+  uint64_t offset = 0;
+  for (const Received& r : deltas) {
+    SCOPED_TRACE(offset);
+    EXPECT_EQ(r.header.key, 0x1234u);
+    EXPECT_EQ(r.header.address, 0x500000000u + 1000 + offset);
+    Bytes expected(r.payload.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      expected[i] = block[offset + i] ^ old_store[1000 + offset + i];
+    }
+    EXPECT_EQ(r.payload, expected);
+    offset += r.payload.size();
+  }
+  EXPECT_EQ(offset, block.size());
+  Bytes expected_store = old_store;
+  std::copy(block.begin(), block.end(), expected_store.begin() + 1000);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(store.id, 0, 0, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), expected_store);
+
+  // A parity peer that is not a DiAD peer is refused at install.
+  RegionInfo other = Region(4096, kRemoteWrite | kLocalRead | kLocalWrite);
+  HandlerConfig stranger = raid;
+  stranger.name = "raid-stranger";
+  stranger.params["parity_peer"] = "nobody";
+  stranger.binding = {kBindRegionWrites, other.id};
+  stranger.bound_regions = {other.id};
+  absl::Status refused = dataplane().InstallEctx(stranger).status();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.message()).find("nobody"), std::string::npos)
+      << refused;
 }
 
 TEST_F(DiadDataplaneTest, RestartedPeerResynchronisesAndOldSessionIsStale) {

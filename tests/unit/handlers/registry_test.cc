@@ -41,9 +41,10 @@ std::string SampleValue(const ParamSpec& spec) {
 }
 
 TEST(RegistryTest, ListsEveryBuiltInKind) {
-  EXPECT_THAT(KindNames(), IsSupersetOf({"agg", "cond_read", "count",
-                                         "datatype", "filter", "kvs", "null",
-                                         "reduce", "reflect", "xor_payload"}));
+  EXPECT_THAT(KindNames(),
+              IsSupersetOf({"agg", "bcast", "cond_read", "count", "datatype",
+                            "filter", "kvs", "null", "pingpong", "raid_parity",
+                            "reduce", "reflect", "xor_payload"}));
 }
 
 TEST(RegistryTest, NamesAreUniqueAndSorted) {
@@ -72,6 +73,10 @@ TEST(RegistryTest, DeclaredMinimumStateSizes) {
   EXPECT_EQ(FindHandlerKind("null")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("reflect")->min_state_size, 0u);
   EXPECT_EQ(FindHandlerKind("xor_payload")->min_state_size, 0u);
+  EXPECT_EQ(FindHandlerKind("pingpong")->min_state_size, 48u);
+  EXPECT_EQ(FindHandlerKind("bcast")->min_state_size, 48u);
+  EXPECT_EQ(FindHandlerKind("raid_parity")->min_state_size, 56u);
+  EXPECT_EQ(FindHandlerKind("raid_parity")->min_regions, 1u);
 }
 
 TEST(RegistryTest, SchemasSayWhatToWrite) {
@@ -91,8 +96,9 @@ TEST(RegistryTest, SchemasSayWhatToWrite) {
 }
 
 TEST(RegistryTest, SchemasOfParameterisedKindsAreNonEmpty) {
-  for (absl::string_view name : {"agg", "cond_read", "count", "datatype",
-                                 "filter", "kvs", "xor_payload"}) {
+  for (absl::string_view name :
+       {"agg", "bcast", "cond_read", "count", "datatype", "filter", "kvs",
+        "pingpong", "raid_parity", "xor_payload"}) {
     EXPECT_FALSE(FindHandlerKind(name)->params.empty()) << name;
   }
   for (absl::string_view name : {"null", "reflect"}) {
@@ -139,8 +145,9 @@ TEST(RegistryTest, EveryKindCreatesWithItsDefaults) {
 }
 
 TEST(RegistryTest, BuiltInKindsArePayloadOnly) {
-  for (absl::string_view name : {"agg", "cond_read", "count", "filter", "kvs",
-                                 "null", "reflect", "xor_payload"}) {
+  for (absl::string_view name :
+       {"agg", "bcast", "cond_read", "count", "filter", "kvs", "null",
+        "pingpong", "raid_parity", "reflect", "xor_payload"}) {
     const HandlerKind* kind = FindHandlerKind(name);
     EXPECT_FALSE(kind->has_header) << name;
     EXPECT_TRUE(kind->has_payload) << name;
@@ -160,6 +167,20 @@ TEST(RegistryTest, KindsThatNeedARegionSayHowMany) {
                                                  {"max_length", "4096"},
                                                  {"reply_stream", "9"}})
                   .ok());
+}
+
+// Only kinds that put to peers by name name any: bcast its children,
+// raid_parity (role=data) its parity node.
+TEST(RegistryTest, KindsWithDefaultsNameNoPeers) {
+  for (absl::string_view name : {"pingpong", "raid_parity", "reflect"}) {
+    absl::StatusOr<HandlerInstance> handler = CreateHandlerForTest(name);
+    ASSERT_TRUE(handler.ok()) << name << ": " << handler.status();
+    EXPECT_TRUE(handler->Peers().empty()) << name;
+  }
+  absl::StatusOr<HandlerInstance> bcast =
+      CreateHandlerForTest("bcast", {{"tree", "a,b,c"}, {"rank", "0"}});
+  ASSERT_TRUE(bcast.ok()) << bcast.status();
+  EXPECT_EQ(bcast->Peers(), (std::vector<std::string>{"b", "c"}));
 }
 
 TEST(RegistryTest, UnknownParameterIsRejectedWithTheKnownOnes) {
