@@ -5,16 +5,24 @@
 //
 // Each message is one contribution: a contributor's vector, or its first
 // elements when the message is shorter (the rest add nothing). A packet's
-// payload goes to element MessageInfo.offset / size, so a message may be cut
-// into packets anywhere on an element boundary.
+// payload goes to byte MessageInfo.offset of the vector. Integer vectors
+// may be cut into packets anywhere, also inside an element (DiAD cuts at
+// path_mtu - 96 bytes, 1404 at MTU 1500, not a multiple of 8): the bytes
+// j..j+n-1 of a little-endian element are worth their value shifted left
+// by 8j, and two's complement addition is linear, so each packet adds its
+// part of an element on its own and the sum is exact in any order. A float
+// cannot be added in parts: float packets must start and end on element
+// boundaries (RoCE's path MTUs always do; on DiAD choose path_mtu with
+// path_mtu - 96 a multiple of the element size, e.g. 1496).
 //
 //   Header      checks region 0 and, where the transport knows the message
 //               length, the whole message (a multiple of the element size,
 //               at most count elements), so that such a message adds nothing
 //               at all when it is bad
-//   Payload     checks this packet (offset and length multiples of the
-//               element size, within count elements), adds its elements
-//               atomically, then consumes the packet
+//   Payload     checks this packet (within count elements; for floats,
+//               offset and length multiples of the element size), adds its
+//               elements (and integer element parts) atomically, then
+//               consumes the packet
 //   Completion  counts the contribution; the one that makes the total a
 //               multiple of `contributors` completes a round and raises
 //               `event` with the round number
@@ -40,10 +48,13 @@
 // State layout (uint64, host byte order, relaxed atomics; kMinStateSize 56):
 //
 //   offset  0: contributions   messages added whole, over all rounds
-//   offset  8: elements        elements added into the region
-//   offset 16: bad_packets     FAILs: a packet (or a message the header saw)
-//                              misaligned to the element size or past
-//                              `count` elements; nothing of it written
+//   offset  8: elements        elements added into the region (an element
+//                              cut between packets counts once, with the
+//                              packet holding its last byte)
+//   offset 16: bad_packets     FAILs: a message the header saw not a
+//                              multiple of the element size, a float packet
+//                              misaligned to it, or a packet past `count`
+//                              elements; nothing of it written
 //   offset 24: rounds          rounds completed (contributions / N)
 //   offset 32: failed          messages that ended with dropped bytes (a
 //                              FAIL or flow control): not a contribution,
@@ -52,6 +63,7 @@
 //                              smaller than count * size bytes or not
 //                              aligned to the element size
 //   offset 48: events_refused  round events lost to a full event queue
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -117,6 +129,40 @@ void AddElements(std::span<const uint8_t> payload, Bits* dst) {
           std::memory_order_relaxed)) {
       }
     }
+  }
+}
+
+// Adds bytes j..j+n-1 of a little-endian integer element (at `src`) to
+// `dst`: their value shifted to their place, which modulo 2^bits is exactly
+// their share of the element's value.
+template <typename Bits>
+void AddElementPart(const uint8_t* src, uint32_t j, uint32_t n, Bits* dst) {
+  Bits part = 0;
+  for (uint32_t i = 0; i < n; ++i) part |= Bits{src[i]} << (8 * (j + i));
+  std::atomic_ref<Bits>(*dst).fetch_add(part, std::memory_order_relaxed);
+}
+
+// Adds the integer vector bytes [offset, offset + payload.size()) into
+// `dst`: whole elements at once, an element cut at either end by its part.
+template <typename Bits>
+void AddIntegerBytes(std::span<const uint8_t> payload, uint64_t offset,
+                     Bits* dst) {
+  constexpr uint32_t kSize = sizeof(Bits);
+  const uint8_t* src = payload.data();
+  uint64_t left = payload.size();
+  Bits* element = dst + offset / kSize;
+  if (const uint32_t j = offset % kSize; j != 0 && left != 0) {
+    const uint32_t n =
+        static_cast<uint32_t>(std::min<uint64_t>(kSize - j, left));
+    AddElementPart(src, j, n, element++);
+    src += n;
+    left -= n;
+  }
+  const uint64_t whole = left / kSize * kSize;
+  AddElements<Bits, void>({src, whole}, element);
+  if (left != whole) {
+    AddElementPart(src + whole, 0, static_cast<uint32_t>(left - whole),
+                   element + whole / kSize);
   }
 }
 
@@ -211,19 +257,23 @@ class ReduceHandler {
     const std::span<const uint8_t> payload = packet.Payload();
     const uint64_t offset = packet.Message().offset;
     const uint64_t size = payload.size();
+    const bool is_float =
+        type_ == ElementType::kFloat32 || type_ == ElementType::kFloat64;
     // offset <= bytes_ first: then bytes_ - offset cannot wrap.
-    if (offset % size_ != 0 || size % size_ != 0 || offset > bytes_ ||
-        size > bytes_ - offset) {
+    if ((is_float && (offset % size_ != 0 || size % size_ != 0)) ||
+        offset > bytes_ || size > bytes_ - offset) {
       if (state != nullptr) AddToCounter(state->bad_packets, 1);
       return HandlerResult::kFail;
     }
     uint8_t* dst = region + offset;
     switch (type_) {
       case ElementType::kInt32:
-        AddElements<uint32_t, void>(payload, reinterpret_cast<uint32_t*>(dst));
+        AddIntegerBytes<uint32_t>(payload, offset,
+                                  reinterpret_cast<uint32_t*>(region));
         break;
       case ElementType::kInt64:
-        AddElements<uint64_t, void>(payload, reinterpret_cast<uint64_t*>(dst));
+        AddIntegerBytes<uint64_t>(payload, offset,
+                                  reinterpret_cast<uint64_t*>(region));
         break;
       case ElementType::kFloat32:
         AddElements<uint32_t, float>(payload, reinterpret_cast<uint32_t*>(dst));
@@ -233,8 +283,9 @@ class ReduceHandler {
                                       reinterpret_cast<uint64_t*>(dst));
         break;
     }
-    if (state != nullptr && size != 0)
-      AddToCounter(state->elements, size / size_);
+    // Elements whose last byte is in this packet.
+    const uint64_t ended = (offset + size) / size_ - offset / size_;
+    if (state != nullptr && ended != 0) AddToCounter(state->elements, ended);
     packet.Consume();
     return HandlerResult::kSuccess;
   }

@@ -284,14 +284,15 @@ for c in 0 1 2 3; do
   check "reduce: contribution $c delivered" rc_is 0
 done
 check "reduce: B's region holds the exact int64 sum of the four vectors" until_same b "$SUM_ID" 2048 "$TMP/sum.bin"
-scB state sum --length 32 --raw
+scB state sum --length 56 --raw
+log "reduce state (contributions elements bad rounds failed bad_region events_refused): $("$PY" -c "import struct,sys; print(struct.unpack_from('<7Q', open(sys.argv[1],'rb').read()))" "$TMP/cmd.out" 2>&1)"
 check "reduce: one round completed (state word 3)" eval \
   '[[ $("$PY" -c "import struct,sys; print(struct.unpack_from(\"<4Q\", open(sys.argv[1],\"rb\").read())[3])" "$TMP/cmd.out") == 1 ]]'
 
 # --- bcast ------------------------------------------------------------------------------
 region a BCAST_A 8192 remote_write,local_read
 region b BCAST_B 8192 remote_write,local_read
-install b bcast "name: \"bcast\" kind: \"bcast\" params { key: \"tree\" value: \"b,a\" } params { key: \"rank\" value: \"0\" } params { key: \"rkey\" value: \"$BCAST_A_RKEY\" } params { key: \"address\" value: \"$BCAST_A_BASE\" } diad { write_region: $BCAST_B_ID }" "$BCAST_B_ID"
+install b bcast "name: \"bcast\" kind: \"bcast\" params { key: \"tree\" value: \"b,a\" } params { key: \"rank\" value: \"0\" } params { key: \"rkeys\" value: \"$BCAST_B_RKEY,$BCAST_A_RKEY\" } params { key: \"addresses\" value: \"$BCAST_B_BASE,$BCAST_A_BASE\" } diad { write_region: $BCAST_B_ID }" "$BCAST_B_ID"
 head -c 8192 /dev/urandom >"$TMP/bcast.bin"
 scA remote-write b "$BCAST_B_RKEY" "$BCAST_B_BASE" --file "$TMP/bcast.bin" "${OP[@]}"
 check "bcast: message written to the root" rc_is 0

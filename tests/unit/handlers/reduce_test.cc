@@ -1,7 +1,8 @@
 // reduce: N contributors' vectors, cut into packets at odd element
-// boundaries, sum exactly into region 0 (int32 and int64 wrapping, float64
-// within rounding); packets misaligned to the element size or past `count`
-// elements FAIL with nothing written; the round event is raised once, at the
+// boundaries or inside elements (integers), sum exactly into region 0
+// (int32 and int64 wrapping, float64 within rounding); float packets
+// misaligned to the element size and packets past `count` elements FAIL
+// with nothing written; the round event is raised once, at the
 // N-th completed contribution; a read-only, short or misaligned region
 // FAILs; bad parameters say what to write.
 #include <algorithm>
@@ -107,7 +108,7 @@ void RunMessage(const HandlerInstance& handler, FakeEctx& ectx,
 }
 
 template <typename T>
-void ExpectExactIntegerSum(absl::string_view type) {
+void ExpectExactIntegerSum(absl::string_view type, bool cut_inside_elements) {
   using U = std::make_unsigned_t<T>;
   constexpr size_t kCount = 13;
   constexpr size_t kContributors = 5;
@@ -127,10 +128,15 @@ void ExpectExactIntegerSum(absl::string_view type) {
       expected[i] += static_cast<U>(vector[i]);
     }
     // Packets of 1, 3, 2, 7 elements: odd element boundaries, different
-    // per contributor.
+    // per contributor; or cut inside elements, as DiAD's 1404-byte
+    // packets cut int64 vectors (5, 11, 3, 2, ... bytes).
     const size_t first = (c % 3 + 1) * sizeof(T);
-    RunMessage(handler, ectx, Wire(vector),
-               {first, 3 * sizeof(T), 2 * sizeof(T)});
+    if (cut_inside_elements) {
+      RunMessage(handler, ectx, Wire(vector), {c + 1, 11, 3, 2, 1, 9, 13});
+    } else {
+      RunMessage(handler, ectx, Wire(vector),
+                 {first, 3 * sizeof(T), 2 * sizeof(T)});
+    }
   }
   EXPECT_EQ(Elements<U>(region, kCount), expected);
   EXPECT_EQ(StateWord(ectx, kContributions), kContributors);
@@ -140,11 +146,39 @@ void ExpectExactIntegerSum(absl::string_view type) {
 }
 
 TEST(ReduceTest, Int32SumIsExactAndWraps) {
-  ExpectExactIntegerSum<int32_t>("int32");
+  ExpectExactIntegerSum<int32_t>("int32", false);
 }
 
 TEST(ReduceTest, Int64SumIsExactAndWraps) {
-  ExpectExactIntegerSum<int64_t>("int64");
+  ExpectExactIntegerSum<int64_t>("int64", false);
+}
+
+TEST(ReduceTest, Int32SumIsExactWhenPacketsCutElements) {
+  ExpectExactIntegerSum<int32_t>("int32", true);
+}
+
+TEST(ReduceTest, Int64SumIsExactWhenPacketsCutElements) {
+  ExpectExactIntegerSum<int64_t>("int64", true);
+}
+
+// Each element's bytes may arrive in any order, from any packets: the parts
+// add up to the element. Every byte of a two-element int64 vector as a
+// packet of its own, in reverse order.
+TEST(ReduceTest, Int64BytesInAnyOrderSumExactly) {
+  HandlerInstance handler = MakeHandler("reduce", Params("int64", 2, 1));
+  FakeEctx ectx(56);
+  std::vector<uint8_t> region(16, 0);
+  ectx.AddRegion(1, region);
+  const std::vector<int64_t> vector = {-0x0123456789abcdefLL,
+                                       0x7edcba9876543210LL};
+  const std::vector<uint8_t> wire = Wire(vector);
+  for (size_t i = wire.size(); i-- > 0;) {
+    Packet p({wire[i]}, {.offset = i, .length = wire.size()});
+    ASSERT_EQ(RunPayload(handler, ectx.context(), p.packet.view()),
+              HandlerResult::kSuccess);
+  }
+  EXPECT_EQ(Elements<int64_t>(region, 2), vector);
+  EXPECT_EQ(StateWord(ectx, kElements), 2u);
 }
 
 TEST(ReduceTest, Float64Sum) {
@@ -178,12 +212,13 @@ TEST(ReduceTest, Float32Sum) {
             (std::vector<float>{1.75f, 4.0f, -2.0f}));
 }
 
-TEST(ReduceTest, MisalignedPacketsAreRefusedAndWriteNothing) {
-  HandlerInstance handler = MakeHandler("reduce", Params("int32", 8, 2));
+// A float cannot be added in parts: its packets must hold whole elements.
+TEST(ReduceTest, MisalignedFloatPacketsAreRefusedAndWriteNothing) {
+  HandlerInstance handler = MakeHandler("reduce", Params("float32", 8, 2));
   FakeEctx ectx(56);
   std::vector<uint8_t> region(32, kUntouched);
   ectx.AddRegion(1, region);
-  const std::vector<uint8_t> wire = Wire(std::vector<int32_t>{1, 2, 3, 4});
+  const std::vector<uint8_t> wire = Wire(std::vector<float>{1, 2, 3, 4});
   // Offset not a multiple of 4.
   Packet offset_off(wire, {.offset = 2, .length = 0});
   EXPECT_EQ(RunPayload(handler, ectx.context(), offset_off.packet.view()),
