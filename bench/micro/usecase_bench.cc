@@ -142,7 +142,7 @@ void BM_RaidData(benchmark::State& state) {
                                  {{"role", "data"},
                                   {"parity_peer", "p"},
                                   {"parity_rkey", "7"},
-                                  {"parity_address", "0"}});
+                                  {"parity_address", "0x1000"}});
   if (h.self() == nullptr) return;
   Ectx ectx(64, 1 << 16);
   RunPayloadLoop(state, h, ectx, kMiddleOfWrite);

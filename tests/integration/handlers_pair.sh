@@ -123,6 +123,16 @@ pair_wait_health b
 pair_links_up
 check "both wire0 links are up" eval '[[ $a_up == True && $b_up == True ]]'
 
+lists_use_cases() {
+  local k
+  scB kinds
+  rc_is 0 || return 1
+  for k in pingpong bcast raid_parity datatype kvs cond_read reduce agg; do
+    out_has "^$k: " || { log "kinds does not list $k"; return 1; }
+  done
+}
+check "spinctl kinds lists the eight use cases with their schemas" lists_use_cases
+
 # --- datatype ---------------------------------------------------------------------------
 # 6000 packed bytes (5 packets): vector 100-byte blocks every 250 bytes;
 # indexed blocks of 700, 1300 and 4000 bytes at 9000, 0 and 3000.
