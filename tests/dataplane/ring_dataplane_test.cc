@@ -332,6 +332,76 @@ TEST_F(RingDataplaneTest, ReflectSendsTheFrameBackOutOfItsIngressPort) {
   EXPECT_EQ(Drain(0), std::vector<Bytes>{expected});
 }
 
+// agg through the engine: packets by UDP destination port into buckets,
+// every frame forwarded unchanged.
+TEST_F(RingDataplaneTest, AggHistogramsPacketsByKeyAndForwardsThem) {
+  Start({Handler("agg", "agg", MatchRule(),
+                 {{"from", "l4"}, {"offset", "2"}, {"buckets", "16"}})});
+  std::vector<Bytes> sent;
+  for (uint16_t port : {3, 5, 5, 19, 3, 5}) {  // 19 % 16 == 3
+    sent.push_back(frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                "10.0.0.2", 9, port, Bytes(10 + port, 1)));
+    Inject(0, sent.back());
+  }
+  Poll();
+  EXPECT_EQ(Drain(1), sent);
+  const StatsSnapshot stats = dataplane_->Snapshot();
+  const EctxStats& e = stats.ectxs.at(0);
+  const auto word = [&](size_t offset) {
+    uint64_t value = 0;
+    if (offset + 8 <= e.state.size()) {
+      std::memcpy(&value, e.state.data() + offset, 8);
+    }
+    return value;
+  };
+  EXPECT_EQ(word(0), 6u);            // packets
+  EXPECT_EQ(word(32 + 16 * 3), 3u);  // ports 3, 3 and 19
+  EXPECT_EQ(word(32 + 16 * 5), 3u);  // port 5
+  EXPECT_EQ(word(40 + 16 * 5), 3 * sent[1].size());
+  EXPECT_EQ(word(32 + 16 * 4), 0u);
+}
+
+// kvs over UDP through the engine: a PUT is stored in the bound region and
+// answered, a GET is answered with the value out of the ingress port.
+TEST_F(RingDataplaneTest, KvsAnswersUdpGetWithThePutValue) {
+  Start();
+  RegionConfig region_config;
+  region_config.length = 4096;
+  region_config.access = kLocalRead | kLocalWrite;
+  absl::StatusOr<RegionInfo> region = dataplane_->RegisterRegion(region_config);
+  ASSERT_TRUE(region.ok()) << region.status();
+  HandlerConfig kvs = Handler("kvs", "kvs", UdpToPort(4000),
+                              {{"key_max", "8"}, {"value_max", "16"}});
+  kvs.bound_regions = {region->id};
+  ASSERT_TRUE(dataplane_->InstallEctx(kvs).ok());
+  // op, key_len, value_len (LE), request id (LE), key, value; the GET is
+  // padded so that its frame can carry the value back.
+  const Bytes put = {2,   3,   5,   0,   7,   0,   0,   0,
+                     'k', 'e', 'y', 'v', 'a', 'l', 'u', 'e'};
+  Bytes get = {1, 3, 0, 0, 8, 0, 0, 0, 'k', 'e', 'y'};
+  get.resize(8 + 16, 0);
+  const Bytes put_frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                       "10.0.0.2", 5000, 4000, put);
+  const Bytes get_frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                       "10.0.0.2", 5000, 4000, get);
+  Inject(0, put_frame);
+  Inject(0, get_frame);
+  Poll();
+  EXPECT_TRUE(Drain(1).empty());
+  // Status OK, op, value_len, request id (, value): from B's address and
+  // port back to A's, in the request's frame (the rest zero padding).
+  const auto reply = [](const Bytes& request, const Bytes& payload) {
+    Bytes frame = frames::Udp4(frames::kMacB, frames::kMacA, "10.0.0.2",
+                               "10.0.0.1", 4000, 5000, payload);
+    frame.resize(request.size(), 0);
+    return frame;
+  };
+  EXPECT_EQ(Drain(0),
+            (std::vector<Bytes>{reply(put_frame, {0, 2, 0, 0, 7, 0, 0, 0}),
+                                reply(get_frame, {0, 1, 5, 0, 8, 0, 0, 0, 'v',
+                                                  'a', 'l', 'u', 'e'})}));
+}
+
 TEST_F(RingDataplaneTest, FilterDropsItsFlowAndCountsIt) {
   Start({Handler("filter", "filter", UdpToPort(53))});
   Bytes dropped = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
