@@ -60,6 +60,7 @@
 #include "absl/strings/string_view.h"
 #include "handlers/api/handler.h"
 #include "handlers/api/net.h"
+#include "handlers/api/reply.h"
 
 namespace spinnic {
 namespace {
@@ -311,30 +312,19 @@ class KvsHandler {
     return regions[0].bytes;
   }
 
-  // Sends `reply` to the request's sender, the one path of every transport:
-  // in place for passthrough UDP, else a stream message to the sender's
-  // slot on `reply_stream`. A refusal is counted, never retried.
+  // Sends `reply` to the request's sender (handlers/api/reply.h) and
+  // counts what did not go.
   void Answer(HandlerContext& ctx, PacketView& packet, KvsState* state,
               std::span<const uint8_t> reply) const {
-    if (packet.Message().transport == MessageTransport::kPassthrough) {
-      if (!net::ReplyUdpInPlace(packet, reply)) {
+    switch (AnswerSender(ctx, packet, reply_stream_, reply)) {
+      case ReplyOutcome::kSent:
+        break;
+      case ReplyOutcome::kRefused:
         Count(state, &KvsState::replies_refused);
-        packet.Drop();
-      }
-      return;
-    }
-    if (reply_stream_ == 0) {
-      Count(state, &KvsState::unanswered);
-      return;
-    }
-    if (!ctx.PutToPeer(
-            PeerPut{.kind = PeerPut::Kind::kStream,
-                    .peer = {},
-                    .source = packet.Message().source,
-                    .channel = static_cast<uint16_t>(ctx.LcoreIndex()),
-                    .key = reply_stream_,
-                    .data = reply})) {
-      Count(state, &KvsState::replies_refused);
+        break;
+      case ReplyOutcome::kUnanswered:
+        Count(state, &KvsState::unanswered);
+        break;
     }
   }
 

@@ -331,6 +331,9 @@ class DiadEngine final : public TransportEngine {
                        uint64_t bytes) const;
   Channel* HandlerChannel(std::string_view peer_name, uint32_t source,
                           uint16_t channel);
+  // Handlers run on a DiAD message now (RunHandlers): a put without a peer
+  // name answers its sender.
+  bool delivering_ = false;
   void TakeCommands();
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);

@@ -98,8 +98,10 @@ void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
 DiadEngine::Channel* DiadEngine::HandlerChannel(std::string_view peer_name,
                                                 uint32_t source,
                                                 uint16_t channel) {
+  // No name: the sender of the message being handled, by its slot; only
+  // while a DiAD message is (another transport's sender is not ours).
+  if (peer_name.empty() && !delivering_) return nullptr;
   const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
-  // No name: the sender of the message being handled, by its slot.
   const Peer* peer = peer_name.empty()
                          ? peers->FindBySlot(source)
                          : peers->FindByName(absl::string_view(

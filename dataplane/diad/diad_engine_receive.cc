@@ -355,7 +355,9 @@ bool DiadEngine::RunHandlers(const Channel& ch, const Header& h,
   PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len, layers,
                   in_port, info);
   hpu_->SetActionOrigin(in_port, ectx.id());
+  delivering_ = true;
   spin_->Deliver(ectx, message.spin, view, h.first(), h.last());
+  delivering_ = false;
   hpu_->SetActionOrigin(kNoPort, 0);
   return view.GetDisposition() == Disposition::kForward;
 }

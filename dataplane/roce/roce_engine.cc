@@ -146,6 +146,10 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
     cm_ = std::make_unique<CmService>(cm, this);
     for (uint16_t port : config_.listen_ports) cm_->Listen(port);
     gsi_psn_ = static_cast<uint32_t>(rte_rand()) & kPsnMask;
+    handler_reply_bytes_.resize(size_t{kHandlerReplies} * kHandlerReplyBytes);
+    for (uint32_t i = kHandlerReplies; i-- > 0;) {
+      free_handler_replies_.push_back(static_cast<uint16_t>(i));
+    }
   }
 }
 

@@ -85,8 +85,10 @@ struct alignas(64) RoceCounters {
   Counter write_immediates;  // WRITE with immediate messages completed
   Counter sends;             // SEND messages received whole
   Counter send_bytes;
-  Counter handler_messages;    // WRITE messages delivered to a handler
-  Counter handler_drops;       // WRITE packets a handler kept from memory
+  Counter handler_messages;  // WRITE messages delivered to a handler
+  Counter handler_drops;     // WRITE packets a handler kept from memory
+  Counter handler_replies;   // SENDs handlers posted on their message's QP
+  Counter handler_replies_refused;  // ... refused: too long, or no buffer
   Counter naaice_sessions;     // NAAICE connections (MRSP exchanges) started
   Counter naaice_calls;        // functions run
   Counter naaice_errors;       // calls answered with a nonzero return code
@@ -250,6 +252,14 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   }
   // Releases pinned regions and queued work (shutdown).
   void Shutdown() override;
+  // A handler answering the RoCE message it runs on (PeerPut with no peer
+  // name, kind stream): a SEND of put.data on that message's QP, the bytes
+  // copied into one of kHandlerReplies buffers until acknowledged. False,
+  // and counted, when no message is being handled, the data is over
+  // kHandlerReplyBytes, every buffer is in flight or the send queue is full.
+  bool HandlerPut(const PeerPut& put, uint32_t ectx_id) override;
+  static constexpr uint32_t kHandlerReplies = 32;
+  static constexpr uint32_t kHandlerReplyBytes = 4160;
 
   const RoceCounters& counters() const { return counters_; }
   const Responder* responder(uint32_t qpn) const;
@@ -284,6 +294,7 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
       RoceCommand* command = nullptr;        // a gRPC operation, or null
       bool from_service = false;             // the service's: tell it
       uint32_t service_tag = 0;
+      int32_t handler_reply = -1;  // a handler's reply buffer to free
     };
     // What consumes its SENDs (qp_service.h); set while in use.
     std::unique_ptr<QpService> service;
@@ -422,6 +433,12 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   std::array<Neighbor, kNeighbors> neighbors_{};
   uint32_t next_neighbor_ = 0;
   RoceCounters counters_;
+  // The QP whose message the handlers run on now (HandlerPut's target).
+  Qp* delivering_ = nullptr;
+  // Handler replies in flight (HPU 0 only): kHandlerReplies buffers of
+  // kHandlerReplyBytes, and the free ones' indices.
+  std::vector<uint8_t> handler_reply_bytes_;
+  std::vector<uint16_t> free_handler_replies_;
 };
 
 }  // namespace spinnic::roce

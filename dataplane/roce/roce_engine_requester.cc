@@ -35,6 +35,35 @@ bool RoceEngine::PostWork(Qp& qp, WorkRequest wr, const MemoryRegion* region,
   return true;
 }
 
+bool RoceEngine::HandlerPut(const PeerPut& put, uint32_t /*ectx_id*/) {
+  // Only an answer to the message being handled: a named peer is DiAD's.
+  if (!put.peer.empty() || delivering_ == nullptr) return false;
+  Qp& qp = *delivering_;
+  if (put.kind != PeerPut::Kind::kStream || put.data.empty() ||
+      put.data.size() > kHandlerReplyBytes || free_handler_replies_.empty() ||
+      qp.requester == nullptr) {
+    counters_.handler_replies_refused.Add();
+    return false;
+  }
+  const uint16_t slot = free_handler_replies_.back();
+  uint8_t* bytes =
+      handler_reply_bytes_.data() + size_t{slot} * kHandlerReplyBytes;
+  std::memcpy(bytes, put.data.data(), put.data.size());
+  WorkRequest wr;
+  wr.kind = WorkRequest::Kind::kSend;
+  wr.local_offset = reinterpret_cast<uint64_t>(bytes);
+  wr.length = static_cast<uint32_t>(put.data.size());
+  const uint64_t wr_id = qp.next_wr_id;
+  if (!PostWork(qp, wr, nullptr, nullptr)) {
+    counters_.handler_replies_refused.Add();
+    return false;
+  }
+  free_handler_replies_.pop_back();
+  qp.wrs[wr_id % kSqDepth].handler_reply = slot;
+  counters_.handler_replies.Add();
+  return true;
+}
+
 void RoceEngine::DriveRequester(Qp& qp, uint64_t now_ns) {
   Requester& r = *qp.requester;
   if (now_ns >= r.NextDeadline()) r.OnTimer(now_ns);
@@ -104,6 +133,9 @@ void RoceEngine::DrainCompletions(Qp& qp) {
     // A copy: the service may post again into the slot it frees.
     const Qp::LocalWr wr = std::exchange(qp.wrs[c.wr_id % kSqDepth], {});
     if (wr.region != nullptr) wr.region->Unpin();
+    if (wr.handler_reply >= 0) {
+      free_handler_replies_.push_back(static_cast<uint16_t>(wr.handler_reply));
+    }
     if (c.status == CompletionStatus::kSuccess) {
       counters_.ops_completed.Add();
     } else {

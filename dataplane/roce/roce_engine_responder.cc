@@ -238,7 +238,9 @@ bool RoceEngine::RunHandlers(Qp& qp, const ResponderPlan& plan,
   PacketView view(rte_pktmbuf_mtod(arrival.mbuf, uint8_t*),
                   arrival.mbuf->data_len, layers, arrival.in_port, info);
   hpu_->SetActionOrigin(arrival.in_port, ectx->id());
+  delivering_ = &qp;
   spin_->Deliver(*ectx, qp.spin, view, plan.starts_message, plan.ends_message);
+  delivering_ = nullptr;
   hpu_->SetActionOrigin(kNoPort, 0);
   if (plan.ends_message) qp.message_ectx = kNoEctx;
   const bool deposit = view.GetDisposition() == Disposition::kForward;

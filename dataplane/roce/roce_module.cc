@@ -546,6 +546,8 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"send_bytes", &C::send_bytes},
       {"handler_messages", &C::handler_messages},
       {"handler_drops", &C::handler_drops},
+      {"handler_replies", &C::handler_replies},
+      {"handler_replies_refused", &C::handler_replies_refused},
       {"naaice_sessions", &C::naaice_sessions},
       {"naaice_calls", &C::naaice_calls},
       {"naaice_errors", &C::naaice_errors},

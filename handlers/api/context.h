@@ -26,8 +26,10 @@ enum class EmitPort : uint8_t {
 struct PeerPut {
   enum class Kind : uint8_t { kStream, kWrite };
   Kind kind = Kind::kStream;
-  // The peer's name; empty: the peer in slot `source` instead, i.e. the
-  // sender of a DiAD message (its MessageInfo.source), to answer it.
+  // The peer's name; empty: an answer to the sender of the message being
+  // handled: on DiAD the peer in slot `source` (its MessageInfo.source); on
+  // RoCE a SEND of `data` on the message's queue pair (kind kStream; `key`,
+  // `source` and `channel` unused; at most 4160 bytes).
   std::string_view peer;
   uint32_t source = 0;
   // Messages on one channel arrive in order. The channel must be one this

@@ -1089,6 +1089,51 @@ TEST_F(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
   EXPECT_EQ(Counter("ops_completed"), 1u);
 }
 
+// kvs on a QP's SENDs (roce { qpn }): a PUT is stored and a GET answered
+// with the PUT value, each answer a SEND of ours on the same QP (our PSNs
+// from 0x777), its buffer held until the client acknowledges it.
+TEST_F(RoceRequesterTest, KvsAnswersSendsWithSendsOnTheSameQp) {
+  RegionInfo table = Region(4096, kLocalRead | kLocalWrite);
+  HandlerConfig kvs;
+  kvs.name = "kvs";
+  kvs.kind = "kvs";
+  kvs.params = {{"key_max", "8"}, {"value_max", "16"}};
+  kvs.binding = {roce::kBindQp, qpn_};
+  kvs.bound_regions = {table.id};
+  absl::StatusOr<uint32_t> installed = dataplane().InstallEctx(kvs);
+  ASSERT_TRUE(installed.ok()) << installed.status();
+  // op, key_len, value_len (LE), request id (LE), key, value.
+  SendFrame(Build(
+      Opcode::kRcSendOnly, kClientPsn, {},
+      Bytes{2, 3, 5, 0, 7, 0, 0, 0, 'k', 'e', 'y', 'v', 'a', 'l', 'u', 'e'},
+      true));
+  SendFrame(Build(Opcode::kRcSendOnly, kClientPsn + 1, {},
+                  Bytes{1, 3, 0, 0, 8, 0, 0, 0, 'k', 'e', 'y'}, true));
+  // Our SENDs, once each (the ACK timer may resend them meanwhile).
+  std::vector<Out> sends;
+  for (int i = 0; i < 200 && sends.size() < 2; ++i) {
+    for (const Out& o : Await(1)) {
+      if (o.roce &&
+          o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcSendOnly) &&
+          (sends.empty() || o.packet.bth.psn != sends.back().packet.bth.psn)) {
+        sends.push_back(o);
+      }
+    }
+  }
+  ASSERT_EQ(sends.size(), 2u);
+  EXPECT_EQ(sends[0].packet.bth.dest_qp, kClientQpn);
+  EXPECT_EQ(sends[0].packet.bth.psn, 0x777u);
+  EXPECT_EQ(sends[0].payload(), (Bytes{0, 2, 0, 0, 7, 0, 0, 0}));
+  EXPECT_EQ(sends[1].packet.bth.psn, 0x778u);
+  EXPECT_EQ(sends[1].payload(),
+            (Bytes{0, 1, 5, 0, 8, 0, 0, 0, 'v', 'a', 'l', 'u', 'e'}));
+  EXPECT_EQ(Counter("handler_replies"), 2u);
+  SendFrame(Ack(Opcode::kRcAck, 0x778, roce::AethAck(), {}));
+  Poll();
+  EXPECT_EQ(Counter("ops_completed"), 2u);
+  EXPECT_EQ(Counter("handler_replies_refused"), 0u);
+}
+
 TEST_F(RoceRequesterTest, ReadsFromTheClient) {
   RegionInfo region = Region(4096, kRemoteWrite);
   RoceOp op;

@@ -467,7 +467,8 @@ TEST_F(KvsTest, LaterPacketsOfALongRequestAreConsumedQuietly) {
 }
 
 // A RoCE SEND of one packet (its length known on its last packet) is a
-// request like a DiAD stream message.
+// request like a DiAD stream message, answered by a SEND on its QP: a put
+// without a peer name and without a reply stream.
 TEST_F(KvsTest, RoceSendRequestsAreCarriedOut) {
   Install(16, 64, 8);
   const std::vector<uint8_t> request = Request(kPut, "rdma", "value", 4);
@@ -482,7 +483,8 @@ TEST_F(KvsTest, RoceSendRequestsAreCarriedOut) {
             HandlerResult::kSuccess);
   EXPECT_EQ(packet.view().GetDisposition(), Disposition::kConsume);
   ASSERT_EQ(ectx_.sink().puts().size(), 1u);
-  EXPECT_EQ(ectx_.sink().puts()[0].source, 0x1234u);
+  EXPECT_EQ(ectx_.sink().puts()[0].peer, "");
+  EXPECT_EQ(ectx_.sink().puts()[0].key, 0u);
   EXPECT_EQ(ectx_.sink().puts()[0].data, ReplyBytes(kOk, kPut, 4));
   EXPECT_EQ(Get("rdma"), ReplyBytes(kOk, kGet, 7, "value"));
 }
