@@ -126,20 +126,17 @@ class CondReadHandler {
       Count(state, &CondReadState::bad_region);
       return HandlerResult::kFail;
     }
-    const MessageInfo& message = packet.Message();
-    const bool passthrough =
-        message.transport == MessageTransport::kPassthrough;
-    int64_t room = kReplyHeaderBytes + kMaxLengthLimit;
-    if (passthrough) {
-      room = net::UdpReplyRoom(packet);
-      if (room < 0) {
+    int64_t room;
+    bool one_packet;
+    switch (TakeRequest(packet, kReplyHeaderBytes + kMaxLengthLimit, &room,
+                        &one_packet)) {
+      case RequestPacket::kRequest:
+        break;
+      case RequestPacket::kNotUdp:
         Count(state, &CondReadState::not_udp);
         return HandlerResult::kSuccess;  // not a request: forwarded as is
-      }
-    } else {
-      packet.Consume();
-      // A later packet of a request of several: answered at its first.
-      if (message.offset != 0) return HandlerResult::kSuccess;
+      case RequestPacket::kContinuation:
+        return HandlerResult::kSuccess;
     }
     const std::span<const uint8_t> request = packet.Payload();
     if (request.size() < 4) {
@@ -158,7 +155,6 @@ class CondReadHandler {
     Status status = kBadRequest;
     uint32_t length = 0;
     uint64_t current = version.load(std::memory_order_acquire);
-    const bool one_packet = passthrough || message.length == request.size();
     if (one_packet && request.size() >= kRequestBytes) {
       length = LoadLe32(request.data() + 4);
       const uint64_t offset = LoadLe64(request.data() + 8);

@@ -195,20 +195,17 @@ class KvsHandler {
       Count(state, &KvsState::bad_region);
       return HandlerResult::kFail;
     }
-    const MessageInfo& message = packet.Message();
-    const bool passthrough =
-        message.transport == MessageTransport::kPassthrough;
-    int64_t room = kHeaderBytes + kValueMaxLimit;
-    if (passthrough) {
-      room = net::UdpReplyRoom(packet);
-      if (room < 0) {
+    int64_t room;
+    bool one_packet;
+    switch (TakeRequest(packet, kHeaderBytes + kValueMaxLimit, &room,
+                        &one_packet)) {
+      case RequestPacket::kRequest:
+        break;
+      case RequestPacket::kNotUdp:
         Count(state, &KvsState::not_udp);
         return HandlerResult::kSuccess;  // not a request: forwarded as is
-      }
-    } else {
-      packet.Consume();
-      // A later packet of a request of several: answered at its first.
-      if (message.offset != 0) return HandlerResult::kSuccess;
+      case RequestPacket::kContinuation:
+        return HandlerResult::kSuccess;
     }
     const std::span<const uint8_t> request = packet.Payload();
     if (request.size() < kHeaderBytes) {
@@ -226,7 +223,6 @@ class KvsHandler {
     std::array<uint64_t, kStageWords> stage;
     Status status = kBadRequest;
     uint16_t reply_value_len = 0;
-    const bool one_packet = passthrough || message.length == request.size();
     const uint32_t needed =
         kHeaderBytes + key_len + (op == kPut ? value_len : 0u);
     if (!one_packet || op < kGet || op > kDelete || key_len == 0 ||

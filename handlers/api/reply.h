@@ -1,6 +1,7 @@
-// Answering the sender of the message a handler runs on, whatever the
-// transport: the one reply path of request/answer handlers (kvs,
-// cond_read). Hot path: no allocation; the reply is copied before return.
+// Requests and their answers, whatever the transport: how a request/answer
+// handler (kvs, cond_read) takes a packet as a request and answers the
+// sender of its message. Hot path: no allocation; the reply is copied
+// before return.
 #ifndef SPINNIC_HANDLERS_API_REPLY_H_
 #define SPINNIC_HANDLERS_API_REPLY_H_
 
@@ -12,6 +13,36 @@
 #include "handlers/api/packet.h"
 
 namespace spinnic {
+
+// What a request/answer handler's packet is (TakeRequest).
+enum class RequestPacket : uint8_t {
+  kRequest,       // answer it; `room` says how many bytes may go back
+  kNotUdp,        // passthrough but not a UDP datagram that can be
+                  // answered in place: leave it alone (forwarded)
+  kContinuation,  // a later packet of a transport's message: consumed,
+                  // answered (BAD_REQUEST) at its first
+};
+
+// Takes `packet` as a request: on a transport it is consumed (answered, not
+// stored) and only the first packet of a message is a request; passthrough
+// UDP is answered in place, so `room` is what its frame can hold
+// (net::UdpReplyRoom); on a transport `room` is `transport_room`. A
+// request is whole when `one_packet`: a transport message of several
+// packets is one the handler refuses.
+inline RequestPacket TakeRequest(PacketView& packet, int64_t transport_room,
+                                 int64_t* room, bool* one_packet) {
+  const MessageInfo& message = packet.Message();
+  if (message.transport == MessageTransport::kPassthrough) {
+    *room = net::UdpReplyRoom(packet);
+    *one_packet = true;
+    return *room < 0 ? RequestPacket::kNotUdp : RequestPacket::kRequest;
+  }
+  packet.Consume();
+  *room = transport_room;
+  *one_packet = message.length == packet.Payload().size();
+  return message.offset == 0 ? RequestPacket::kRequest
+                             : RequestPacket::kContinuation;
+}
 
 enum class ReplyOutcome : uint8_t {
   kSent,
