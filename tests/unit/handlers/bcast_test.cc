@@ -32,12 +32,6 @@ enum Word : size_t {
   kBadAddress = 5,
 };
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 // "r0,r1,...": rank i is named r<i>.
 std::string Tree(size_t ranks) {
   std::vector<std::string> names;

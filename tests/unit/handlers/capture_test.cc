@@ -15,12 +15,6 @@
 namespace spinnic::handler_test {
 namespace {
 
-uint64_t StateWord(FakeEctx& ectx, size_t index) {
-  uint64_t word;
-  std::memcpy(&word, ectx.state().data() + 8 * index, 8);
-  return word;
-}
-
 // The documented record: frame length, captured length, then the bytes.
 std::vector<uint8_t> Record(const std::vector<uint8_t>& frame, uint32_t snap) {
   std::vector<uint8_t> record(snap, 0);

@@ -33,12 +33,6 @@ enum Word : size_t {
   kBadRegion,
 };
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 void PutLe(std::vector<uint8_t>& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i)
     out.push_back(static_cast<uint8_t>(value >> 8 * i));

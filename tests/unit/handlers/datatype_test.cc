@@ -31,12 +31,6 @@ enum Word : size_t {
   kEventsRefused = 5,
 };
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 std::vector<uint8_t> Packed(size_t length) {
   std::vector<uint8_t> bytes(length);
   for (size_t i = 0; i < length; ++i) {

@@ -8,6 +8,7 @@
 #define SPINNIC_TESTS_UNIT_HANDLERS_HANDLER_TEST_UTIL_H_
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
@@ -36,6 +37,14 @@ using ::spinnic::test_frames::XorBytes;
 using ::testing::HasSubstr;
 
 using HandlerParamMap = absl::flat_hash_map<std::string, std::string>;
+
+// The uint64 word number `index` of the ECTX's state (the layout most
+// handlers document: counters of 8 bytes, in host byte order).
+inline uint64_t StateWord(FakeEctx& ectx, size_t index) {
+  uint64_t value;
+  std::memcpy(&value, ectx.state().data() + 8 * index, 8);
+  return value;
+}
 
 // The characters of `text` as bytes, e.g. for a payload.
 inline std::vector<uint8_t> Text(absl::string_view text) {

@@ -43,12 +43,6 @@ enum Word : size_t {
 };
 constexpr uint32_t kStateSize = 104;
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 // The documented hash: FNV-1a, 64 bits, of the key's bytes.
 uint64_t Fnv1a64(const std::string& key) {
   uint64_t hash = 0xcbf29ce484222325ull;

@@ -25,12 +25,6 @@ enum Word : size_t {
   kNotReflected = 5,
 };
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 std::vector<uint8_t> UdpFrame(const std::vector<uint8_t>& payload) {
   FrameSpec spec;
   spec.payload = payload;

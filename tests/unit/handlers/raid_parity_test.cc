@@ -35,12 +35,6 @@ constexpr uint64_t kRegionBase = 0x5a5a000000;  // region 0's base_address
 constexpr uint64_t kParityBase = 0x7b00000000;
 constexpr uint64_t kBlockBytes = 4096;
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 HandlerParamMap DataParams(uint64_t parity_address = kParityBase) {
   return {{"role", "data"},
           {"parity_peer", "p"},

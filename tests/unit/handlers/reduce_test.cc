@@ -33,12 +33,6 @@ enum Word : size_t {
   kEventsRefused = 6,
 };
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 HandlerParamMap Params(absl::string_view type, size_t count,
                        size_t contributors, uint32_t event = 0) {
   return {{"type", std::string(type)},

@@ -19,12 +19,6 @@ constexpr uint32_t kMaxPayload = 1404;
 
 enum Word { kExpected, kMessages, kOk, kBad, kOutOfOrder, kBytes, kFirstError, kUnchecked };
 
-uint64_t StateWord(FakeEctx& ectx, Word word) {
-  uint64_t value;
-  std::memcpy(&value, ectx.state().data() + 8 * word, 8);
-  return value;
-}
-
 // The documented content of message `number`: the number (little-endian),
 // then byte k = (number + k) & 0xff.
 std::vector<uint8_t> Message(uint64_t number, uint32_t size) {
