@@ -43,6 +43,9 @@
 #     reordered > 0; all 0 when clean), A retransmitted (Stats.roce
 #     retransmits > 0), B saw duplicates, neither QP is in error
 #     (`spinctl qps`), no op failed, A and B exit 0 on SIGTERM.
+#  g. a `kvs` handler on B's QP (roce { qpn }): A SENDs a PUT, a GET and a
+#     GET of a missing key; B answers each with a SEND on the same QP, which
+#     A reports as roce_send events: OK, the PUT value, NOT_FOUND.
 #
 # usage: roce_pair.sh SPINNICD SPINCTL SPINNIC_IMPAIR
 # env:   ROCE_PAIR_SEED (1), ROCE_PAIR_CLEAN (0; 1: no impairment),
@@ -104,9 +107,12 @@ BUDGET_S=${ROCE_PAIR_BUDGET_S:-270}  # the whole run (meson's timeout is 300 s)
 IP_A=192.0.2.1 IP_B=192.0.2.2
 MAC_A=02:00:00:00:00:0a MAC_B=02:00:00:00:00:0b
 PFX=spn-it-roce-$$
-EVENTS_PID=''
+EVENTS_PID='' EVENTS_A_PID=''
 source "$IT_DIR/pair_lib.sh"
-pair_stop_extras() { stop_pid "$EVENTS_PID" TERM 5; }
+pair_stop_extras() {
+  stop_pid "$EVENTS_PID" TERM 5
+  stop_pid "$EVENTS_A_PID" TERM 5
+}
 
 # lib.sh's helpers were written without -e: a failed check must be counted,
 # not end the script, so checks run their commands in a condition.
@@ -663,6 +669,77 @@ done
 if [[ $CLEAN != 1 ]]; then
   check "f: A retransmitted (Stats.roce retransmits $A_RETRANS > 0)" test "$A_RETRANS" -gt 0
 fi
+
+# --- g. kvs on B's QP: SENDs answered by SENDs ----------------------------------------------
+# A kvs handler takes the SENDs of B's QP (roce { qpn }); its answers are
+# SENDs of B's on the same QP, which A's QP reports as roce_send events
+# (their first 32 bytes in `head`). PUT is idempotent: it is repeated until
+# A's event stream (which has no "subscribed" acknowledgement) shows its
+# answer.
+SOCK=$SOCK_B sc --json region-register --length 65536 --access local_read,local_write --name kv || true
+KV_ID=$(field id)
+printf 'name: "kvs" kind: "kvs" params { key: "key_max" value: "16" } params { key: "value_max" value: "16" } roce { qpn: %d }\n' \
+  "$QPN_B" >"$TMP/kvs.textproto"
+SOCK=$SOCK_B sc install --handler_file "$TMP/kvs.textproto" --bind "$KV_ID" || true
+check "g: kvs installed on B's QP $QPN_B" rc_is 0
+"$SPINCTL" --socket "$SOCK_A" --json --timeout_ms 5000 events --timeout_ms 60000 \
+  >"$TMP/events-a.jsonl" 2>"$TMP/events-a.err" </dev/null &
+EVENTS_A_PID=$!
+hex() { "$PY" -c 'import sys; print(sys.argv[1].encode().hex())' "$1"; }
+# kv_send OFFSET HEX: a request from A's region at OFFSET, SENT on A's QP.
+kv_send() {
+  SOCK=$SOCK_A sc region-write "$ID_A" --offset "$1" --hex "$2" || true
+  rc_is 0 || return 1
+  scA qp-write "$QPN_A" 0 0 --send --region "$ID_A" --offset "$1" --length $((${#2} / 2)) \
+    --timeout_ms "$OP_MS"
+  rc_is 0
+}
+# kv_answer HEX: A saw a roce_send whose first bytes are HEX.
+kv_answer() {
+  "$PY" - "$TMP/events-a.jsonl" "$1" <<'EOF2'
+import base64, json, sys
+want = bytes.fromhex(sys.argv[2])
+def heads(v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k == "head" and isinstance(x, str):
+                yield base64.b64decode(x)
+            else:
+                yield from heads(x)
+for line in open(sys.argv[1]):
+    try:
+        if any(h.startswith(want) for h in heads(json.loads(line))):
+            sys.exit(0)
+    except ValueError:
+        pass
+sys.exit(1)
+EOF2
+}
+# PUT "key" = "value!" (request 1), answered OK; GET "key" (request 2),
+# answered OK with the value; GET "nokey" (request 3) NOT_FOUND.
+put_answered=0
+for ((k = 0; k < 10 && put_answered == 0; k++)); do
+  kv_send 0 0203060001000000$(hex key)$(hex 'value!') || true
+  for ((i = 0; i < 20; i++)); do
+    kv_answer 0002000001000000 && { put_answered=1; break; }
+    sleep 0.1
+  done
+done
+check "g: a PUT SENT to B is answered OK by a SEND on the same QP" test "$put_answered" -eq 1
+check "g: a GET is sent" kv_send 64 0103000002000000$(hex key)
+check "g: a GET is sent for a missing key" kv_send 128 0105000003000000$(hex nokey)
+wait_answer() {
+  local i
+  for ((i = 0; i < 50; i++)); do kv_answer "$1" && return 0; sleep 0.1; done
+  return 1
+}
+check "g: the GET's answer carries the PUT value" wait_answer 0001060002000000$(hex 'value!')
+check "g: the missing key's answer is NOT_FOUND" wait_answer 0101000003000000
+stats_snapshot b
+check "g: B counted the answers (handler_replies >= 3, none refused)" eval \
+  '[[ $(counter b handler_replies) -ge 3 && $(counter b handler_replies_refused) -eq 0 ]]'
+stop_pid "$EVENTS_A_PID" TERM 5
+EVENTS_A_PID=
 
 stop_pid "$A_PID" TERM 30
 A_RC=$STOP_RC
