@@ -17,6 +17,7 @@
 #include "control/grpc/feature_service.h"
 #include "control/grpc/service_internal.h"
 #include "control/roce/roce_service.h"
+#include "dataplane/roce/icrc.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
@@ -164,6 +165,7 @@ void FillRoceInfo(const roce::RoceConfig& r, const v1::Config& config,
     for (uint16_t port : r.listen_ports) roce->add_listen_ports(port);
     roce->set_max_rd_atomic(r.max_rd_atomic);
     roce->set_udp_port(roce::kRoceUdpPort);
+    roce->set_icrc_algorithm(roce::IcrcAlgorithm());
   }
 }
 

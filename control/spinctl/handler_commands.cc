@@ -111,6 +111,7 @@ int RunInfo(Env& env, const ParsedArgs&) {
     roce.Add("path_mtu", absl::StrCat(r.path_mtu()));
     roce.Add("max_qps", absl::StrCat(r.max_qps()));
     roce.Add("max_rd_atomic", absl::StrCat(r.max_rd_atomic()));
+    roce.Add("icrc", r.icrc_algorithm());
     roce.Add("listen_ports",
              r.listen_ports().empty()
                  ? std::string("- (queue pairs only through qp-create)")

@@ -24,9 +24,9 @@
 // rte_net_crc without the EAL (unit tests, fuzz targets): the first call
 // reads rte_vect_get_max_simd_bitwidth(), which is 0 before rte_eal_init, so
 // the table (scalar) algorithm is chosen -- correct, only slower. After
-// rte_eal_init it picks SSE4.2+PCLMULQDQ, or AVX-512+VPCLMULQDQ when the EAL
-// allows 512-bit SIMD (--force-max-simd-bitwidth=512). librte_net keeps the
-// first choice for good, and while choosing it briefly has no handler, so
+// rte_eal_init it picks SSE4.2+PCLMULQDQ, or AVX-512+VPCLMULQDQ when the SIMD
+// limit allows 512 bits (InitIcrc raises it for the choice). librte_net keeps
+// the first choice for good, and while choosing it briefly has no handler, so
 // two lcores making their first call at once could crash: the dataplane calls
 // InitIcrc() once on the main lcore after rte_eal_init, before any worker
 // starts.
@@ -56,9 +56,14 @@ struct IcrcSpan {
 // icrc_offset and the 4 ICRC bytes inside the frame.
 bool IcrcSpanValid(const uint8_t* frame, uint32_t length, const IcrcSpan& span);
 
-// Initialises librte_net's CRC choice once (see above). Call after
-// rte_eal_init on the main lcore; harmless without the EAL (scalar).
+// Initialises librte_net's CRC choice once (see above), allowing its
+// AVX-512 algorithm where the CPU has it even under the EAL's default
+// 256-bit SIMD limit. Call after rte_eal_init on the main lcore; harmless
+// without the EAL (scalar).
 void InitIcrc();
+// The algorithm InitIcrc chose: "avx512", "sse42" or "scalar" (GetInfo's
+// roce.icrc_algorithm).
+const char* IcrcAlgorithm();
 
 // The ICRC of the frame, the value whose little-endian bytes go at
 // icrc_offset. Returns false (and computes nothing) when !IcrcSpanValid. The
