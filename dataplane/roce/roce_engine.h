@@ -254,9 +254,11 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   void Shutdown() override;
   // A handler answering the RoCE message it runs on (PeerPut with no peer
   // name, kind stream): a SEND of put.data on that message's QP, the bytes
-  // copied into one of kHandlerReplies buffers until acknowledged. False,
-  // and counted, when no message is being handled, the data is over
-  // kHandlerReplyBytes, every buffer is in flight or the send queue is full.
+  // copied into one of kHandlerReplies buffers until acknowledged. False
+  // when the put names a peer (DiAD's) or no RoCE message is being handled;
+  // false and counted (handler_replies_refused) when it is not a stream
+  // put, is empty or over kHandlerReplyBytes, every buffer is in flight or
+  // the send queue is full.
   bool HandlerPut(const PeerPut& put, uint32_t ectx_id) override;
   static constexpr uint32_t kHandlerReplies = 32;
   static constexpr uint32_t kHandlerReplyBytes = 4160;
