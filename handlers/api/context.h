@@ -87,10 +87,6 @@ class ActionSink {
 // A memory region bound to the ECTX at install time. `bytes` is the whole
 // region; a handler must not write it unless `writable` (the region was
 // registered with local_write) nor read it unless `readable` (local_read).
-// `address` is the region's base_address, where it starts in the network's
-// address space: a DiAD write into this region names address + offset, so
-// MessageInfo.address - address is the offset in `bytes` of the packet's
-// payload (when the write targets this region: check the extent).
 struct BoundRegion {
   uint64_t id = 0;
   std::span<uint8_t> bytes;
@@ -98,7 +94,8 @@ struct BoundRegion {
   bool writable = true;
   // The address of bytes[0] as the network sees it (RegisterRegion's
   // base_address): a DiAD write's or RoCE WRITE's MessageInfo.address minus
-  // this is the offset in the region.
+  // this is the offset in the region (when the write targets this region:
+  // check the extent).
   uint64_t base_address = 0;
 };
 
