@@ -34,7 +34,8 @@ int RunQps(Env& env, const ParsedArgs&) {
   }
   Table table({"QPN", "REMOTE_QPN", "REMOTE_IP", "REMOTE_MAC", "LOCAL_IP",
                "PMTU", "RD_ATOMIC", "STATE", "FIRST_PSN", "SEND_PSN",
-               "EXPECTED_PSN", "MSN", "PACKETS", "NAKS", "ORIGIN", "SERVICE"});
+               "EXPECTED_PSN", "MSN", "PACKETS", "NAKS", "ORIGIN", "SERVICE",
+               "HPU"});
   for (const v1::QpStatus& qp : qps->qps()) {
     const v1::CreateQpRequest& s = qp.spec();
     table.AddRow(
@@ -44,7 +45,7 @@ int RunQps(Env& env, const ParsedArgs&) {
          Hex24(s.send_psn()), Hex24(qp.expected_psn()), absl::StrCat(qp.msn()),
          absl::StrCat(qp.packets()), absl::StrCat(qp.naks()),
          qp.origin() == "cm" ? absl::StrCat("cm:", qp.cm_port()) : qp.origin(),
-         qp.service()});
+         qp.service(), absl::StrCat(qp.hpu())});
   }
   table.Print(stdout);
   return kExitOk;

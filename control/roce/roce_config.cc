@@ -97,6 +97,14 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
       }
     }
   }
+  if (const int workers = std::max(config.workers_size(), 1);
+      roce.qp_hpus() > static_cast<uint32_t>(workers)) {
+    return r.Error(
+        d.F("qp_hpus"),
+        absl::StrCat(roce.qp_hpus(),
+                     " HPUs cannot own queue pairs: ", "there are ", workers,
+                     " workers; use 1..", workers, ", or 0 for all of them"));
+  }
   if (roce.connection_region_bytes() > (uint64_t{1} << 32)) {
     return r.Error(d.F("connection_region_bytes"),
                    absl::StrCat(roce.connection_region_bytes(),
@@ -235,6 +243,7 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   };
   rc.path_mtu = or_default(c.path_mtu(), rc.path_mtu);
   rc.max_qps = or_default(c.max_qps(), rc.max_qps);
+  rc.qp_hpus = c.qp_hpus();
   for (uint32_t p : c.listen_ports()) {
     rc.listen_ports.push_back(static_cast<uint16_t>(p));
   }

@@ -97,6 +97,7 @@ void FillQpStatus(const QpInfo& info, v1::QpStatus* out) {
   out->set_origin(info.from_cm ? "cm" : "grpc");
   out->set_cm_port(info.cm_port);
   out->set_service(roce::ServiceKindName(info.service));
+  out->set_hpu(info.hpu);
 }
 
 // QpExecute's kinds by name.
@@ -420,6 +421,9 @@ grpc::Status RoceRpcs::QpExecute(grpc::ServerContext*,
 
 void RoceRpcs::FillInfo(v1::GetInfoResponse* response) const {
   FillRoceInfo(module().config(), config_, response->mutable_roce());
+  if (module().config().enabled) {
+    response->mutable_roce()->set_qp_hpus(module().qp_hpus());
+  }
 }
 
 void RoceRpcs::DecodeEvents(absl::Span<const Event> events,

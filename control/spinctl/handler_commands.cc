@@ -110,6 +110,7 @@ int RunInfo(Env& env, const ParsedArgs&) {
     roce.Add("udp_port", absl::StrCat(r.udp_port()));
     roce.Add("path_mtu", absl::StrCat(r.path_mtu()));
     roce.Add("max_qps", absl::StrCat(r.max_qps()));
+    roce.Add("qp_hpus", absl::StrCat(r.qp_hpus()));
     roce.Add("max_rd_atomic", absl::StrCat(r.max_rd_atomic()));
     roce.Add("icrc", r.icrc_algorithm());
     roce.Add("listen_ports",

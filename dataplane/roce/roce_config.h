@@ -30,6 +30,9 @@ struct RoceConfig {
   // resolves it (Dataplane::roce_config()).
   uint32_t path_mtu = 0;
   uint32_t max_qps = 256;
+  // The HPUs that own queue pairs: the first qp_hpus (0: every HPU). 1
+  // keeps every QP, service and NAAICE function on HPU 0.
+  uint32_t qp_hpus = 0;
   std::vector<uint16_t> listen_ports;
   uint32_t ack_every = 16;
   uint8_t local_ack_timeout = 14;

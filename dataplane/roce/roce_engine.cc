@@ -1,5 +1,6 @@
 // RoceEngine's receive path and its QPs (roce_engine.h): what is ours,
-// neighbor answers, the hand-off to HPU 0, RoCEv2 dispatch by QP and opcode,
+// neighbor answers, the hand-off to a QP's owner, RoCEv2 dispatch by QP and
+// opcode,
 // the poll loop, commands from the control plane, QP creation and
 // destruction. Responder side: roce_engine_responder.cc; reply frames:
 // roce_engine_replies.cc; our requests: roce_engine_requester.cc; services:
@@ -78,6 +79,12 @@ QpSpec QpStatus::LoadSpec() const {
   return spec;
 }
 
+uint32_t NextQpHpu(const RoceShared& shared) {
+  if (shared.qp_hpus <= 1 || shared.next_qp_hpu == nullptr) return 0;
+  return shared.next_qp_hpu->fetch_add(1, std::memory_order_relaxed) %
+         shared.qp_hpus;
+}
+
 const char* RoceDropName(RoceDrop drop) {
   switch (drop) {
     case RoceDrop::kNotRoce:
@@ -126,11 +133,17 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
       solicited_.push_back(SolicitedNode(ip));
     }
   }
-  if (Owner()) {
-    qps_.resize(config_.max_qps);
+  qps_.resize(config_.max_qps);
+  touched_.reserve(config_.max_qps);
+  busy_.reserve(config_.max_qps);
+  requesting_.reserve(config_.max_qps);
+  handler_reply_bytes_.resize(size_t{kHandlerReplies} * kHandlerReplyBytes);
+  for (uint32_t i = kHandlerReplies; i-- > 0;) {
+    free_handler_replies_.push_back(static_cast<uint16_t>(i));
+  }
+  if (RunsCm()) {
     accepted_services_.resize(config_.max_qps);
-    touched_.reserve(config_.max_qps);
-    busy_.reserve(config_.max_qps);
+    cm_placements_.resize(config_.max_qps);
     CmServiceConfig cm;
     // EUI-64 from our MAC, as a NIC derives its node GUID.
     const Mac& mac = config_.mac;
@@ -146,10 +159,6 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
     cm_ = std::make_unique<CmService>(cm, this);
     for (uint16_t port : config_.listen_ports) cm_->Listen(port);
     gsi_psn_ = static_cast<uint32_t>(rte_rand()) & kPsnMask;
-    handler_reply_bytes_.resize(size_t{kHandlerReplies} * kHandlerReplyBytes);
-    for (uint32_t i = kHandlerReplies; i-- > 0;) {
-      free_handler_replies_.push_back(static_cast<uint16_t>(i));
-    }
   }
 }
 
@@ -185,17 +194,37 @@ void RoceEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     rte_pktmbuf_free(packet);
     return;
   }
-  if (!Owner()) {
-    HandOff(packet, in_port);
+  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+    counters_.Drop(RoceDrop::kNoBuffer);
+    rte_pktmbuf_free(packet);
+    return;
+  }
+  const uint32_t owner = OwnerOf(packet, frame);
+  if (owner != hpu_index_) {
+    HandOff(packet, in_port, owner);
     return;
   }
   ReceiveRoce(packet, frame, in_port, table);
 }
 
-void RoceEngine::HandOff(rte_mbuf* packet, uint16_t in_port) {
+uint32_t RoceEngine::OwnerOf(const rte_mbuf* packet,
+                             const ParsedFrame& frame) const {
+  // The BTH follows the UDP header; its bytes 5..7 are the destination QP.
+  const uint32_t bth = frame.layers.l4_offset + 8u;
+  if (packet->data_len < bth + 8u) return hpu_index_;
+  const uint8_t* q = rte_pktmbuf_mtod(packet, const uint8_t*) + bth + 5;
+  const uint32_t qpn = (uint32_t{q[0]} << 16) | (uint32_t{q[1]} << 8) | q[2];
+  if (qpn == kGsiQp) return kCmHpu;
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= config_.max_qps) return hpu_index_;
+  const uint32_t owner =
+      shared_.qp_status[qpn - kFirstQpn].hpu.load(std::memory_order_relaxed);
+  return owner < shared_.hpu_count ? owner : hpu_index_;
+}
+
+void RoceEngine::HandOff(rte_mbuf* packet, uint16_t in_port, uint32_t owner) {
   packet->port = in_port;
   if (shared_.inbound == nullptr ||
-      rte_ring_mp_enqueue(shared_.inbound[0], packet) != 0) {
+      rte_ring_mp_enqueue(shared_.inbound[owner], packet) != 0) {
     counters_.Drop(RoceDrop::kHandoffFull);
     rte_pktmbuf_free(packet);
     return;
@@ -228,25 +257,20 @@ void RoceEngine::AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
 
 RoceEngine::Qp* RoceEngine::FindQp(uint32_t qpn) {
   if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  Qp& qp = qps_[qpn - kFirstQpn];
-  return qp.in_use ? &qp : nullptr;
+  Qp* qp = qps_[qpn - kFirstQpn].get();
+  return qp != nullptr && qp->in_use ? qp : nullptr;
 }
 
 const Responder* RoceEngine::responder(uint32_t qpn) const {
   if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  const Qp& qp = qps_[qpn - kFirstQpn];
-  return qp.in_use ? &qp.responder : nullptr;
+  const Qp* qp = qps_[qpn - kFirstQpn].get();
+  return qp != nullptr && qp->in_use ? &qp->responder : nullptr;
 }
 
 void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
                              uint16_t in_port, const EctxTable& table) {
   counters_.rx_packets.Add();
   counters_.rx_bytes.Add(packet->pkt_len);
-  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
-    counters_.Drop(RoceDrop::kNoBuffer);
-    rte_pktmbuf_free(packet);
-    return;
-  }
   uint8_t* data = rte_pktmbuf_mtod(packet, uint8_t*);
   Packet p;
   const ParseError error =
@@ -259,7 +283,12 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
   }
   if (p.udp_checksum == 0) counters_.udp_checksum_zero.Add();
   if (p.bth.dest_qp == kGsiQp) {
-    ReceiveGsi(p, data);
+    // OwnerOf sent QP1 here; a frame too short to be steered may not be.
+    if (RunsCm()) {
+      ReceiveGsi(p, data);
+    } else {
+      counters_.Drop(RoceDrop::kBadGsi);
+    }
     rte_pktmbuf_free(packet);
     return;
   }
@@ -274,10 +303,18 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
     rte_pktmbuf_free(packet);
     return;
   }
-  if (qp->awaiting_rtu &&
-      cm_->NotifyRcPacket(qp->qpn, clock::NowMicros(), &cm_actions_)) {
-    qp->awaiting_rtu = false;
-    RunCmActions();
+  if (qp->awaiting_rtu) [[unlikely]] {
+    // The connection's first packet establishes it, RTU or not (IBA
+    // 12.9.7); the CM, on HPU 0, hears of it once.
+    if (RunsCm()) {
+      if (cm_->NotifyRcPacket(qp->qpn, clock::NowMicros(), &cm_actions_)) {
+        qp->awaiting_rtu = false;
+        RunCmActions();
+      }
+    } else if (rte_ring_mp_enqueue_elem(shared_.cm_notices, &qp->qpn,
+                                        sizeof(uint32_t)) == 0) {
+      qp->awaiting_rtu = false;
+    }
   }
   switch (p.info->kind) {
     case OpKind::kSend:
@@ -303,9 +340,9 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
 }
 
 void RoceEngine::Poll(const EctxTable& /*table*/) {
-  if (!Owner()) return;
   ApplyCommands();
-  if (cm_deadline_us_ != UINT64_MAX) {
+  if (RunsCm() && shared_.cm_notices != nullptr) ApplyCmNotices();
+  if (RunsCm() && cm_deadline_us_ != UINT64_MAX) {
     const uint64_t now = clock::NowMicros();
     if (now >= cm_deadline_us_) {
       while (cm_->OnTimer(now, &cm_actions_)) RunCmActions();
@@ -315,7 +352,7 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
   // Coalesced ACKs: what arrived in this poll is acknowledged once, after
   // the burst (the responder also ACKs every ack_every packets itself).
   for (uint32_t slot : touched_) {
-    Qp& qp = qps_[slot];
+    Qp& qp = *qps_[slot];
     qp.touched = false;
     if (qp.in_use && qp.responder.unacknowledged() != 0 &&
         qp.reply_count < kReplyQueue) {
@@ -325,7 +362,7 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
   touched_.clear();
   size_t keep = 0;
   for (size_t i = 0; i < busy_.size(); ++i) {
-    Qp& qp = qps_[busy_[i]];
+    Qp& qp = *qps_[busy_[i]];
     if (qp.in_use) SendReplies(qp, kReplyBudget);
     if (qp.in_use && qp.reply_count != 0) busy_[keep++] = busy_[i];
   }
@@ -336,7 +373,7 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
     const uint64_t now = clock::NowNanos();
     size_t kept = 0;
     for (size_t i = 0; i < requesting_.size(); ++i) {
-      Qp& qp = qps_[requesting_[i]];
+      Qp& qp = *qps_[requesting_[i]];
       if (qp.in_use && qp.requester != nullptr) DriveRequester(qp, now);
       const bool active = qp.in_use && qp.requester != nullptr &&
                           qp.requester->outstanding() != 0;
@@ -349,10 +386,26 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
 
 void RoceEngine::ApplyCommands() {
   void* entries[16];
-  const unsigned n = rte_ring_sc_dequeue_burst(shared_.commands, entries,
-                                               std::size(entries), nullptr);
+  const unsigned n = rte_ring_sc_dequeue_burst(
+      shared_.commands[hpu_index_], entries, std::size(entries), nullptr);
   for (unsigned i = 0; i < n; ++i) {
     RoceCommand* command = static_cast<RoceCommand*>(entries[i]);
+    if (command->from_engine) {
+      // The CM's decision for a QP of ours (RunCmActions on HPU 0).
+      std::unique_ptr<RoceCommand> owned(command);
+      if (command->kind == RoceCommand::Kind::kCreateQp) {
+        CreateQp(command->qpn, command->spec, command->from_cm,
+                 command->cm_port, std::move(command->service));
+      } else if (Qp* qp = FindQp(command->qpn)) {
+        DestroyQp(*qp);
+      } else if (command->qpn >= kFirstQpn &&
+                 command->qpn - kFirstQpn < qps_.size()) {
+        // Its creation never arrived (our ring was full): free the number.
+        shared_.qp_status[command->qpn - kFirstQpn].claimed.store(
+            0, std::memory_order_release);
+      }
+      continue;
+    }
     const uint32_t slot = command->qpn - kFirstQpn;
     if (command->qpn >= kFirstQpn && slot < qps_.size()) {
       if (command->kind == RoceCommand::Kind::kCreateQp) {
@@ -366,22 +419,56 @@ void RoceEngine::ApplyCommands() {
         if (command->region != nullptr) command->region->Unpin();
         command->posted = false;
         if (qp == nullptr) command->post_result = PostResult::kQpError;
-      } else if (qps_[slot].in_use) {
-        // A connection the CM made is closed with a DREQ (the CM then
-        // destroys the QP); one made over gRPC goes at once.
-        if (!cm_->Disconnect(command->qpn, clock::NowMicros(), &cm_actions_)) {
-          DestroyQp(qps_[slot]);
-        }
+      } else if (RunsCm() && cm_->Disconnect(command->qpn, clock::NowMicros(),
+                                             &cm_actions_)) {
+        // A connection the CM made is closed with a DREQ; the CM then
+        // destroys the QP, through its owner.
         RunCmActions();
+      } else if (Qp* qp = FindQp(command->qpn)) {
+        DestroyQp(*qp);  // made over gRPC: goes at once
+      } else {
+        const uint32_t owner =
+            shared_.qp_status[slot].hpu.load(std::memory_order_relaxed);
+        if (owner != hpu_index_ && owner < shared_.hpu_count &&
+            rte_ring_mp_enqueue(shared_.commands[owner], command) == 0) {
+          continue;  // its owner destroys it and says done
+        }
       }
     }
     command->done.store(true, std::memory_order_release);
   }
 }
 
+bool RoceEngine::SendToOwner(uint32_t owner,
+                             std::unique_ptr<RoceCommand> command) {
+  command->from_engine = true;
+  if (rte_ring_mp_enqueue(shared_.commands[owner], command.get()) != 0) {
+    counters_.Drop(RoceDrop::kHandoffFull);
+    return false;
+  }
+  command.release();  // the owner deletes it once applied
+  return true;
+}
+
+void RoceEngine::ApplyCmNotices() {
+  uint32_t qpns[16];
+  const unsigned n = rte_ring_sc_dequeue_burst_elem(
+      shared_.cm_notices, qpns, sizeof(uint32_t), std::size(qpns), nullptr);
+  if (n == 0) return;
+  const uint64_t now = clock::NowMicros();
+  for (unsigned i = 0; i < n; ++i) {
+    cm_->NotifyRcPacket(qpns[i], now, &cm_actions_);
+    RunCmActions();
+  }
+}
+
 void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
-                          uint16_t cm_port) {
-  Qp& qp = qps_[qpn - kFirstQpn];
+                          uint16_t cm_port,
+                          std::unique_ptr<QpService> service) {
+  std::unique_ptr<Qp>& slot = qps_[qpn - kFirstQpn];
+  // The first QP of this number on this HPU: control-path pace.
+  if (slot == nullptr) slot = std::make_unique<Qp>();
+  Qp& qp = *slot;
   if (qp.in_use) DestroyQp(qp);
   QpStatus& status = shared_.qp_status[qpn - kFirstQpn];
   status.StoreSpec(spec);
@@ -427,11 +514,9 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   qp.wrs = {};
   qp.next_wr_id = 0;
   qp.requester_error_raised = false;
-  std::unique_ptr<QpService>& accepted = accepted_services_[qpn - kFirstQpn];
-  qp.service = from_cm && accepted != nullptr
-                   ? std::move(accepted)
+  qp.service = from_cm && service != nullptr
+                   ? std::move(service)
                    : NewService(qpn, from_cm ? cm_port : 0, spec.local_ip);
-  accepted.reset();
   qp.receive.assign(qp.service->max_message_bytes(), 0);
   qp.receive_length = 0;
   qp.cm_port = from_cm ? cm_port : 0;
@@ -502,8 +587,8 @@ const Gid* RoceEngine::LocalFor(const Gid& remote) const {
 }
 
 void RoceEngine::Shutdown() {
-  for (Qp& qp : qps_) {
-    if (qp.in_use) DestroyQp(qp);
+  for (std::unique_ptr<Qp>& qp : qps_) {
+    if (qp != nullptr && qp->in_use) DestroyQp(*qp);
   }
   for (std::unique_ptr<QpService>& service : accepted_services_) {
     service.reset();

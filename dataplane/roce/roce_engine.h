@@ -4,12 +4,20 @@
 // (responder.h) with every remote access checked against the registered
 // regions, and the replies: ACK/NAK, READ responses, atomic ACKs.
 //
-// All queue-pair state lives on HPU 0 (the "RoCE HPU"): other HPUs hand
-// the frames they receive for our addresses to it through its inbound ring,
-// so that one lcore owns every QP without locks. The control plane creates
-// and destroys QPs through a command ring; the HPU applies the commands in
-// its poll loop. No allocation after construction on the packet path; the
-// reply mbufs come from the dataplane's pool.
+// Every queue pair is owned by one HPU (QpStatus::hpu, chosen when the QP
+// number is claimed: round robin over the first roce.qp_hpus HPUs, a
+// perftest client's connections together), and only its owner touches
+// its state, so no QP needs a lock. Any HPU answers ARP and neighbour
+// solicitations; a RoCE frame for a QP of another HPU is handed to its
+// owner through the owner's inbound ring, unparsed beyond the BTH's
+// destination QP. The connection manager (QP1) runs on HPU 0: it tells an
+// owner to create or destroy a QP it accepted or closed through the owner's
+// command ring, and an owner tells it of a connection's first packet
+// through the CM notice ring. The control plane creates QPs and posts
+// operations through the owner's command ring and destroys them through HPU
+// 0's (the CM may have to disconnect first). No allocation after
+// construction on the packet path; the reply mbufs come from the
+// dataplane's pool.
 #ifndef SPINNIC_DATAPLANE_ROCE_ROCE_ENGINE_H_
 #define SPINNIC_DATAPLANE_ROCE_ROCE_ENGINE_H_
 
@@ -139,13 +147,22 @@ struct QpSpec {
       kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 };
 
-// A control-plane request to the RoCE HPU. The submitter owns it and keeps
-// it alive until `done`; the HPU sets `done` (release) after applying it.
+// A request to a QP's owner HPU. The control plane's: the submitter owns
+// it and keeps it alive until `done`; the HPU sets `done` (release) after
+// applying it. The CM's (HPU 0 to another owner, `from_engine`): the HPU
+// that applies it deletes it.
 struct RoceCommand {
   enum class Kind : uint8_t { kCreateQp, kDestroyQp, kPost };
   Kind kind = Kind::kCreateQp;
   uint32_t qpn = 0;
   QpSpec spec;
+  // Sent by another HPU's engine; deleted once applied. kCreateQp: a QP
+  // the CM accepted on `cm_port`, with the service its REP advertised.
+  // kDestroyQp: destroy at once (the CM already closed the connection).
+  bool from_engine = false;
+  bool from_cm = false;
+  uint16_t cm_port = 0;
+  std::unique_ptr<QpService> service;
   // kPost: an operation of ours on the QP. wr.local_offset is the address
   // of its local bytes in `region`, which the submitter pinned; HPU 0
   // unpins it when the operation completes.
@@ -159,13 +176,16 @@ struct RoceCommand {
   std::atomic<bool> done{false};
 };
 
-// One QP slot as both sides see it. `claimed` reserves the slot (the
+// One QP slot as every side sees it. `claimed` reserves the slot (the
 // control plane for CreateQp, the CM for an accepted REQ: compare-exchange
-// 0 -> 1; HPU 0 releases it when the QP is destroyed). The rest is written
-// by HPU 0 (relaxed) for ListQps: a reader may see a QP being recreated
-// half-updated, which only a display can observe.
+// 0 -> 1; the owner releases it when the QP is destroyed). `hpu`, the
+// owner, is written by the claimer before it tells the owner; any HPU reads
+// it to steer the QP's frames. The rest is written by the owner (relaxed)
+// for ListQps: a reader may see a QP being recreated half-updated, which
+// only a display can observe.
 struct alignas(64) QpStatus {
   std::atomic<uint8_t> claimed{0};
+  std::atomic<uint16_t> hpu{0};
   std::atomic<bool> in_use{false};
   // Set by the control plane when it asks for the QP's destruction, cleared
   // by HPU 0 when it creates a QP in the slot.
@@ -220,11 +240,23 @@ struct RoceShared {
   const RoceConfig* config = nullptr;
   std::atomic<const RegionTable*>* regions = nullptr;
   rte_mempool* pool = nullptr;
-  rte_ring* commands = nullptr;  // RoceCommand*, MP/SC to HPU 0
+  rte_ring* const* commands = nullptr;  // per HPU: RoceCommand*, MP/SC
+  // uint32_t QPNs, MP/SC to HPU 0: a CM connection's first RC packet
+  // arrived at its owner (the CM stops waiting for the RTU).
+  rte_ring* cm_notices = nullptr;
   rte_ring* const* inbound = nullptr;
   uint32_t hpu_count = 1;
+  // The HPUs that own QPs: 0 .. qp_hpus - 1 (roce.qp_hpus, at most
+  // hpu_count).
+  uint32_t qp_hpus = 1;
   QpStatus* qp_status = nullptr;  // config->max_qps entries
+  // The next QP's owner, round robin (the control plane's CreateQp and the
+  // CM share it).
+  std::atomic<uint32_t>* next_qp_hpu = nullptr;
 };
+
+// The owner of a new QP: the next of the QP-owning HPUs, round robin.
+uint32_t NextQpHpu(const RoceShared& shared);
 
 class RoceEngine final : public CmAcceptor, public TransportEngine {
  public:
@@ -267,6 +299,8 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   const Responder* responder(uint32_t qpn) const;
   // The connection manager (HPU 0 only; nullptr elsewhere).
   const CmService* cm() const { return cm_.get(); }
+  // The HPU that runs the connection manager (QP1).
+  static constexpr uint32_t kCmHpu = 0;
 
  private:
   struct ReplyJob {
@@ -324,12 +358,16 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   };
   static constexpr uint32_t kNeighbors = 64;
 
-  bool Owner() const { return hpu_index_ == 0; }
+  bool RunsCm() const { return hpu_index_ == kCmHpu; }
+  // The HPU that processes `packet`, a RoCE frame to one of our addresses:
+  // its destination QP's owner, HPU 0 for QP1, this HPU for a frame too
+  // short to name a QP or a QP number out of range (it counts the drop).
+  uint32_t OwnerOf(const rte_mbuf* packet, const ParsedFrame& frame) const;
   // NAAICE functions by code under ECTX table `table`: the built-ins, then
   // the installed naaice_function ECTXs' over them. Rebuilt when the table
   // version changes (installs are rare; a call is a whole message).
   const ::spinnic::naaice::FunctionTable& FunctionsFor(const EctxTable& table);
-  void HandOff(rte_mbuf* packet, uint16_t in_port);
+  void HandOff(rte_mbuf* packet, uint16_t in_port, uint32_t owner);
   void AnswerNeighbor(rte_mbuf* packet, const ParsedFrame& frame,
                       uint16_t in_port);
   // What Execute needs of the packet to run handlers on it in place.
@@ -367,6 +405,11 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
                      uint8_t** payload);
   void FinishAndSend(const FrameParams& params, rte_mbuf* m);
   void ApplyCommands();
+  // The CM's decisions for a QP owned by another HPU, sent to it; false
+  // (and counted) when its command ring is full.
+  bool SendToOwner(uint32_t owner, std::unique_ptr<RoceCommand> command);
+  // CM notices from other owners (HPU 0).
+  void ApplyCmNotices();
   // Our requests: post, send what the requester allows, its timers, the
   // responses, completions.
   bool PostWork(Qp& qp, WorkRequest wr, const MemoryRegion* region,
@@ -388,8 +431,15 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,
                           uint32_t access, const MemoryRegion** region);
+  // `service`: what the CM accepted the connection with; null: a new one.
   void CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm = false,
-                uint16_t cm_port = 0);
+                uint16_t cm_port = 0,
+                std::unique_ptr<QpService> service = nullptr);
+  // The owner of a QP the CM accepts from `peer` on `cm_port`: the next
+  // round robin, but on the perftest port the HPU of that client's newest
+  // live connection there (its control and data QPs see each other as
+  // siblings, QpActions::Sibling).
+  uint32_t PlaceCmQp(const Gid& peer, uint16_t cm_port) const;
   void DestroyQp(Qp& qp);
   // The connection manager: MADs on QP1, its actions, its timers.
   void ReceiveGsi(const Packet& p, const uint8_t* frame);
@@ -410,15 +460,26 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   SpinEngine* const spin_;
   std::vector<Gid> ipv6_;  // our IPv6 addresses
   std::vector<std::array<uint8_t, 4>> ipv4_;
-  std::vector<Gid> solicited_;        // their solicited-node groups
-  std::vector<Qp> qps_;               // HPU 0 only; slot = qpn - kFirstQpn
+  std::vector<Gid> solicited_;  // their solicited-node groups
+  // slot = qpn - kFirstQpn; made when this HPU first owns the slot.
+  std::vector<std::unique_ptr<Qp>> qps_;
   std::vector<uint32_t> touched_;     // slots received on in this poll
   std::vector<uint32_t> busy_;        // slots with queued replies
   std::vector<uint32_t> requesting_;  // slots whose requester has work
   std::unique_ptr<CmService> cm_;     // HPU 0
   // Services of accepted connections whose QP is not created yet (the REP
-  // carries their private data), by slot.
+  // carries their private data), by slot (HPU 0).
   std::vector<std::unique_ptr<QpService>> accepted_services_;
+  // The CM's live connections by slot, for PlaceCmQp (HPU 0).
+  struct CmPlacement {
+    bool live = false;
+    uint16_t cm_port = 0;
+    uint32_t hpu = 0;
+    uint64_t order = 0;
+    Gid peer{};
+  };
+  std::vector<CmPlacement> cm_placements_;
+  uint64_t next_cm_order_ = 0;
   uint64_t next_generation_ = 0;
   const ::spinnic::naaice::FunctionTable functions_ =
       ::spinnic::naaice::BuiltinFunctions();
@@ -437,7 +498,7 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   RoceCounters counters_;
   // The QP whose message the handlers run on now (HandlerPut's target).
   Qp* delivering_ = nullptr;
-  // Handler replies in flight (HPU 0 only): kHandlerReplies buffers of
+  // Handler replies in flight: kHandlerReplies buffers of
   // kHandlerReplyBytes, and the free ones' indices.
   std::vector<uint8_t> handler_reply_bytes_;
   std::vector<uint16_t> free_handler_replies_;

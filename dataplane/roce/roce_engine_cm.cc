@@ -1,6 +1,8 @@
-// RoceEngine's connection manager side (roce_engine.h, cm.h): MADs received
-// on QP1, the CmService's actions executed (QPs created and destroyed, MADs
-// sent), the accept decision, and the peers' MACs learned from their MADs.
+// RoceEngine's connection manager side (roce_engine.h, cm.h), on HPU 0: MADs
+// received on QP1, the CmService's actions executed (QPs created and
+// destroyed, here or through their owner's command ring; MADs sent), the
+// accept decision and the new QP's owner, and the peers' MACs learned from
+// their MADs.
 #include <rte_random.h>
 
 #include <cstring>
@@ -52,7 +54,29 @@ void RoceEngine::RunCmActions() {
         spec.retry_count = c.retry_count;
         spec.rnr_retry = c.rnr_retry_count;
         spec.flow_label = c.flow_label;
-        CreateQp(c.local_qpn, spec, /*from_cm=*/true, c.port);
+        const uint32_t slot = c.local_qpn - kFirstQpn;
+        std::unique_ptr<QpService> service =
+            std::move(accepted_services_[slot]);
+        const uint32_t owner =
+            shared_.qp_status[slot].hpu.load(std::memory_order_relaxed);
+        if (owner == hpu_index_) {
+          CreateQp(c.local_qpn, spec, /*from_cm=*/true, c.port,
+                   std::move(service));
+        } else {
+          // Connection set-up pace: one allocation per connection.
+          auto command = std::make_unique<RoceCommand>();
+          command->kind = RoceCommand::Kind::kCreateQp;
+          command->qpn = c.local_qpn;
+          command->spec = spec;
+          command->from_cm = true;
+          command->cm_port = c.port;
+          command->service = std::move(service);
+          // A full ring leaves the QP uncreated: the peer's packets find
+          // no QP, and the CM closes the connection when its REP times out.
+          SendToOwner(owner, std::move(command));
+        }
+        cm_placements_[slot] = {true, c.port, owner, next_cm_order_++,
+                                c.remote_gid};
         counters_.cm_connections.Add();
         break;
       }
@@ -60,17 +84,27 @@ void RoceEngine::RunCmActions() {
         SendMad(action.peer, action.mad);
         break;
       case CmActionType::kEstablished:
+        // A QP of another HPU tells the CM of its first packet itself and
+        // stops waiting on its own.
         if (Qp* qp = FindQp(action.local_qpn)) qp->awaiting_rtu = false;
         break;
       case CmActionType::kDestroyQp: {
         const uint32_t slot = action.local_qpn - kFirstQpn;
         if (action.local_qpn < kFirstQpn || slot >= qps_.size()) break;
-        if (qps_[slot].in_use) {
-          DestroyQp(qps_[slot]);
-        } else {
+        cm_placements_[slot].live = false;
+        const uint32_t owner =
+            shared_.qp_status[slot].hpu.load(std::memory_order_relaxed);
+        if (accepted_services_[slot] != nullptr) {
           // Accepted but never created (the REP could not be sent).
           accepted_services_[slot].reset();
           shared_.qp_status[slot].claimed.store(0, std::memory_order_release);
+        } else if (owner != hpu_index_) {
+          auto command = std::make_unique<RoceCommand>();
+          command->kind = RoceCommand::Kind::kDestroyQp;
+          command->qpn = action.local_qpn;
+          SendToOwner(owner, std::move(command));
+        } else if (Qp* qp = FindQp(action.local_qpn)) {
+          DestroyQp(*qp);
         }
         break;
       }
@@ -93,6 +127,9 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
     const uint32_t slot = (next_cm_slot_ + i) % qps_.size();
     if (shared_.qp_status[slot].Claim()) {
       next_cm_slot_ = (slot + 1) % qps_.size();
+      shared_.qp_status[slot].hpu.store(
+          static_cast<uint16_t>(PlaceCmQp(request.peer->gid, request.port)),
+          std::memory_order_relaxed);
       decision->accept = true;
       decision->local_qpn = kFirstQpn + slot;
       decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;
@@ -106,6 +143,19 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
   }
   decision->accept = false;
   decision->reject_reason = CmRejReason::kNoQp;
+}
+
+uint32_t RoceEngine::PlaceCmQp(const Gid& peer, uint16_t cm_port) const {
+  if (cm_port != config_.perftest_port) return NextQpHpu(shared_);
+  // A scan per connection accepted, not per packet.
+  const CmPlacement* newest = nullptr;
+  for (const CmPlacement& p : cm_placements_) {
+    if (p.live && p.cm_port == cm_port && p.peer == peer &&
+        (newest == nullptr || p.order > newest->order)) {
+      newest = &p;
+    }
+  }
+  return newest != nullptr ? newest->hpu : NextQpHpu(shared_);
 }
 
 void RoceEngine::SendMad(const CmPeer& peer,

@@ -99,16 +99,19 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
 }
 
 QpService* RoceEngine::Sibling(const Qp& qp) {
-  // A scan of the QPs: perftest asks once per exchange, not per packet.
+  // A scan of this HPU's QPs (the CM places a client's connections on one
+  // port together, PlaceCmQp): perftest asks once per exchange, not per
+  // packet.
   Qp* newest = nullptr;
-  for (Qp& other : qps_) {
-    if (!other.in_use || &other == &qp || other.service == nullptr ||
-        other.cm_port != qp.cm_port ||
-        other.spec.remote_ip != qp.spec.remote_ip) {
+  for (std::unique_ptr<Qp>& slot : qps_) {
+    Qp* other = slot.get();
+    if (other == nullptr || !other->in_use || other == &qp ||
+        other->service == nullptr || other->cm_port != qp.cm_port ||
+        other->spec.remote_ip != qp.spec.remote_ip) {
       continue;
     }
-    if (newest == nullptr || other.generation > newest->generation) {
-      newest = &other;
+    if (newest == nullptr || other->generation > newest->generation) {
+      newest = other;
     }
   }
   return newest != nullptr ? newest->service.get() : nullptr;

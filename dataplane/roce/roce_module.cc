@@ -121,19 +121,40 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
     }
     std::memcpy(config_.mac.data(), mac.addr_bytes, 6);
   }
-  command_ring_ = rte_ring_create("spinnic_roce_cmd", kRoceCommandRingSize,
-                                  rte_socket_id(), RING_F_SC_DEQ);
-  if (command_ring_ == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot create the RoCE command ring (", rte_strerror(rte_errno), ")"));
+  for (uint32_t hpu = 0; hpu < env.hpu_count; ++hpu) {
+    const std::string name = absl::StrCat("spinnic_roce_cmd", hpu);
+    rte_ring* ring = rte_ring_create(name.c_str(), kRoceCommandRingSize,
+                                     rte_socket_id(), RING_F_SC_DEQ);
+    if (ring == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot create the RoCE command ring of HPU ", hpu, " (",
+                       rte_strerror(rte_errno), ")"));
+    }
+    command_rings_.push_back(ring);
+  }
+  cm_notices_ = rte_ring_create_elem("spinnic_roce_cmn", sizeof(uint32_t),
+                                     kRoceCommandRingSize, rte_socket_id(),
+                                     RING_F_SC_DEQ);
+  if (cm_notices_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create the RoCE CM notice ring (",
+                     rte_strerror(rte_errno), ")"));
   }
   qp_status_ = std::make_unique<QpStatus[]>(config_.max_qps);
   shared_.config = &config_;
   shared_.regions = env.regions;
   shared_.pool = env.pool;
-  shared_.commands = command_ring_;
+  shared_.commands = command_rings_.data();
+  shared_.cm_notices = cm_notices_;
   shared_.inbound = env.inbound;
   shared_.hpu_count = env.hpu_count;
+  shared_.qp_hpus = config_.qp_hpus == 0
+                        ? env.hpu_count
+                        : std::min(config_.qp_hpus, env.hpu_count);
+  // QPs on other HPUs than the one that receives their frames need the
+  // hand-off rings.
+  if (env.inbound == nullptr) shared_.qp_hpus = 1;
+  shared_.next_qp_hpu = &next_qp_hpu_;
   shared_.qp_status = qp_status_.get();
   return absl::OkStatus();
 }
@@ -199,19 +220,32 @@ std::string RoceModule::DescribeBinding(const MessageBinding& binding) const {
 
 void RoceModule::Close() {
   engines_.clear();
-  rte_ring_free(command_ring_);
-  command_ring_ = nullptr;
+  // Commands the CM sent to other HPUs and nobody applied.
+  for (rte_ring* ring : command_rings_) {
+    void* entry = nullptr;
+    while (rte_ring_dequeue(ring, &entry) == 0) {
+      auto* command = static_cast<RoceCommand*>(entry);
+      if (command->from_engine) delete command;
+    }
+    rte_ring_free(ring);
+  }
+  command_rings_.clear();
+  rte_ring_free(cm_notices_);
+  cm_notices_ = nullptr;
 }
 
-absl::Status RoceModule::SubmitCommand(std::shared_ptr<RoceCommand> command) {
-  // Commands the HPU has applied are done with.
+absl::Status RoceModule::SubmitCommand(std::shared_ptr<RoceCommand> command,
+                                       uint32_t hpu) {
+  // Commands the HPUs have applied are done with.
   std::erase_if(commands_, [](const auto& c) {
     return c->done.load(std::memory_order_acquire);
   });
-  if (rte_ring_mp_enqueue(command_ring_, command.get()) != 0) {
-    return absl::UnavailableError(
-        "the RoCE HPU is not taking commands (its ring is full); is the "
-        "dataplane running? retry shortly");
+  if (hpu >= command_rings_.size() ||
+      rte_ring_mp_enqueue(command_rings_[hpu], command.get()) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "RoCE HPU ", hpu,
+        " is not taking commands (its ring is full); is the dataplane "
+        "running? retry shortly"));
   }
   commands_.push_back(std::move(command));
   return absl::OkStatus();
@@ -278,14 +312,18 @@ absl::StatusOr<uint32_t> RoceModule::CreateQp(QpSpec spec) {
                      " queue pairs are in use; destroy one or raise "
                      "roce.max_qps"));
   }
-  // Shown by ListQps at once; HPU 0 writes the same when it applies it.
+  // Shown by ListQps at once; the owner writes the same when it applies it.
   qp_status_[slot].StoreSpec(spec);
   qp_status_[slot].destroying.store(false, std::memory_order_relaxed);
+  qp_status_[slot].from_cm.store(false, std::memory_order_relaxed);
+  const uint32_t owner = roce::NextQpHpu(shared_);
+  qp_status_[slot].hpu.store(static_cast<uint16_t>(owner),
+                             std::memory_order_relaxed);
   auto command = std::make_shared<roce::RoceCommand>();
   command->kind = roce::RoceCommand::Kind::kCreateQp;
   command->qpn = roce::kFirstQpn + slot;
   command->spec = spec;
-  if (absl::Status s = SubmitCommand(std::move(command)); !s.ok()) {
+  if (absl::Status s = SubmitCommand(std::move(command), owner); !s.ok()) {
     qp_status_[slot].claimed.store(0, std::memory_order_release);
     return s;
   }
@@ -304,7 +342,13 @@ absl::Status RoceModule::DestroyQp(uint32_t qpn) {
   auto command = std::make_shared<roce::RoceCommand>();
   command->kind = roce::RoceCommand::Kind::kDestroyQp;
   command->qpn = qpn;
-  if (absl::Status s = SubmitCommand(std::move(command)); !s.ok()) return s;
+  // Through the CM's HPU: a CM connection closes with a DREQ first; it
+  // passes the command on to the owner.
+  if (absl::Status s =
+          SubmitCommand(std::move(command), roce::RoceEngine::kCmHpu);
+      !s.ok()) {
+    return s;
+  }
   qp_status_[slot].destroying.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
 }
@@ -322,6 +366,7 @@ std::vector<QpInfo> RoceModule::ListQps() const {
     info.spec = s.LoadSpec();
     info.from_cm = s.from_cm.load(std::memory_order_relaxed);
     info.cm_port = s.cm_port.load(std::memory_order_relaxed);
+    info.hpu = s.hpu.load(std::memory_order_relaxed);
     info.service = static_cast<roce::ServiceKind>(
         s.service.load(std::memory_order_relaxed));
     info.state =
@@ -384,7 +429,9 @@ absl::StatusOr<std::shared_ptr<RoceCommand>> RoceModule::PostOp(
   wr.imm = op.imm;
   wr.compare = op.compare;
   wr.swap_add = op.swap_add;
-  if (absl::Status s = SubmitCommand(command); !s.ok()) {
+  const uint32_t owner =
+      qp_status_[op.qpn - roce::kFirstQpn].hpu.load(std::memory_order_relaxed);
+  if (absl::Status s = SubmitCommand(command, owner); !s.ok()) {
     (*region)->Unpin();
     return s;
   }
@@ -474,7 +521,7 @@ absl::StatusOr<RoceBatchResult> RoceModule::ExecuteMany(
   absl::Time last_progress = start;
   while (next < ops.size() || !in_flight.empty()) {
     const absl::Time now = absl::Now();
-    // Completed ops leave the window (HPU 0 completes a QP's ops in order,
+    // Completed ops leave the window (its owner completes a QP's ops in order,
     // but ops may span QPs).
     std::erase_if(in_flight, [&](InFlight& f) {
       if (!f.command->done.load(std::memory_order_acquire)) return false;

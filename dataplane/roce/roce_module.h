@@ -1,11 +1,12 @@
-// The control half of the RoCEv2 transport (transport.h): the command ring
-// to HPU 0 (which owns every QP), the QP status table the HPU publishes,
+// The control half of the RoCEv2 transport (transport.h): the command rings
+// to the HPUs that own QPs (roce_engine.h), the QP status table they publish,
 // the effective path MTU, queue pairs made over gRPC, RDMA operations of
 // ours submitted and waited for, and its counters. The HPU half is
 // RoceEngine (roce_engine.h); docs/roce.md has the design.
 //
 // Threading: every method runs on control threads; QP state changes reach
-// HPU 0 through its command ring.
+// the QP's owner HPU through its command ring (destruction through HPU 0's,
+// which runs the CM).
 #ifndef SPINNIC_DATAPLANE_ROCE_ROCE_MODULE_H_
 #define SPINNIC_DATAPLANE_ROCE_ROCE_MODULE_H_
 
@@ -36,6 +37,7 @@ struct QpInfo {
   uint64_t naks = 0;          // NAKs and RNR NAKs sent
   bool from_cm = false;       // connected through the CM (else gRPC)
   uint16_t cm_port = 0;       // the rdma_cm port it connected to
+  uint32_t hpu = 0;           // the HPU that owns it
   roce::ServiceKind service = roce::ServiceKind::kVerbs;  // what takes SENDs
 };
 
@@ -95,7 +97,8 @@ class RoceModule final : public TransportModule {
 
   // Queue pairs created explicitly, for clients that exchange QP numbers
   // out of band (the CM creates its own). The QP is ready to receive (RTS)
-  // once HPU 0 has applied the command, on its next poll.
+  // once its owner (the next QP-owning HPU, round robin) has applied the
+  // command, on its next poll.
   // FAILED_PRECONDITION without a `roce` section.
   absl::StatusOr<uint32_t> CreateQp(QpSpec spec);
   absl::Status DestroyQp(uint32_t qpn);
@@ -110,10 +113,13 @@ class RoceModule final : public TransportModule {
                                        absl::Duration timeout);
   // The configuration in effect (path_mtu resolved against the port).
   const RoceConfig& config() const { return config_; }
+  // The HPUs that own QPs (roce.qp_hpus resolved against the HPU count).
+  uint32_t qp_hpus() const { return shared_.qp_hpus; }
 
  private:
   explicit RoceModule(const RoceConfig& config) : config_(config) {}
-  absl::Status SubmitCommand(std::shared_ptr<RoceCommand> command)
+  // To the command ring of HPU `hpu`.
+  absl::Status SubmitCommand(std::shared_ptr<RoceCommand> command, uint32_t hpu)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks `op` against the QPs and regions (not the peer's side).
   absl::Status CheckOp(const RoceOp& op) const;
@@ -124,13 +130,15 @@ class RoceModule final : public TransportModule {
   RoceConfig config_;
   RoceShared shared_;
   TransportEnv env_;
-  rte_ring* command_ring_ = nullptr;
+  std::vector<rte_ring*> command_rings_;  // per HPU
+  rte_ring* cm_notices_ = nullptr;
+  std::atomic<uint32_t> next_qp_hpu_{0};
   std::unique_ptr<QpStatus[]> qp_status_;
   // One per HPU, for counters; cleared before the HPUs are destroyed.
   std::vector<const RoceEngine*> engines_;
   mutable absl::Mutex mu_;
-  // Submitted commands, kept until HPU 0 is done with them (a waiter may
-  // hold one too).
+  // Submitted commands, kept until their HPU is done with them (a waiter
+  // may hold one too).
   std::vector<std::shared_ptr<RoceCommand>> commands_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,8 +1,11 @@
 // The RoCEv2 transport in the real dataplane: a scripted RDMA requester
 // builds frames with the transport's own wire code (golden-tested against
 // real soft-RoCE captures in tests/unit/roce) and sends them into a
-// Dataplane's wire ring; HPU 0 is driven by hand (Hpu::PollOnce), so every
-// frame in and out is exact.
+// Dataplane's wire ring; the HPUs are driven by hand (Hpu::PollOnce), so
+// every frame in and out is exact. Every test runs twice: with one HPU, and
+// with two, where the test's QP is owned by HPU 1 while its frames arrive at
+// HPU 0 (the port has one queue) and are handed over, and the CM's QPs
+// land on HPU 0 or 1 round robin.
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "dataplane/classifier.h"
 #include "dataplane/dataplane.h"
@@ -54,7 +58,7 @@ class EalEnvironment : public ::testing::Environment {
   void SetUp() override {
     ASSERT_TRUE(
         InitEal({"roce_dataplane_test", "--no-huge", "-m", "512", "--no-pci",
-                 "--no-shconf", "--lcores", "0@0,1@1", "--log-level", "4"})
+                 "--no-shconf", "--lcores", "0@0,1@1,2@1", "--log-level", "4"})
             .ok());
   }
 };
@@ -78,11 +82,13 @@ struct Out {
   }
 };
 
-class RoceDataplaneTest : public ::testing::Test {
+// The parameter is the number of HPUs.
+class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
  protected:
   void SetUp() override {
     static int instance = 0;
     RingDataplaneOptions options;
+    options.workers = GetParam();
     options.mbufs = 8191;
     options.roce.enabled = true;
     options.roce.mac = kDutMac;
@@ -106,18 +112,29 @@ class RoceDataplaneTest : public ::testing::Test {
     spec.pmtu = kPmtu;
     spec.expected_psn = kClientPsn;
     spec.send_psn = 0x777;
-    absl::StatusOr<uint32_t> qpn =
-        dataplane().transport<roce::RoceModule>()->CreateQp(spec);
+    roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+    if (GetParam() > 1) {
+      // HPU 0 gets this one (round robin), HPU 1 the test's.
+      roce::QpSpec other = spec;
+      other.remote_qpn = kClientQpn + 1;
+      ASSERT_TRUE(module.CreateQp(other).ok());
+    }
+    absl::StatusOr<uint32_t> qpn = module.CreateQp(spec);
     ASSERT_TRUE(qpn.ok()) << qpn.status();
     qpn_ = *qpn;
     Poll();
+    for (const QpInfo& qp : module.ListQps()) {
+      if (qp.qpn == qpn_) EXPECT_EQ(qp.hpu, GetParam() - 1);
+    }
   }
 
   void TearDown() override { rings_.reset(); }
 
   Dataplane& dataplane() { return rings_->dataplane(); }
   void Poll(int times = 3) {
-    for (int i = 0; i < times; ++i) dataplane().hpu(0).PollOnce();
+    for (int i = 0; i < times; ++i) {
+      for (uint32_t h = 0; h < GetParam(); ++h) dataplane().hpu(h).PollOnce();
+    }
   }
 
   RegionInfo Region(uint64_t length, uint32_t access) {
@@ -277,7 +294,7 @@ class RoceDataplaneTest : public ::testing::Test {
 
 rte_mempool* RoceDataplaneTest::pool_ = nullptr;
 
-TEST_F(RoceDataplaneTest, AnswersArpForItsAddress) {
+TEST_P(RoceDataplaneTest, AnswersArpForItsAddress) {
   // who-has 192.0.2.11 tell 192.0.2.12
   Bytes arp = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0,  0,
                0x0c, 0x08, 0x06, 0,    1,    0x08, 0,    6, 4, 0,  1,
@@ -304,7 +321,7 @@ TEST_F(RoceDataplaneTest, AnswersArpForItsAddress) {
   EXPECT_TRUE(Collect(1).empty());
 }
 
-TEST_F(RoceDataplaneTest, WriteOnlyLandsAndIsAcknowledged) {
+TEST_P(RoceDataplaneTest, WriteOnlyLandsAndIsAcknowledged) {
   RegionInfo region = Region(4096, kRemoteWrite | kRemoteRead);
   const Bytes data = Pattern(700, 1);
   SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
@@ -327,7 +344,7 @@ TEST_F(RoceDataplaneTest, WriteOnlyLandsAndIsAcknowledged) {
   EXPECT_EQ(*before, std::string(100, '\0'));
 }
 
-TEST_F(RoceDataplaneTest, MultiPacketWriteCoalescesOneAck) {
+TEST_P(RoceDataplaneTest, MultiPacketWriteCoalescesOneAck) {
   RegionInfo region = Region(8192, kRemoteWrite);
   const Bytes data = Pattern(2 * kPmtu + 300, 2);
   const uint64_t va = region.base_address + 8;
@@ -352,7 +369,7 @@ TEST_F(RoceDataplaneTest, MultiPacketWriteCoalescesOneAck) {
 // sPIN on RDMA: a handler bound to writes into a region runs on each packet
 // of a WRITE message in place (header on the first, completion after the
 // last) before the bytes are stored; here xor_payload changes them.
-TEST_F(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
+TEST_P(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
   RegionInfo region = Region(8192, kRemoteWrite);
   HandlerConfig handler;
   handler.name = "xor-rdma";
@@ -397,7 +414,7 @@ TEST_F(RoceDataplaneTest, WriteMessagesRunTheBoundHandlerInPlace) {
 // message: the offset the QP has counted (middle and last packets carry no
 // RETH), the WRITE's RETH length and VA on every packet, a SEND's length
 // only on its last packet, and the client's QPN.
-TEST_F(RoceDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
+TEST_P(RoceDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
   RegionInfo target = Region(8192, kRemoteWrite);
   RegionInfo write_records = Region(4096, kLocalWrite | kLocalRead);
   RegionInfo send_records = Region(4096, kLocalWrite | kLocalRead);
@@ -466,7 +483,7 @@ TEST_F(RoceDataplaneTest, HandlersSeeEachPacketsPlaceInItsMessage) {
 // at a stride of 80 in the handler's region (PMTU 1024 is no multiple of
 // 48, so the middle and last packets start mid-block); the WRITE's own
 // target stays untouched and the WRITE is acknowledged.
-TEST_F(RoceDataplaneTest, DatatypeVectorUnpacksAWriteIntoItsRegion) {
+TEST_P(RoceDataplaneTest, DatatypeVectorUnpacksAWriteIntoItsRegion) {
   RegionInfo target = Region(8192, kRemoteWrite | kRemoteRead);
   RegionInfo dest = Region(4096, kLocalWrite | kLocalRead);
   HandlerConfig scatter;
@@ -520,7 +537,7 @@ TEST_F(RoceDataplaneTest, DatatypeVectorUnpacksAWriteIntoItsRegion) {
   EXPECT_TRUE(found);
 }
 
-TEST_F(RoceDataplaneTest, SendsGoToTheQpsServiceAsEvents) {
+TEST_P(RoceDataplaneTest, SendsGoToTheQpsServiceAsEvents) {
   // A QP made over gRPC has the verbs service: each SEND (with or without
   // immediate) reaches the control plane as a roce_send event.
   const Bytes data = Pattern(kPmtu + 100, 4);
@@ -551,7 +568,7 @@ TEST_F(RoceDataplaneTest, SendsGoToTheQpsServiceAsEvents) {
   EXPECT_EQ(Counter("send_bytes"), data.size());
 }
 
-TEST_F(RoceDataplaneTest, ASendLargerThanTheServiceTakesIsInvalid) {
+TEST_P(RoceDataplaneTest, ASendLargerThanTheServiceTakesIsInvalid) {
   // The verbs service takes 4 KiB: a 5-packet SEND overflows its receive
   // buffer, which is an invalid request NAK and the error state.
   const Bytes chunk = Pattern(kPmtu, 5);
@@ -569,7 +586,7 @@ TEST_F(RoceDataplaneTest, ASendLargerThanTheServiceTakesIsInvalid) {
   EXPECT_EQ(Counter("sends"), 0u);
 }
 
-TEST_F(RoceDataplaneTest, SendMessagesRunTheQpsHandlerInPlace) {
+TEST_P(RoceDataplaneTest, SendMessagesRunTheQpsHandlerInPlace) {
   // sPIN on SENDs: a handler bound to the QP (roce { qpn }) sees every
   // packet of the message, in order, after the transport accepted it; the
   // service does not get the message.
@@ -615,7 +632,7 @@ TEST_F(RoceDataplaneTest, SendMessagesRunTheQpsHandlerInPlace) {
   EXPECT_EQ(events[0].code, roce::kEventRoceSend);
 }
 
-TEST_F(RoceDataplaneTest, ReadIsAnsweredInPmtuSegments) {
+TEST_P(RoceDataplaneTest, ReadIsAnsweredInPmtuSegments) {
   RegionInfo region = Region(8192, kRemoteRead | kRemoteWrite);
   const Bytes data = Pattern(2500, 3);
   ASSERT_TRUE(dataplane().WriteRegion(region.id, 1000, data).ok());
@@ -651,7 +668,7 @@ TEST_F(RoceDataplaneTest, ReadIsAnsweredInPmtuSegments) {
   ExpectAck(out[0], kClientPsn + 3, roce::AethAck(), 2);
 }
 
-TEST_F(RoceDataplaneTest, BadRkeyNaksWritesNothingAndErrorsTheQp) {
+TEST_P(RoceDataplaneTest, BadRkeyNaksWritesNothingAndErrorsTheQp) {
   RegionInfo region = Region(4096, kRemoteWrite);
   RegionInfo read_only = Region(4096, kRemoteRead);
   std::vector<Event> events;
@@ -678,16 +695,17 @@ TEST_F(RoceDataplaneTest, BadRkeyNaksWritesNothingAndErrorsTheQp) {
   EXPECT_TRUE(Collect().empty());
   std::vector<QpInfo> qps =
       dataplane().transport<roce::RoceModule>()->ListQps();
-  ASSERT_EQ(qps.size(), 1u);
-  EXPECT_EQ(qps[0].state, roce::QpState::kError);
-  EXPECT_EQ(qps[0].naks, 1u);
+  ASSERT_EQ(qps.size(), GetParam());  // the fixture's
+  EXPECT_EQ(qps.back().qpn, qpn_);
+  EXPECT_EQ(qps.back().state, roce::QpState::kError);
+  EXPECT_EQ(qps.back().naks, 1u);
   EXPECT_EQ(Counter("qp_errors"), 1u);
   dataplane().DrainEvents(&events);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].code, roce::kEventRoceQpError);
 }
 
-TEST_F(RoceDataplaneTest, WriteWithoutRightIsRefused) {
+TEST_P(RoceDataplaneTest, WriteWithoutRightIsRefused) {
   RegionInfo read_only = Region(4096, kRemoteRead);
   SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
                   Reth(read_only.base_address, read_only.rkey, 4), {1, 2, 3, 4},
@@ -703,7 +721,7 @@ TEST_F(RoceDataplaneTest, WriteWithoutRightIsRefused) {
   EXPECT_EQ(*stored, std::string(4, '\0'));
 }
 
-TEST_F(RoceDataplaneTest, PsnGapGetsOneSequenceNak) {
+TEST_P(RoceDataplaneTest, PsnGapGetsOneSequenceNak) {
   RegionInfo region = Region(4096, kRemoteWrite);
   for (uint32_t i = 1; i <= 3; ++i) {
     SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + i,
@@ -728,7 +746,7 @@ TEST_F(RoceDataplaneTest, PsnGapGetsOneSequenceNak) {
   ExpectAck(out[0], kClientPsn + 3, roce::AethAck(), 4);
 }
 
-TEST_F(RoceDataplaneTest, DuplicateWriteIsReAckedNotReExecuted) {
+TEST_P(RoceDataplaneTest, DuplicateWriteIsReAckedNotReExecuted) {
   RegionInfo region = Region(4096, kRemoteWrite);
   const Bytes frame =
       Build(Opcode::kRcWriteOnly, kClientPsn,
@@ -749,7 +767,7 @@ TEST_F(RoceDataplaneTest, DuplicateWriteIsReAckedNotReExecuted) {
   EXPECT_EQ(Counter("duplicates"), 1u);
 }
 
-TEST_F(RoceDataplaneTest, AtomicsExecuteOnceAndReplay) {
+TEST_P(RoceDataplaneTest, AtomicsExecuteOnceAndReplay) {
   RegionInfo region = Region(64, kRemoteRead | kRemoteWrite);
   uint64_t initial = 40;
   ASSERT_TRUE(
@@ -789,7 +807,7 @@ TEST_F(RoceDataplaneTest, AtomicsExecuteOnceAndReplay) {
   EXPECT_EQ(Counter("atomics"), 2u);
 }
 
-TEST_F(RoceDataplaneTest, WriteWithImmediateRaisesAnEvent) {
+TEST_P(RoceDataplaneTest, WriteWithImmediateRaisesAnEvent) {
   RegionInfo region = Region(4096, kRemoteWrite);
   std::vector<Event> events;
   dataplane().DrainEvents(&events);
@@ -813,7 +831,7 @@ TEST_F(RoceDataplaneTest, WriteWithImmediateRaisesAnEvent) {
   EXPECT_EQ(data[2], 1u);
 }
 
-TEST_F(RoceDataplaneTest, BadFramesAreCountedDrops) {
+TEST_P(RoceDataplaneTest, BadFramesAreCountedDrops) {
   RegionInfo region = Region(4096, kRemoteWrite);
   Bytes frame =
       Build(Opcode::kRcWriteOnly, kClientPsn,
@@ -838,7 +856,7 @@ TEST_F(RoceDataplaneTest, BadFramesAreCountedDrops) {
   ASSERT_EQ(Collect().size(), 1u);
 }
 
-TEST_F(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
+TEST_P(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
   // RoCE to another address is not ours: forwarded unchanged.
   Bytes frame = Build(Opcode::kRcWriteOnly, 1, Reth(0, 1, 4), {1, 2, 3, 4});
   frame[33] = 99;  // IPv4 destination 192.0.2.99; the IPv4 checksum is not
@@ -852,7 +870,7 @@ TEST_F(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
 
 // librdmacm's connection, as rping makes it: REQ -> REP (a new QP) -> RTU,
 // a WRITE on the new QP, then DREQ -> DREP and the QP is gone.
-TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
+TEST_P(RoceDataplaneTest, ConnectsThroughTheCm) {
   RegionInfo region = Region(4096, kRemoteWrite);
   roce::RdmaCmConnectParams params;
   params.transaction_id = 0x1234;
@@ -965,7 +983,7 @@ TEST_F(RoceDataplaneTest, ConnectsThroughTheCm) {
   EXPECT_GE(Counter("cm_received"), 4u);
 }
 
-TEST_F(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
+TEST_P(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
   roce::RdmaCmConnectParams params;
   params.transaction_id = 1;
   params.local_comm_id = 7;
@@ -983,7 +1001,8 @@ TEST_F(RoceDataplaneTest, CmRejectsAnUnlistenedPort) {
   ASSERT_NE(rej, nullptr);
   EXPECT_EQ(rej->reason,
             static_cast<uint16_t>(roce::CmRejReason::kInvalidServiceId));
-  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), 1u);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(),
+            GetParam());  // the fixture's
   EXPECT_EQ(Counter("cm_rejects"), 1u);
 }
 
@@ -1009,7 +1028,10 @@ class RoceRequesterTest : public RoceDataplaneTest {
  protected:
   // A NAAICE host over the CM: MRSP (two inputs, one output of 4
   // doubles), inputs 1,2,3,4 and 10,20,30,40, one call with `code`.
-  void NaaiceCall(uint8_t code, NaaiceResult* outcome);
+  // `connection` numbers the host's connections (QPN, communication ID);
+  // `hpu`, if given, receives the HPU that owned the NAA's QP.
+  void NaaiceCall(uint8_t code, NaaiceResult* outcome, uint32_t connection = 0,
+                  uint32_t* hpu = nullptr);
   std::future<absl::StatusOr<RoceOpResult>> Start(const RoceOp& op) {
     return std::async(std::launch::async, [this, op] {
       return dataplane().transport<roce::RoceModule>()->Execute(
@@ -1049,7 +1071,7 @@ class RoceRequesterTest : public RoceDataplaneTest {
   }
 };
 
-TEST_F(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
+TEST_P(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
   RegionInfo region = Region(8192, kRemoteWrite);
   const Bytes data = Pattern(2 * kPmtu + 10, 6);
   ASSERT_TRUE(dataplane().WriteRegion(region.id, 16, data).ok());
@@ -1092,7 +1114,7 @@ TEST_F(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
 // kvs on a QP's SENDs (roce { qpn }): a PUT is stored and a GET answered
 // with the PUT value, each answer a SEND of ours on the same QP (our PSNs
 // from 0x777), its buffer held until the client acknowledges it.
-TEST_F(RoceRequesterTest, KvsAnswersSendsWithSendsOnTheSameQp) {
+TEST_P(RoceRequesterTest, KvsAnswersSendsWithSendsOnTheSameQp) {
   RegionInfo table = Region(4096, kLocalRead | kLocalWrite);
   HandlerConfig kvs;
   kvs.name = "kvs";
@@ -1134,7 +1156,7 @@ TEST_F(RoceRequesterTest, KvsAnswersSendsWithSendsOnTheSameQp) {
   EXPECT_EQ(Counter("handler_replies_refused"), 0u);
 }
 
-TEST_F(RoceRequesterTest, ReadsFromTheClient) {
+TEST_P(RoceRequesterTest, ReadsFromTheClient) {
   RegionInfo region = Region(4096, kRemoteWrite);
   RoceOp op;
   op.qpn = qpn_;
@@ -1161,7 +1183,7 @@ TEST_F(RoceRequesterTest, ReadsFromTheClient) {
   EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
 }
 
-TEST_F(RoceRequesterTest, FetchAddReturnsTheOriginal) {
+TEST_P(RoceRequesterTest, FetchAddReturnsTheOriginal) {
   RegionInfo region = Region(64, kRemoteWrite);
   RoceOp op;
   op.qpn = qpn_;
@@ -1191,7 +1213,7 @@ TEST_F(RoceRequesterTest, FetchAddReturnsTheOriginal) {
   EXPECT_EQ(stored, 1234u);
 }
 
-TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
+TEST_P(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
   RegionInfo region = Region(64, kRemoteWrite);
   RoceOp op;
   op.qpn = qpn_;
@@ -1221,12 +1243,15 @@ TEST_F(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
 // talks to its NAA: connect on the NAAICE port, the memory-region setup
 // protocol over SEND, inputs by RDMA WRITE, the function code in the last
 // WRITE's immediate, the result back by WRITE with immediate.
-void RoceRequesterTest::NaaiceCall(uint8_t code, NaaiceResult* outcome) {
-  constexpr uint32_t kHostQpn = 0x55;
+void RoceRequesterTest::NaaiceCall(uint8_t code, NaaiceResult* outcome,
+                                   uint32_t connection, uint32_t* hpu) {
+  const uint32_t kHostQpn = 0x55 + connection;
   constexpr uint32_t kHostPsn = 0x100;
+  const uint64_t sessions_before = Counter("naaice_sessions");
+  const uint64_t completed_before = Counter("ops_completed");
   roce::RdmaCmConnectParams params;
-  params.transaction_id = 77;
-  params.local_comm_id = 0x1001;
+  params.transaction_id = 77 + connection;
+  params.local_comm_id = 0x1001 + connection;
   params.local_qpn = kHostQpn;
   params.starting_psn = kHostPsn;
   params.port = kNaaicePort;
@@ -1240,6 +1265,10 @@ void RoceRequesterTest::NaaiceCall(uint8_t code, NaaiceResult* outcome) {
   const auto* rep = std::get_if<roce::CmRep>(&rep_mad.message);
   ASSERT_NE(rep, nullptr);
   const uint32_t naa_qpn = rep->local_qpn;
+  for (const QpInfo& qp :
+       dataplane().transport<roce::RoceModule>()->ListQps()) {
+    if (qp.qpn == naa_qpn && hpu != nullptr) *hpu = qp.hpu;
+  }
   // The host sends from the REP's PSN, we from the REQ's (cm.h).
   const uint32_t host_psn = rep->starting_psn;
   const uint32_t naa_psn = kHostPsn;
@@ -1312,11 +1341,12 @@ void RoceRequesterTest::NaaiceCall(uint8_t code, NaaiceResult* outcome) {
   outcome->payload = result->payload();
   host_ack(roce::PsnAdd(naa_psn, 1));
   Poll();
-  EXPECT_EQ(Counter("naaice_sessions"), 1u);
-  EXPECT_EQ(Counter("ops_completed"), 2u);  // our SEND and our result write
+  EXPECT_EQ(Counter("naaice_sessions"), sessions_before + 1);
+  // Our SEND and our result write.
+  EXPECT_EQ(Counter("ops_completed"), completed_before + 2);
 }
 
-TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
+TEST_P(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   NaaiceResult result;
   ASSERT_NO_FATAL_FAILURE(NaaiceCall(naaice::kCodeVectorSum, &result));
   EXPECT_EQ(result.immediate, 0u);  // success
@@ -1325,7 +1355,27 @@ TEST_F(RoceRequesterTest, NaaiceVectorSumEndToEnd) {
   EXPECT_EQ(Counter("naaice_errors"), 0u);
 }
 
-TEST_F(RoceRequesterTest, NaaiceCallsAFunctionInstalledAsAnEctx) {
+TEST_P(RoceRequesterTest, NaaiceConnectionsRunOnEveryHpu) {
+  // The CM places connections round robin: with two HPUs, one each.
+  std::vector<uint32_t> calls_on(GetParam());
+  for (uint32_t connection = 0; connection < 2; ++connection) {
+    NaaiceResult result;
+    uint32_t hpu = UINT32_MAX;
+    ASSERT_NO_FATAL_FAILURE(
+        NaaiceCall(naaice::kCodeVectorSum, &result, connection, &hpu));
+    EXPECT_EQ(result.immediate, 0u);
+    EXPECT_EQ(result.payload, Doubles({11, 22, 33, 44}));
+    ASSERT_LT(hpu, GetParam());
+    ++calls_on[hpu];
+  }
+  for (uint32_t h = 0; h < GetParam(); ++h) {
+    EXPECT_EQ(calls_on[h], 2u / GetParam()) << "HPU " << h;
+  }
+  EXPECT_EQ(Counter("naaice_calls"), 2u);
+  EXPECT_EQ(Counter("naaice_errors"), 0u);
+}
+
+TEST_P(RoceRequesterTest, NaaiceCallsAFunctionInstalledAsAnEctx) {
   // Code 40 has no built-in function; an ECTX of kind naaice_function binds
   // vector_sum to it.
   HandlerConfig handler;
@@ -1342,7 +1392,7 @@ TEST_F(RoceRequesterTest, NaaiceCallsAFunctionInstalledAsAnEctx) {
   EXPECT_EQ(Counter("naaice_calls"), 1u);
 }
 
-TEST_F(RoceRequesterTest, NaaiceCodeWithoutFunctionIsAnsweredUnknown) {
+TEST_P(RoceRequesterTest, NaaiceCodeWithoutFunctionIsAnsweredUnknown) {
   NaaiceResult result;
   ASSERT_NO_FATAL_FAILURE(NaaiceCall(40, &result));
   // Return code 0x7f (unknown function) in the immediate; no output bytes.
@@ -1352,7 +1402,7 @@ TEST_F(RoceRequesterTest, NaaiceCodeWithoutFunctionIsAnsweredUnknown) {
   EXPECT_EQ(Counter("naaice_calls"), 0u);
 }
 
-TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
+TEST_P(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
   roce::QpSpec spec;
   spec.remote_qpn = 0;
   EXPECT_EQ(
@@ -1371,15 +1421,47 @@ TEST_F(RoceDataplaneTest, QpLifecycleOverTheControlApi) {
   ASSERT_TRUE(qpn.ok()) << qpn.status();
   EXPECT_NE(*qpn, qpn_);
   Poll();
-  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), 2u);
+  const size_t before = GetParam();  // the fixture's QPs
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(),
+            before + 1);
   ASSERT_TRUE(dataplane().transport<roce::RoceModule>()->DestroyQp(*qpn).ok());
   EXPECT_EQ(dataplane().transport<roce::RoceModule>()->DestroyQp(*qpn).code(),
             absl::StatusCode::kNotFound);
   Poll();
-  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), 1u);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(),
+            before);
   EXPECT_EQ(dataplane().transport<roce::RoceModule>()->config().path_mtu,
             1024u);
 }
+
+TEST_P(RoceDataplaneTest, QpsSpreadOverTheHpusThatOwnThem) {
+  roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+  EXPECT_EQ(module.qp_hpus(), GetParam());
+  std::vector<uint32_t> per_hpu(GetParam());
+  for (const QpInfo& qp : module.ListQps()) {
+    ASSERT_LT(qp.hpu, GetParam());
+    ++per_hpu[qp.hpu];
+  }
+  for (uint32_t h = 0; h < GetParam(); ++h) EXPECT_EQ(per_hpu[h], 1u) << h;
+  // A write on the test's QP lands once, whichever HPU received it.
+  RegionInfo region = Region(4096, kRemoteWrite);
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(region.base_address, region.rkey, 64), Pattern(64, 9),
+                  /*ack_req=*/true));
+  Poll();
+  ASSERT_EQ(Collect().size(), 1u);
+  EXPECT_EQ(Counter("writes"), 1u);
+  EXPECT_EQ(Counter("handoffs"), GetParam() > 1 ? 1u : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
 
 }  // namespace
 }  // namespace spinnic
