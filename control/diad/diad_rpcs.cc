@@ -478,6 +478,10 @@ grpc::Status DiadRpcs::StreamSend(grpc::ServerContext*,
 
 void DiadRpcs::FillInfo(v1::GetInfoResponse* response) const {
   FillDiadInfo(module().config(), config_, response->mutable_diad());
+  if (!module().config().enabled) return;
+  for (uint32_t c = 0; c < module().config().channels; ++c) {
+    response->mutable_diad()->add_channel_hpus(module().ChannelHpu(c));
+  }
 }
 
 void DiadRpcs::DecodeEvents(absl::Span<const Event> events,

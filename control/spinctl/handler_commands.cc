@@ -130,7 +130,8 @@ int RunInfo(Env& env, const ParsedArgs&) {
   diad.Add("port", d.port());
   diad.Add("path_mtu", absl::StrCat(d.path_mtu(), " (", d.max_payload(),
                                     " payload bytes per packet)"));
-  diad.Add("channels", absl::StrCat(d.channels()));
+  diad.Add("channels", absl::StrCat(d.channels(), " (served by HPUs ",
+                                    absl::StrJoin(d.channel_hpus(), " "), ")"));
   diad.Add("max_peers", absl::StrCat(d.max_peers()));
   diad.Add("max_message_bytes", absl::StrCat(d.max_message_bytes()));
   diad.Add("window", absl::StrCat(d.window_packets(), " packets, ",

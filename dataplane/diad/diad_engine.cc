@@ -245,6 +245,27 @@ void DiadEngine::Shutdown() {
     op->done.store(true, std::memory_order_release);
     op->Unref();
   }
+  if (held_action_ != nullptr) {
+    DiscardHandedAction(held_action_);
+    held_action_ = nullptr;
+  }
+  if (shared_.handler_actions != nullptr) {
+    DiscardHandedActions(shared_.handler_actions[hpu_index_]);
+  }
+}
+
+void DiadEngine::DiscardHandedAction(rte_mbuf* chain) {
+  HandedAction action;
+  std::memcpy(&action, rte_pktmbuf_mtod(chain, const void*), sizeof action);
+  if (action.get) action.dest->Unpin();
+  rte_pktmbuf_free(chain);
+}
+
+void DiadEngine::DiscardHandedActions(rte_ring* ring) {
+  void* entry = nullptr;
+  while (rte_ring_sc_dequeue(ring, &entry) == 0) {
+    DiscardHandedAction(static_cast<rte_mbuf*>(entry));
+  }
 }
 
 void DiadEngine::Drop(rte_mbuf* packet, DiadDrop reason) {

@@ -103,9 +103,11 @@ struct alignas(64) DiadCounters {
   Counter handler_puts;      // handler puts/gets started
   Counter handler_gets;
   Counter handler_refused;  // handler puts/gets that could not start
-  Counter sacks_sent;       // ACKs that carried a SACK bitmap
-  Counter sacks_received;   // valid SACKs applied
-  Counter reorder_held;     // out-of-order packets held (SELECTIVE)
+  // Handler puts/gets for a channel of another HPU, handed to it.
+  Counter handler_handoffs;
+  Counter sacks_sent;      // ACKs that carried a SACK bitmap
+  Counter sacks_received;  // valid SACKs applied
+  Counter reorder_held;    // out-of-order packets held (SELECTIVE)
   std::array<Counter, kDiadDropCount> drops;
 
   void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
@@ -146,6 +148,9 @@ struct DiadShared {
   rte_ring* const* commands = nullptr;
   // Per HPU: frames received by another HPU (the HPUs' inbound rings).
   rte_ring* const* inbound = nullptr;
+  // Per HPU: handler puts and gets for its channels from other HPUs (mbuf
+  // chains, DiadEngine::HandedAction; MP/SC).
+  rte_ring* const* handler_actions = nullptr;
   uint32_t hpu_count = 1;
   // Operations queued or in flight (control side limits submissions).
   std::atomic<uint32_t>* pending_ops = nullptr;
@@ -184,6 +189,10 @@ class DiadEngine final : public TransportEngine {
   bool HandlerGet(const PeerGet& get, uint32_t ectx_id) override;
   // Releases every held mbuf and fails every operation (shutdown).
   void Shutdown() override;
+  // Frees the handler actions other HPUs handed over through `ring` and
+  // nobody started (their gets' regions unpinned): at shutdown, and by the
+  // module for what arrived after an HPU stopped.
+  static void DiscardHandedActions(rte_ring* ring);
 
   const DiadCounters& counters() const { return counters_; }
   const DiadPeerCounters& peer_counters(uint32_t slot) const {
@@ -329,8 +338,42 @@ class DiadEngine final : public TransportEngine {
   // window.
   bool HandlerCanStart(const Channel& ch, uint32_t packets,
                        uint64_t bytes) const;
-  Channel* HandlerChannel(std::string_view peer_name, uint32_t source,
-                          uint16_t channel);
+  // The peer a handler's put or get names (by name, or empty: the sender
+  // of the DiAD message being handled, by slot), or null.
+  const Peer* HandlerPeer(std::string_view peer_name, uint32_t source) const;
+  // The channel a handler's put or get asked for (PeerPut::channel).
+  uint16_t HandlerChannel(uint16_t requested) const;
+  // A handler's put or get on a channel of another HPU, as it travels to
+  // that HPU: this in the first mbuf of a chain from the pool, a put's
+  // bytes in the next ones, one DiAD payload per mbuf. Its owner starts
+  // them in order (so a handler's messages on one channel stay in order),
+  // holding back the first one its channel cannot start yet.
+  struct HandedAction {
+    bool get = false;
+    PeerPut::Kind kind = PeerPut::Kind::kStream;
+    uint16_t channel = 0;
+    uint32_t peer_slot = 0;
+    uint32_t peer_generation = 0;
+    uint32_t key = 0;  // a put's key, a get's rkey
+    uint64_t address = 0;
+    uint32_t length = 0;
+    uint32_t ectx_id = 0;
+    // A get's destination, pinned by the HPU that handed it over.
+    const MemoryRegion* dest = nullptr;
+    uint64_t dest_offset = 0;
+  };
+  bool HandOff(const HandedAction& action, std::span<const uint8_t> data);
+  void TakeHandedActions();
+  // False: its channel cannot start it yet (kept in held_action_).
+  bool StartHandedAction(rte_mbuf* chain);
+  rte_mbuf* held_action_ = nullptr;
+  static void DiscardHandedAction(rte_mbuf* chain);
+  // Starts a put of `length` bytes on `ch`, whose channel this HPU owns;
+  // `segment(offset, size)` gives the bytes of each DiAD payload.
+  template <typename SegmentFn>
+  bool StartPut(Channel& ch, PeerPut::Kind kind, uint32_t key, uint64_t address,
+                uint32_t length, uint32_t ectx_id, SegmentFn segment);
+  bool StartGet(Channel& ch, const HandedAction& get);
   // Handlers run on a DiAD message now (RunHandlers): a put without a peer
   // name answers its sender.
   bool delivering_ = false;

@@ -18,6 +18,7 @@ namespace spinnic::diad {
 void DiadEngine::Poll(const EctxTable& table) {
   SyncPeers(table);
   TakeCommands();
+  if (shared_.hpu_count > 1) TakeHandedActions();
   const uint64_t now = clock::NowNanos();
   for (const std::unique_ptr<Channel>& ch : channels_) {
     if (ch->generation != 0) PumpChannel(*ch, now, table);

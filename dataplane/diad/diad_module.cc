@@ -166,6 +166,14 @@ absl::Status DiadModule::Open(const TransportEnv& env) {
       return absl::ResourceExhaustedError("cannot create a DiAD command ring");
     }
     command_rings_.push_back(ring);
+    name = absl::StrCat("spinnic_dput", w);
+    ring = rte_ring_create(name.c_str(), kCommandRingSize, rte_socket_id(),
+                           RING_F_SC_DEQ);
+    if (ring == nullptr) {
+      return absl::ResourceExhaustedError(
+          "cannot create a DiAD handler action ring");
+    }
+    action_rings_.push_back(ring);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -178,6 +186,7 @@ absl::Status DiadModule::Open(const TransportEnv& env) {
   shared_.pool = env.pool;
   shared_.clone_pool = clone_pool_;
   shared_.commands = command_rings_.data();
+  shared_.handler_actions = action_rings_.data();
   // Frames for a channel another HPU owns are handed over through the
   // inbound rings.
   shared_.inbound = env.inbound;
@@ -240,6 +249,11 @@ void DiadModule::Close() {
   engines_.clear();
   for (rte_ring* ring : command_rings_) rte_ring_free(ring);
   command_rings_.clear();
+  for (rte_ring* ring : action_rings_) {
+    DiadEngine::DiscardHandedActions(ring);  // handed after its HPU stopped
+    rte_ring_free(ring);
+  }
+  action_rings_.clear();
   rte_mempool_free(clone_pool_);
   clone_pool_ = nullptr;
 }
@@ -519,6 +533,7 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"handler_puts", &C::handler_puts},
       {"handler_gets", &C::handler_gets},
       {"handler_refused", &C::handler_refused},
+      {"handler_handoffs", &C::handler_handoffs},
       {"sacks_sent", &C::sacks_sent},
       {"sacks_received", &C::sacks_received},
       {"reorder_held", &C::reorder_held},

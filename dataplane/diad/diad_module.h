@@ -9,6 +9,7 @@
 #ifndef SPINNIC_DATAPLANE_DIAD_DIAD_MODULE_H_
 #define SPINNIC_DATAPLANE_DIAD_DIAD_MODULE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -100,6 +101,10 @@ class DiadModule final : public TransportModule {
   bool HasPeer(std::string_view name) const override;
   // The configuration in effect (the MAC read from the port if unset).
   const DiadConfig& config() const { return config_; }
+  // The HPU that serves channel `channel`.
+  uint32_t ChannelHpu(uint32_t channel) const {
+    return channel % std::max<uint32_t>(shared_.hpu_count, 1);
+  }
 
   // Runs remote operations and waits for all of them (or `timeout`); see
   // Dataplane::DiadExecute for the status each result carries.
@@ -118,6 +123,7 @@ class DiadModule final : public TransportModule {
   uint64_t epoch_seed_ = 0;
   rte_mempool* clone_pool_ = nullptr;
   std::vector<rte_ring*> command_rings_;
+  std::vector<rte_ring*> action_rings_;  // per HPU: handed handler actions
   std::atomic<uint32_t> pending_ops_{0};
   // One per HPU, for counters; cleared before the HPUs are destroyed.
   std::vector<const DiadEngine*> engines_;

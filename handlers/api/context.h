@@ -32,10 +32,13 @@ struct PeerPut {
   // `source` and `channel` unused; at most 4160 bytes).
   std::string_view peer;
   uint32_t source = 0;
-  // Messages on one channel arrive in order. The channel must be one this
-  // HPU serves (channel % workers == LcoreIndex()); any other goes out on
-  // this HPU's first channel instead.
-  uint16_t channel = 0;
+  // The DiAD channel. kThisHpusChannel (the default): the first channel
+  // this HPU serves. A number: messages on one channel arrive in order; a
+  // channel another HPU serves (channel % workers != LcoreIndex()) costs a
+  // copy of `data`: the put travels to that HPU, which starts it, in order,
+  // when the channel's window allows.
+  static constexpr uint16_t kThisHpusChannel = 0xffff;
+  uint16_t channel = kThisHpusChannel;
   uint32_t key = 0;
   uint64_t address = 0;
   std::span<const uint8_t> data;
@@ -49,7 +52,7 @@ struct PeerPut {
 struct PeerGet {
   std::string_view peer;  // empty: the peer in slot `source` (see PeerPut)
   uint32_t source = 0;
-  uint16_t channel = 0;
+  uint16_t channel = PeerPut::kThisHpusChannel;  // as PeerPut's
   uint32_t rkey = 0;
   uint64_t address = 0;
   uint32_t length = 0;

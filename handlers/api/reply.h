@@ -78,7 +78,6 @@ inline ReplyOutcome AnswerSender(HandlerContext& ctx, PacketView& packet,
   if (reply_stream == 0) return ReplyOutcome::kUnanswered;
   return ctx.PutToPeer({.kind = PeerPut::Kind::kStream,
                         .source = message.source,
-                        .channel = static_cast<uint16_t>(ctx.LcoreIndex()),
                         .key = reply_stream,
                         .data = reply})
              ? ReplyOutcome::kSent

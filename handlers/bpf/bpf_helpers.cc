@@ -234,8 +234,7 @@ uint64_t Put(BpfInvocation& inv, PeerPut::Kind kind, uint64_t key,
   if (inv.fault) return 0;
   PeerPut put;
   put.kind = kind;
-  put.peer = inv.peer;
-  put.channel = static_cast<uint16_t>(inv.handler->LcoreIndex());
+  put.peer = inv.peer;  // on this HPU's own channel (the default)
   put.key = static_cast<uint32_t>(key);
   put.address = address;
   put.data = data;
@@ -261,8 +260,7 @@ uint64_t DiadGet(uint64_t ctx, uint64_t rkey, uint64_t address, uint64_t length,
     return Fault(inv);
   }
   PeerGet get;
-  get.peer = inv.peer;
-  get.channel = static_cast<uint16_t>(inv.handler->LcoreIndex());
+  get.peer = inv.peer;  // on this HPU's own channel (the default)
   get.rkey = static_cast<uint32_t>(rkey);
   get.address = address;
   get.length = static_cast<uint32_t>(length);

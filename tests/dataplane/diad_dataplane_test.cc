@@ -41,27 +41,42 @@ constexpr diad::MacAddress kMacA = {0x02, 0, 0, 0, 0, 0x0a};
 constexpr diad::MacAddress kMacB = {0x02, 0, 0, 0, 0, 0x0b};
 constexpr uint16_t kPort = diad::kDefaultUdpPort;
 
-// Test handlers for the put/get actions. put_to_b sends each packet's
-// payload to peer "b" as a message of stream 5 and consumes the packet;
-// get_from_b asks "b" for the 16 bytes its state names (u32 rkey, u32
-// unused, u64 address) into bound region 0 at offset 64.
+// Test handlers for the put/get actions, on DiAD channel `channel`.
+// put_to_b sends each packet's payload to peer "b" as a message of stream 5
+// and consumes the packet; get_from_b asks "b" for the 16 bytes its state
+// names (u32 rkey, u32 unused, u64 address) into bound region 0 at offset
+// 64.
+constexpr ParamSpec kChannelParam[] = {{.name = "channel",
+                                        .type = ParamType::kUint,
+                                        .required = false,
+                                        .default_value = "0",
+                                        .help = "the DiAD channel",
+                                        .max = 0xffff}};
+
 class PutToB {
  public:
   static constexpr absl::string_view kName = "test_put_to_b";
   static constexpr absl::string_view kDescription = "test";
   static constexpr uint32_t kMinStateSize = 0;
-  static constexpr std::array<ParamSpec, 0> kParams{};
-  static absl::StatusOr<std::unique_ptr<PutToB>> Create(const HandlerParams&) {
-    return std::make_unique<PutToB>();
+  static constexpr std::span<const ParamSpec> kParams = kChannelParam;
+  static absl::StatusOr<std::unique_ptr<PutToB>> Create(
+      const HandlerParams& params) {
+    auto handler = std::make_unique<PutToB>();
+    handler->channel_ = static_cast<uint16_t>(params.GetUint("channel"));
+    return handler;
   }
   HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
     PeerPut put;
     put.peer = "b";
     put.key = 5;
+    put.channel = channel_;
     put.data = packet.Payload();
     if (ctx.PutToPeer(put)) packet.Consume();
     return HandlerResult::kSuccess;
   }
+
+ private:
+  uint16_t channel_ = 0;
 };
 SPINNIC_HANDLER(PutToB);
 
@@ -71,14 +86,17 @@ class GetFromB {
   static constexpr absl::string_view kDescription = "test";
   static constexpr uint32_t kMinStateSize = 16;
   static constexpr uint32_t kMinRegions = 1;
-  static constexpr std::array<ParamSpec, 0> kParams{};
+  static constexpr std::span<const ParamSpec> kParams = kChannelParam;
   static absl::StatusOr<std::unique_ptr<GetFromB>> Create(
-      const HandlerParams&) {
-    return std::make_unique<GetFromB>();
+      const HandlerParams& params) {
+    auto handler = std::make_unique<GetFromB>();
+    handler->channel_ = static_cast<uint16_t>(params.GetUint("channel"));
+    return handler;
   }
   HandlerResult Payload(HandlerContext& ctx, PacketView& packet) {
     PeerGet get;
     get.peer = "b";
+    get.channel = channel_;
     std::memcpy(&get.rkey, ctx.State().data(), 4);
     std::memcpy(&get.address, ctx.State().data() + 8, 8);
     get.length = 16;
@@ -87,6 +105,9 @@ class GetFromB {
     if (ctx.GetFromPeer(get)) packet.Consume();
     return HandlerResult::kSuccess;
   }
+
+ private:
+  uint16_t channel_ = 0;
 };
 SPINNIC_HANDLER(GetFromB);
 
@@ -1084,6 +1105,93 @@ TEST_F(DiadDataplaneTest, ChannelsSpreadOverHpusWithHandoff) {
     EXPECT_EQ(Bytes(stored->begin(), stored->end()), data) << channel;
   }
   EXPECT_GE(DiadCounter(dataplane(), "handoffs"), 3u);
+}
+
+TEST_F(DiadDataplaneTest, HandlerPutsAndGetsReachEveryHpusChannels) {
+  // Two HPUs: channel c is HPU c's. The host frame runs the handler on the
+  // HPU its flow hashes to; of the two channels one is that HPU's and the
+  // other is handed over, and both carry the action byte-exact, in order.
+  RingDataplaneOptions options = DefaultOptions();
+  options.workers = 2;
+  Build(options);
+  ASSERT_EQ(dataplane().hpu_count(), 2u);
+  Bytes frame = {0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0c, 0x08, 0x00};
+  // IPv4/UDP with 6 payload bytes (checksums 0: allowed, and not checked).
+  const Bytes ip = {0x45, 0,  0, 34, 0,   0,   0,   0,   64,   17,   0,    0,
+                    10,   0,  0, 1,  10,  0,   0,   2,   0x12, 0x34, 0x56, 0x78,
+                    0,    14, 0, 0,  'h', 'e', 'l', 'l', 'o',  '!'};
+  frame.insert(frame.end(), ip.begin(), ip.end());
+  auto send_host_frame = [&] {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
+                frame.data(), frame.size());
+    ASSERT_EQ(rte_ring_enqueue(rings_->rx(1), m), 0);
+  };
+  uint32_t seq[2] = {0, 0};  // the peer's, per channel
+  for (uint16_t channel : {0, 1}) {
+    HandlerConfig put;
+    put.name = "put";
+    put.kind = "test_put_to_b";
+    put.params["channel"] = std::to_string(channel);
+    put.match.in_port_mask = 1u << 1;
+    ASSERT_TRUE(dataplane().InstallEctx(put).ok());
+    ASSERT_NO_FATAL_FAILURE(send_host_frame());
+    Poll(6);
+    std::vector<Received> streams = OfType(peer_->Take(), PacketType::kStream);
+    ASSERT_EQ(streams.size(), 1u) << "channel " << channel;
+    EXPECT_EQ(streams[0].header.channel, channel);
+    EXPECT_EQ(streams[0].header.key, 5u);
+    EXPECT_EQ(streams[0].payload, Bytes({'h', 'e', 'l', 'l', 'o', '!'}));
+    Header ack;
+    ack.type = PacketType::kAck;
+    ack.channel = channel;
+    ack.ack = streams[0].header.seq + 1;
+    ASSERT_TRUE(peer_->SendFrame(peer_->Build(ack, {}, true, true)));
+    Poll(6);
+    ASSERT_TRUE(dataplane().RemoveEctx("put").ok());
+
+    RegionInfo region = Region(128, kLocalRead | kLocalWrite);
+    HandlerConfig get;
+    get.name = "get";
+    get.kind = "test_get_from_b";
+    get.params["channel"] = std::to_string(channel);
+    get.match.in_port_mask = 1u << 1;
+    get.bound_regions = {region.id};
+    get.initial_state = {0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0,
+                         0x00, 0x10, 0,    0,    0, 0, 0, 0};
+    ASSERT_TRUE(dataplane().InstallEctx(get).ok());
+    ASSERT_NO_FATAL_FAILURE(send_host_frame());
+    Poll(6);
+    std::vector<Received> requests =
+        OfType(peer_->Take(), PacketType::kReadRequest);
+    ASSERT_EQ(requests.size(), 1u) << "channel " << channel;
+    EXPECT_EQ(requests[0].header.channel, channel);
+    EXPECT_EQ(requests[0].header.key, 0x11223344u);
+    Header response;
+    response.type = PacketType::kReadResponse;
+    response.flags = diad::kFlagFirst | diad::kFlagLast;
+    response.channel = channel;
+    response.seq = seq[channel]++;
+    response.ack = requests[0].header.seq + 1;
+    response.txn = requests[0].header.txn;
+    response.msg_length = 16;
+    const Bytes data = Pattern(16, 70 + channel);
+    ASSERT_TRUE(peer_->SendFrame(peer_->Build(response, data, true, true)));
+    Poll(6);
+    absl::StatusOr<std::string> landed =
+        dataplane().ReadRegion(region.id, 64, 16, 1 << 20);
+    ASSERT_TRUE(landed.ok());
+    EXPECT_EQ(Bytes(landed->begin(), landed->end()), data) << channel;
+    ASSERT_TRUE(dataplane().RemoveEctx("get").ok());
+    EXPECT_TRUE(dataplane().DeregisterRegion(region.id).ok());
+  }
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_puts"), 2u);
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_gets"), 2u);
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_refused"), 0u);
+  // One put and one get went to the other HPU's channel.
+  EXPECT_EQ(DiadCounter(dataplane(), "handler_handoffs"), 2u);
+  EXPECT_EQ(DiadCounter(dataplane(), "ops_completed"), 4u);
 }
 
 // The peer as a thread: answers writes and reads, acknowledges everything

@@ -318,7 +318,8 @@ TEST(BpfProgramTest, DiadPutAndGetReachTheInstallsPeer) {
   ASSERT_EQ(puts.size(), 2u);
   EXPECT_EQ(puts[0].kind, PeerPut::Kind::kStream);
   EXPECT_EQ(puts[0].peer, "b");
-  EXPECT_EQ(puts[0].channel, 1u);
+  // On the HPU's own channel, which the transport resolves.
+  EXPECT_EQ(puts[0].channel, PeerPut::kThisHpusChannel);
   EXPECT_EQ(puts[0].key, 7u);
   EXPECT_EQ(puts[0].data, Text("abcd"));
   EXPECT_EQ(puts[1].kind, PeerPut::Kind::kWrite);
@@ -329,7 +330,7 @@ TEST(BpfProgramTest, DiadPutAndGetReachTheInstallsPeer) {
   ASSERT_EQ(ectx.sink().gets().size(), 1u);
   const PeerGet& get = ectx.sink().gets()[0];
   EXPECT_EQ(get.peer, "b");
-  EXPECT_EQ(get.channel, 1u);
+  EXPECT_EQ(get.channel, PeerPut::kThisHpusChannel);
   EXPECT_EQ(get.rkey, 0x66u);
   EXPECT_EQ(get.address, 0x2000u);
   EXPECT_EQ(get.length, 64u);
