@@ -21,11 +21,34 @@ void RaiseEngineEvent(ActionSink* sink, EngineEvent event, const Ectx& ectx) {
 
 }  // namespace
 
+template <typename Call>
+inline HandlerResult SpinEngine::Invoke(const Ectx& ectx,
+                                        EctxCounters& counters, Call call) {
+  counters.invocations.Add();
+  // With a budget every call is timed: each one is checked against it.
+  if (counters.untimed_left != 0 && ectx.cycle_budget() == 0) [[likely]] {
+    --counters.untimed_left;
+    return call();
+  }
+  const uint64_t start = rte_rdtsc();
+  const HandlerResult result = call();
+  RecordCycles(ectx, rte_rdtsc() - start, counters);
+  return result;
+}
+
 void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
                               EctxCounters& counters) {
-  counters.invocations.Add();
-  counters.cycles.Add(cycles);
-  uint64_t budget = ectx.cycle_budget();
+  counters.cycles.Add(cycles * counters.timed_weight);
+  uint32_t gap = 1;
+  const uint64_t budget = ectx.cycle_budget();
+  if (budget == 0 && counters.invocations.Get() >= kExactCalls) {
+    random_ ^= random_ << 13;
+    random_ ^= random_ >> 17;
+    random_ ^= random_ << 5;
+    gap = kCycleSamplePeriod / 2 + random_ % kCycleSamplePeriod;
+  }
+  counters.timed_weight = gap;
+  counters.untimed_left = gap - 1;
   if (budget != 0 && cycles > budget) [[unlikely]] {
     counters.over_budget.Add();
     if (ectx.RecordOverrun()) {
@@ -52,8 +75,9 @@ void SpinEngine::Fault(const Ectx& ectx, MessageState& message,
   if (ectx.RecordOverrun()) RaiseEngineEvent(sink_, kEventEctxDisabled, ectx);
 }
 
-void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
-                         PacketView& packet, bool first, bool last) {
+inline void SpinEngine::DeliverPacket(const Ectx& ectx, MessageState& message,
+                                      PacketView& packet, bool first,
+                                      bool last) {
   EctxCounters& counters = counters_[ectx.id()];
   counters.packets.Add();
   counters.bytes.Add(packet.Length());
@@ -70,9 +94,8 @@ void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
     counters.messages.Add();
     message = MessageState();
     if (ops.header != nullptr) {
-      uint64_t start = rte_rdtsc();
-      HandlerResult result = ops.header(self, ctx, packet);
-      RecordCycles(ectx, rte_rdtsc() - start, counters);
+      const HandlerResult result =
+          Invoke(ectx, counters, [&] { return ops.header(self, ctx, packet); });
       switch (result) {
         case HandlerResult::kProcessData:
           message.mode = MessageState::Mode::kPayload;
@@ -101,9 +124,8 @@ void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
   switch (message.mode) {
     case MessageState::Mode::kPayload:
       if (ops.payload != nullptr) {
-        uint64_t start = rte_rdtsc();
-        HandlerResult result = ops.payload(self, ctx, packet);
-        RecordCycles(ectx, rte_rdtsc() - start, counters);
+        const HandlerResult result = Invoke(
+            ectx, counters, [&] { return ops.payload(self, ctx, packet); });
         switch (result) {
           case HandlerResult::kSuccess:
             break;
@@ -137,8 +159,23 @@ void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
     counters.dropped.Add();
     message.dropped_bytes += packet.Length();
   }
-  if (last)
+  // Checked here too: most kinds have no completion handler, and this
+  // spares them the call.
+  if (last && ops.completion != nullptr) {
     RunCompletion(ectx, message, /*flow_control_triggered=*/false, counters);
+  }
+}
+
+void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
+                         PacketView& packet, bool first, bool last) {
+  DeliverPacket(ectx, message, packet, first, last);
+}
+
+MessageState SpinEngine::RunSinglePacketMessage(const Ectx& ectx,
+                                                PacketView& packet) {
+  MessageState message;
+  DeliverPacket(ectx, message, packet, /*first=*/true, /*last=*/true);
+  return message;
 }
 
 void SpinEngine::RunCompletion(const Ectx& ectx, MessageState& message,
@@ -147,11 +184,10 @@ void SpinEngine::RunCompletion(const Ectx& ectx, MessageState& message,
   const HandlerOps& ops = *ectx.instance().ops();
   if (ops.completion == nullptr) return;
   HandlerContext ctx = MakeContext(ectx, sink_, lcore_index_);
-  uint64_t start = rte_rdtsc();
-  HandlerResult result =
-      ops.completion(ectx.instance().self(), ctx, message.dropped_bytes,
-                     flow_control_triggered);
-  RecordCycles(ectx, rte_rdtsc() - start, counters);
+  const HandlerResult result = Invoke(ectx, counters, [&] {
+    return ops.completion(ectx.instance().self(), ctx, message.dropped_bytes,
+                          flow_control_triggered);
+  });
   if (result == HandlerResult::kSuccess) return;
   if (result == HandlerResult::kFault) {
     Fault(ectx, message, counters);
