@@ -233,17 +233,10 @@ void Hpu::DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason) {
   rte_pktmbuf_free(packet);
 }
 
-void Hpu::Send(uint16_t out, rte_mbuf* packet) {
-  if (ports_[out].tx_queue == kNoPort) [[unlikely]] {
-    // No TX queue of our own on this port: HPU 0 transmits for us.
-    if (rte_ring_mp_enqueue(ports_[out].tx_ring, packet) != 0) {
-      DropPacket(out, packet, DropReason::kTxFull);
-    }
-    return;
+void Hpu::SendThroughRing(uint16_t out, rte_mbuf* packet) {
+  if (rte_ring_mp_enqueue(ports_[out].tx_ring, packet) != 0) {
+    DropPacket(out, packet, DropReason::kTxFull);
   }
-  TxBatch& batch = tx_[out];
-  batch.packets[batch.count++] = packet;
-  if (batch.count == shared_.burst) Flush(out);
 }
 
 void Hpu::Flush(uint16_t out) {

@@ -193,7 +193,19 @@ class Hpu final : public ActionSink {
   uint32_t ScheduleTarget(const ParsedFrame& frame) const;
   uint32_t PollInbound(const EctxTable& table);
   void DrainTxRings();
-  void Send(uint16_t out, rte_mbuf* packet);
+  // Queues `packet` for `out`'s TX batch. Inline: every forwarded frame
+  // comes this way.
+  void Send(uint16_t out, rte_mbuf* packet) {
+    if (ports_[out].tx_queue == kNoPort) [[unlikely]] {
+      SendThroughRing(out, packet);
+      return;
+    }
+    TxBatch& batch = tx_[out];
+    batch.packets[batch.count++] = packet;
+    if (batch.count == shared_.burst) [[unlikely]] Flush(out);
+  }
+  // No TX queue of our own on `out`: HPU 0 transmits for us.
+  void SendThroughRing(uint16_t out, rte_mbuf* packet);
   void Flush(uint16_t out);
   void FlushAll();
   void DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason);
