@@ -10,6 +10,8 @@
 #ifndef SPINNIC_DATAPLANE_SPIN_ENGINE_H_
 #define SPINNIC_DATAPLANE_SPIN_ENGINE_H_
 
+#include <rte_cycles.h>
+
 #include <cstdint>
 #include <span>
 
@@ -97,7 +99,11 @@ class SpinEngine {
   // ended (e.g. `invalid`, to count the packet's drop under that reason).
   // Deliver specialised for first and last: every passthrough frame a rule
   // matches comes this way.
-  MessageState RunSinglePacketMessage(const Ectx& ectx, PacketView& packet);
+  MessageState RunSinglePacketMessage(const Ectx& ectx, PacketView& packet) {
+    MessageState message;
+    DeliverPacket(ectx, message, packet, /*first=*/true, /*last=*/true);
+    return message;
+  }
 
   // Ends a message whose remaining packets will never arrive (transport
   // failure, flow control): runs the completion handler once.
@@ -107,7 +113,12 @@ class SpinEngine {
  private:
   void RunCompletion(const Ectx& ectx, MessageState& message,
                      bool flow_control_triggered, EctxCounters& counters);
-  // Deliver's body, inlined into Deliver and RunSinglePacketMessage.
+  HandlerContext MakeContext(const Ectx& ectx) const {
+    return HandlerContext(ectx.state(), ectx.regions(), sink_, lcore_index_,
+                          ectx.id());
+  }
+  // Deliver's body, inlined into Deliver and RunSinglePacketMessage (and
+  // so into the HPU's passthrough path).
   [[gnu::always_inline]] inline void DeliverPacket(const Ectx& ectx,
                                                    MessageState& message,
                                                    PacketView& packet,
@@ -129,6 +140,112 @@ class SpinEngine {
   // xorshift32 state for the sampling gaps; never zero.
   uint32_t random_ = 0x9e3779b9u;
 };
+
+template <typename Call>
+inline HandlerResult SpinEngine::Invoke(const Ectx& ectx,
+                                        EctxCounters& counters, Call call) {
+  counters.invocations.Add();
+  // With a budget every call is timed: each one is checked against it.
+  if (counters.untimed_left != 0 && ectx.cycle_budget() == 0) [[likely]] {
+    --counters.untimed_left;
+    return call();
+  }
+  const uint64_t start = rte_rdtsc();
+  const HandlerResult result = call();
+  RecordCycles(ectx, rte_rdtsc() - start, counters);
+  return result;
+}
+
+inline void SpinEngine::DeliverPacket(const Ectx& ectx, MessageState& message,
+                                      PacketView& packet, bool first,
+                                      bool last) {
+  EctxCounters& counters = counters_[ectx.id()];
+  counters.packets.Add();
+  counters.bytes.Add(packet.Length());
+  if (ectx.disabled()) [[unlikely]] {
+    // A disabled ECTX is transparent: the packet takes the default action.
+    counters.bypassed.Add();
+    return;
+  }
+  const HandlerOps& ops = *ectx.instance().ops();
+  void* self = ectx.instance().self();
+  HandlerContext ctx = MakeContext(ectx);
+
+  if (first) {
+    counters.messages.Add();
+    message = MessageState();
+    if (ops.header != nullptr) {
+      const HandlerResult result =
+          Invoke(ectx, counters, [&] { return ops.header(self, ctx, packet); });
+      switch (result) {
+        case HandlerResult::kProcessData:
+          message.mode = MessageState::Mode::kPayload;
+          break;
+        case HandlerResult::kSuccess:
+          message.mode = MessageState::Mode::kDefault;
+          break;
+        case HandlerResult::kDrop:
+          message.mode = MessageState::Mode::kDropAll;
+          break;
+        case HandlerResult::kFail:
+          Fail(ectx, message, kEventHandlerFailed, counters);
+          break;
+        case HandlerResult::kFault:
+          Fault(ectx, message, counters);
+          break;
+        default:
+          Fail(ectx, message, kEventHandlerInvalid, counters);
+          break;
+      }
+    } else {
+      message.mode = MessageState::Mode::kPayload;
+    }
+  }
+
+  switch (message.mode) {
+    case MessageState::Mode::kPayload:
+      if (ops.payload != nullptr) {
+        const HandlerResult result = Invoke(
+            ectx, counters, [&] { return ops.payload(self, ctx, packet); });
+        switch (result) {
+          case HandlerResult::kSuccess:
+            break;
+          case HandlerResult::kDrop:
+            packet.Drop();
+            break;
+          case HandlerResult::kFail:
+            Fail(ectx, message, kEventHandlerFailed, counters);
+            packet.Drop();
+            break;
+          case HandlerResult::kFault:
+            Fault(ectx, message, counters);
+            packet.Drop();
+            break;
+          default:  // PROCESS_DATA is a header-only code
+            Fail(ectx, message, kEventHandlerInvalid, counters);
+            packet.Drop();
+            break;
+        }
+      }
+      break;
+    case MessageState::Mode::kDefault:
+      break;
+    case MessageState::Mode::kStart:  // unreachable: set above when first
+    case MessageState::Mode::kDropAll:
+    case MessageState::Mode::kFailed:
+      packet.Drop();
+      break;
+  }
+  if (packet.GetDisposition() == Disposition::kDrop) {
+    counters.dropped.Add();
+    message.dropped_bytes += packet.Length();
+  }
+  // Checked here too: most kinds have no completion handler, and this
+  // spares them the call.
+  if (last && ops.completion != nullptr) {
+    RunCompletion(ectx, message, /*flow_control_triggered=*/false, counters);
+  }
+}
 
 }  // namespace spinnic
 
