@@ -189,6 +189,10 @@ class Hpu final : public ActionSink {
   // Classify, match, run handlers, queue for TX: one frame's whole way.
   void ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
                      const EctxTable& table);
+  // ProcessPacket's part for a frame `ectx` matched: run its handlers, then
+  // forward (to `pair`), reply, drop or consume as they say.
+  void RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
+                  const ParsedFrame& frame, const Ectx& ectx);
   // The HPU a frame of a scheduled port belongs to (flow hash).
   uint32_t ScheduleTarget(const ParsedFrame& frame) const;
   uint32_t PollInbound(const EctxTable& table);
@@ -202,7 +206,8 @@ class Hpu final : public ActionSink {
     }
     TxBatch& batch = tx_[out];
     batch.packets[batch.count++] = packet;
-    if (batch.count == shared_.burst) [[unlikely]] Flush(out);
+    if (batch.count == shared_.burst) [[unlikely]]
+      Flush(out);
   }
   // No TX queue of our own on `out`: HPU 0 transmits for us.
   void SendThroughRing(uint16_t out, rte_mbuf* packet);
