@@ -99,7 +99,8 @@ class SpinEngine {
   // ended (e.g. `invalid`, to count the packet's drop under that reason).
   // Deliver specialised for first and last: every passthrough frame a rule
   // matches comes this way.
-  MessageState RunSinglePacketMessage(const Ectx& ectx, PacketView& packet) {
+  [[gnu::always_inline]] MessageState RunSinglePacketMessage(
+      const Ectx& ectx, PacketView& packet) {
     MessageState message;
     DeliverPacket(ectx, message, packet, /*first=*/true, /*last=*/true);
     return message;
