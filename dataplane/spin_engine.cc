@@ -17,9 +17,11 @@ void RaiseEngineEvent(ActionSink* sink, EngineEvent event, const Ectx& ectx) {
 
 void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
                               EctxCounters& counters) {
-  counters.cycles.Add(cycles * counters.timed_weight);
-  uint32_t gap = 1;
   const uint64_t budget = ectx.cycle_budget();
+  // With a budget every call is timed, whatever an earlier ECTX of the
+  // same id left in timed_weight.
+  counters.cycles.Add(budget != 0 ? cycles : cycles * counters.timed_weight);
+  uint32_t gap = 1;
   if (budget == 0 && counters.invocations.Get() >= kExactCalls) {
     random_ ^= random_ << 13;
     random_ ^= random_ >> 17;
