@@ -23,7 +23,20 @@ EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
       bound_.emplace(ectx->binding(), ectx.get());
     }
   }
-  if (matched_.size() <= kLinearMax) return;
+  if (matched_.size() <= kLinearMax) {
+    for (const Ectx* ectx : matched_) {
+      const MatchRule& rule = ectx->match();
+      const bool ports_only =
+          rule.ethertype == 0 && !rule.match_ip_proto && !rule.match_src &&
+          !rule.match_dst && rule.src_port_first == 0 &&
+          rule.src_port_last == 0xffff && rule.dst_port_first == 0 &&
+          rule.dst_port_last == 0xffff && ectx->filter() == nullptr;
+      linear_.push_back({.ectx = ectx,
+                         .in_port_mask = rule.in_port_mask,
+                         .ports_only = ports_only});
+    }
+    return;
+  }
   for (uint32_t i = 0; i < matched_.size(); ++i) {
     const MatchRule& rule = matched_[i]->match();
     Shape shape = ShapeOf(rule);

@@ -90,6 +90,63 @@ uint32_t Hpu::PollOnce() {
   return received;
 }
 
+// Inline into both callers: a passthrough frame that no rule matches pays
+// no call on its way to the TX batch.
+[[gnu::always_inline]] inline void Hpu::ProcessPacket(uint16_t in,
+                                                      rte_mbuf* packet,
+                                                      const ParsedFrame& frame,
+                                                      const EctxTable& table) {
+  const uint16_t pair = ports_[in].pair;
+  if (pair == kNoPort) [[unlikely]] {
+    DropPacket(in, packet, DropReason::kNoRoute);
+    return;
+  }
+  uint32_t tags = frame.layers.vlan_tags;
+  if (packet->pkt_len > ports_[pair].max_frame + 4 * tags) [[unlikely]] {
+    DropPacket(in, packet, DropReason::kOversize);
+    return;
+  }
+  const Ectx* ectx = table.Match(frame, in, packet);
+  if (ectx != nullptr) {
+    RunMatched(in, pair, packet, frame, *ectx);
+    return;
+  }
+  Send(pair, packet);
+}
+
+void Hpu::RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
+                     const ParsedFrame& frame, const Ectx& ectx) {
+  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+    DropPacket(in, packet, DropReason::kMultiSegment);
+    return;
+  }
+  // A message of one packet: MessageInfo says passthrough, offset 0, the
+  // payload's length (the view's default).
+  PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
+                  frame.layers, in);
+  current_in_port_ = in;
+  current_ectx_ = ectx.id();
+  const bool invalid = engine_.RunSinglePacketMessage(ectx, view).invalid;
+  current_in_port_ = kNoPort;
+  uint16_t out = pair;
+  switch (view.GetDisposition()) {
+    case Disposition::kForward:
+      break;
+    case Disposition::kReply:
+      out = in;
+      break;
+    case Disposition::kDrop:
+      DropPacket(
+          in, packet,
+          invalid ? DropReason::kHandlerInvalid : DropReason::kHandlerDrop);
+      return;
+    case Disposition::kConsume:
+      rte_pktmbuf_free(packet);
+      return;
+  }
+  Send(out, packet);
+}
+
 void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                        const EctxTable& table) {
   PortCounters& in_counters = port_counters_[in];
@@ -169,53 +226,6 @@ uint32_t Hpu::PollInbound(const EctxTable& table) {
   return count;
 }
 
-void Hpu::ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
-                        const EctxTable& table) {
-  const uint16_t pair = ports_[in].pair;
-  if (pair == kNoPort) [[unlikely]] {
-    DropPacket(in, packet, DropReason::kNoRoute);
-    return;
-  }
-  uint32_t tags = frame.layers.vlan_tags;
-  if (packet->pkt_len > ports_[pair].max_frame + 4 * tags) [[unlikely]] {
-    DropPacket(in, packet, DropReason::kOversize);
-    return;
-  }
-
-  uint16_t out = pair;
-  const Ectx* ectx = table.Match(frame, in, packet);
-  if (ectx != nullptr) {
-    if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
-      DropPacket(in, packet, DropReason::kMultiSegment);
-      return;
-    }
-    // A message of one packet: MessageInfo says passthrough, offset 0, the
-    // payload's length (the view's default).
-    PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
-                    frame.layers, in);
-    current_in_port_ = in;
-    current_ectx_ = ectx->id();
-    const bool invalid = engine_.RunSinglePacketMessage(*ectx, view).invalid;
-    current_in_port_ = kNoPort;
-    switch (view.GetDisposition()) {
-      case Disposition::kForward:
-        break;
-      case Disposition::kReply:
-        out = in;
-        break;
-      case Disposition::kDrop:
-        DropPacket(
-            in, packet,
-            invalid ? DropReason::kHandlerInvalid : DropReason::kHandlerDrop);
-        return;
-      case Disposition::kConsume:
-        rte_pktmbuf_free(packet);
-        return;
-    }
-  }
-  Send(out, packet);
-}
-
 void Hpu::DrainTxRings() {
   for (uint16_t out = 0; out < port_count_; ++out) {
     rte_ring* ring = ports_[out].tx_ring;
@@ -233,17 +243,10 @@ void Hpu::DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason) {
   rte_pktmbuf_free(packet);
 }
 
-void Hpu::Send(uint16_t out, rte_mbuf* packet) {
-  if (ports_[out].tx_queue == kNoPort) [[unlikely]] {
-    // No TX queue of our own on this port: HPU 0 transmits for us.
-    if (rte_ring_mp_enqueue(ports_[out].tx_ring, packet) != 0) {
-      DropPacket(out, packet, DropReason::kTxFull);
-    }
-    return;
+void Hpu::SendThroughRing(uint16_t out, rte_mbuf* packet) {
+  if (rte_ring_mp_enqueue(ports_[out].tx_ring, packet) != 0) {
+    DropPacket(out, packet, DropReason::kTxFull);
   }
-  TxBatch& batch = tx_[out];
-  batch.packets[batch.count++] = packet;
-  if (batch.count == shared_.burst) Flush(out);
 }
 
 void Hpu::Flush(uint16_t out) {

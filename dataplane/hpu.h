@@ -189,11 +189,28 @@ class Hpu final : public ActionSink {
   // Classify, match, run handlers, queue for TX: one frame's whole way.
   void ProcessPacket(uint16_t in, rte_mbuf* packet, const ParsedFrame& frame,
                      const EctxTable& table);
+  // ProcessPacket's part for a frame `ectx` matched: run its handlers, then
+  // forward (to `pair`), reply, drop or consume as they say.
+  void RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
+                  const ParsedFrame& frame, const Ectx& ectx);
   // The HPU a frame of a scheduled port belongs to (flow hash).
   uint32_t ScheduleTarget(const ParsedFrame& frame) const;
   uint32_t PollInbound(const EctxTable& table);
   void DrainTxRings();
-  void Send(uint16_t out, rte_mbuf* packet);
+  // Queues `packet` for `out`'s TX batch. Inline: every forwarded frame
+  // comes this way.
+  void Send(uint16_t out, rte_mbuf* packet) {
+    if (ports_[out].tx_queue == kNoPort) [[unlikely]] {
+      SendThroughRing(out, packet);
+      return;
+    }
+    TxBatch& batch = tx_[out];
+    batch.packets[batch.count++] = packet;
+    if (batch.count == shared_.burst) [[unlikely]]
+      Flush(out);
+  }
+  // No TX queue of our own on `out`: HPU 0 transmits for us.
+  void SendThroughRing(uint16_t out, rte_mbuf* packet);
   void Flush(uint16_t out);
   void FlushAll();
   void DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason);

@@ -5,12 +5,6 @@
 namespace spinnic {
 namespace {
 
-HandlerContext MakeContext(const Ectx& ectx, ActionSink* sink,
-                           uint32_t lcore_index) {
-  return HandlerContext(ectx.state(), ectx.regions(), sink, lcore_index,
-                        ectx.id());
-}
-
 void RaiseEngineEvent(ActionSink* sink, EngineEvent event, const Ectx& ectx) {
   if (sink == nullptr) return;
   uint32_t id = ectx.id();
@@ -23,9 +17,19 @@ void RaiseEngineEvent(ActionSink* sink, EngineEvent event, const Ectx& ectx) {
 
 void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
                               EctxCounters& counters) {
-  counters.invocations.Add();
-  counters.cycles.Add(cycles);
-  uint64_t budget = ectx.cycle_budget();
+  const uint64_t budget = ectx.cycle_budget();
+  // With a budget every call is timed, whatever an earlier ECTX of the
+  // same id left in timed_weight.
+  counters.cycles.Add(budget != 0 ? cycles : cycles * counters.timed_weight);
+  uint32_t gap = 1;
+  if (budget == 0 && counters.invocations.Get() >= kExactCalls) {
+    random_ ^= random_ << 13;
+    random_ ^= random_ >> 17;
+    random_ ^= random_ << 5;
+    gap = kCycleSamplePeriod / 2 + random_ % kCycleSamplePeriod;
+  }
+  counters.timed_weight = gap;
+  counters.untimed_left = gap - 1;
   if (budget != 0 && cycles > budget) [[unlikely]] {
     counters.over_budget.Add();
     if (ectx.RecordOverrun()) {
@@ -54,91 +58,7 @@ void SpinEngine::Fault(const Ectx& ectx, MessageState& message,
 
 void SpinEngine::Deliver(const Ectx& ectx, MessageState& message,
                          PacketView& packet, bool first, bool last) {
-  EctxCounters& counters = counters_[ectx.id()];
-  counters.packets.Add();
-  counters.bytes.Add(packet.Length());
-  if (ectx.disabled()) [[unlikely]] {
-    // A disabled ECTX is transparent: the packet takes the default action.
-    counters.bypassed.Add();
-    return;
-  }
-  const HandlerOps& ops = *ectx.instance().ops();
-  void* self = ectx.instance().self();
-  HandlerContext ctx = MakeContext(ectx, sink_, lcore_index_);
-
-  if (first) {
-    counters.messages.Add();
-    message = MessageState();
-    if (ops.header != nullptr) {
-      uint64_t start = rte_rdtsc();
-      HandlerResult result = ops.header(self, ctx, packet);
-      RecordCycles(ectx, rte_rdtsc() - start, counters);
-      switch (result) {
-        case HandlerResult::kProcessData:
-          message.mode = MessageState::Mode::kPayload;
-          break;
-        case HandlerResult::kSuccess:
-          message.mode = MessageState::Mode::kDefault;
-          break;
-        case HandlerResult::kDrop:
-          message.mode = MessageState::Mode::kDropAll;
-          break;
-        case HandlerResult::kFail:
-          Fail(ectx, message, kEventHandlerFailed, counters);
-          break;
-        case HandlerResult::kFault:
-          Fault(ectx, message, counters);
-          break;
-        default:
-          Fail(ectx, message, kEventHandlerInvalid, counters);
-          break;
-      }
-    } else {
-      message.mode = MessageState::Mode::kPayload;
-    }
-  }
-
-  switch (message.mode) {
-    case MessageState::Mode::kPayload:
-      if (ops.payload != nullptr) {
-        uint64_t start = rte_rdtsc();
-        HandlerResult result = ops.payload(self, ctx, packet);
-        RecordCycles(ectx, rte_rdtsc() - start, counters);
-        switch (result) {
-          case HandlerResult::kSuccess:
-            break;
-          case HandlerResult::kDrop:
-            packet.Drop();
-            break;
-          case HandlerResult::kFail:
-            Fail(ectx, message, kEventHandlerFailed, counters);
-            packet.Drop();
-            break;
-          case HandlerResult::kFault:
-            Fault(ectx, message, counters);
-            packet.Drop();
-            break;
-          default:  // PROCESS_DATA is a header-only code
-            Fail(ectx, message, kEventHandlerInvalid, counters);
-            packet.Drop();
-            break;
-        }
-      }
-      break;
-    case MessageState::Mode::kDefault:
-      break;
-    case MessageState::Mode::kStart:  // unreachable: set above when first
-    case MessageState::Mode::kDropAll:
-    case MessageState::Mode::kFailed:
-      packet.Drop();
-      break;
-  }
-  if (packet.GetDisposition() == Disposition::kDrop) {
-    counters.dropped.Add();
-    message.dropped_bytes += packet.Length();
-  }
-  if (last)
-    RunCompletion(ectx, message, /*flow_control_triggered=*/false, counters);
+  DeliverPacket(ectx, message, packet, first, last);
 }
 
 void SpinEngine::RunCompletion(const Ectx& ectx, MessageState& message,
@@ -146,12 +66,11 @@ void SpinEngine::RunCompletion(const Ectx& ectx, MessageState& message,
                                EctxCounters& counters) {
   const HandlerOps& ops = *ectx.instance().ops();
   if (ops.completion == nullptr) return;
-  HandlerContext ctx = MakeContext(ectx, sink_, lcore_index_);
-  uint64_t start = rte_rdtsc();
-  HandlerResult result =
-      ops.completion(ectx.instance().self(), ctx, message.dropped_bytes,
-                     flow_control_triggered);
-  RecordCycles(ectx, rte_rdtsc() - start, counters);
+  HandlerContext ctx = MakeContext(ectx);
+  const HandlerResult result = Invoke(ectx, counters, [&] {
+    return ops.completion(ectx.instance().self(), ctx, message.dropped_bytes,
+                          flow_control_triggered);
+  });
   if (result == HandlerResult::kSuccess) return;
   if (result == HandlerResult::kFault) {
     Fault(ectx, message, counters);

@@ -182,6 +182,41 @@ TEST(EctxTableTest, FlatLookupAgreesWithFirstMatchWalk) {
   EXPECT_GT(matched, checked / 4);
 }
 
+// Up to kLinearMax rules the table walks them, checking a rule that names
+// only ingress ports inline: it must still pick what the reference picks,
+// dropped frames and ingress masks included.
+TEST(EctxTableTest, LinearWalkAgreesWithFirstMatchWalk) {
+  uint64_t matched = 0;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    Generator gen(seed);
+    size_t count = 1 + gen.Pick(EctxTable::kLinearMax);
+    std::vector<MatchRule> rules;
+    for (size_t i = 0; i < count; ++i) {
+      if (gen.Chance(50)) {
+        MatchRule ports_only;
+        if (gen.Chance(50)) {
+          ports_only.in_port_mask = static_cast<uint64_t>(gen.Pick(15) + 1);
+        }
+        rules.push_back(ports_only);
+      } else {
+        rules.push_back(gen.Rule());
+      }
+    }
+    std::vector<std::shared_ptr<const Ectx>> ectxs = MakeEctxs(rules);
+    EctxTable table(ectxs);
+    ASSERT_EQ(table.shape_count(), 0u);
+    for (int f = 0; f < 300; ++f) {
+      ParsedFrame frame = gen.Frame();
+      uint16_t in_port = static_cast<uint16_t>(gen.Pick(5));
+      const Ectx* expected = Reference(ectxs, frame, in_port);
+      ASSERT_EQ(table.Match(frame, in_port, nullptr), expected)
+          << "seed " << seed << " frame " << f;
+      matched += expected != nullptr;
+    }
+  }
+  EXPECT_GT(matched, 0u);
+}
+
 TEST(EctxTableTest, ManyExactRulesShareOneShape) {
   // 4096 handlers on distinct UDP destination ports: one shape, one probe.
   std::vector<MatchRule> rules;

@@ -287,6 +287,25 @@ TEST_F(SpinEngineTest, BudgetWithoutAutoDisableNeverDisables) {
   EXPECT_FALSE(ectx->disabled());
 }
 
+// Past kExactCalls only some calls are timed (EctxCounters::cycles); each
+// timed one stands for the calls since the previous one, so cycles per
+// invocation stays the mean cost of a call: here at least what the payload
+// calls spin. No tight upper bound: on a shared machine a timed call that
+// is preempted weighs as much as the calls it stands for. It cannot exceed
+// the time that passed times the largest weight, though.
+TEST_F(SpinEngineTest, SampledCyclesEstimateTheMeanCostPerCall) {
+  constexpr int kMessages = 3000;
+  constexpr int kPayloadSpin = 20'000;
+  script_.spin_cycles = kPayloadSpin;
+  auto ectx = Make("test_scripted");
+  const uint64_t start = rte_rdtsc();
+  for (int i = 0; i < kMessages; ++i) Message(*ectx, {10});
+  const uint64_t elapsed = rte_rdtsc() - start;
+  EXPECT_EQ(Counters().invocations.Get(), 3u * kMessages);
+  EXPECT_GT(Counters().cycles.Get(), uint64_t{kPayloadSpin} * kMessages / 2);
+  EXPECT_LE(Counters().cycles.Get(), elapsed * (kCycleSamplePeriod * 3 / 2));
+}
+
 TEST(EctxTest, CreateValidatesKindStateAndParams) {
   HandlerConfig config;
   config.name = "x";
