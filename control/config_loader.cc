@@ -66,12 +66,12 @@ absl::Status CheckWorkers(const v1::Config& config, const Reporter& r) {
           p, absl::StrCat("core ", core, " is out of range; cores are 0..",
                           kMaxCoreId));
     }
-    if (core == config.main_lcore()) {
+    if (core == config.main_lcore() && !config.main_lcore_shared()) {
       return r.Error(
           p, absl::StrCat("core ", core,
                           " is also main_lcore, which never handles packets; "
-                          "put this worker on another core or change "
-                          "main_lcore"));
+                          "put this worker on another core, change "
+                          "main_lcore, or set main_lcore_shared: true"));
     }
     if (auto [it, inserted] = seen.emplace(core, i); !inserted) {
       return r.Error(
