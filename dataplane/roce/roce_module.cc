@@ -121,8 +121,9 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
     }
     std::memcpy(config_.mac.data(), mac.addr_bytes, 6);
   }
-  command_ring_ = rte_ring_create("spinnic_roce_cmd", kRoceCommandRingSize,
-                                  rte_socket_id(), RING_F_SC_DEQ);
+  command_ring_ = rte_ring_create(
+      ResourceName("spinnic_roce_cmd", env.instance_suffix).c_str(),
+      kRoceCommandRingSize, rte_socket_id(), RING_F_SC_DEQ);
   if (command_ring_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot create the RoCE command ring (", rte_strerror(rte_errno), ")"));
