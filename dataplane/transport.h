@@ -79,7 +79,9 @@ inline constexpr size_t kMaxInstanceSuffix = 8;
 // Dataplanes with different suffixes never collide.
 inline std::string ResourceName(std::string_view base,
                                 std::string_view suffix) {
-  return absl::StrCat(base, suffix);
+  std::string name(base);
+  name.append(suffix);
+  return name;
 }
 
 // An IP address as the classifier reports it (ParsedFrame::dst_addr).
