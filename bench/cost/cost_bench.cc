@@ -1,18 +1,16 @@
 // What spinnic's paths cost per packet in CPU cycles, measured so that the
 // figure does not depend on the scheduler: one process, one thread, the
 // dataplanes' HPUs stepped by hand (Hpu::PollOnce, as hpu_loop_bench does),
-// no other poller. A busy poller in another process only shows up as a
-// preempted poll, which inflates a repetition; the README reports the
-// minimum of three.
+// no other poller.
 //
 // Two dataplanes, A and B, have their wire ports on in-memory rings that
 // cross: A's wire TX ring is B's wire RX ring and the other way round, so a
-// frame A sends is the frame B receives, without a copy. Every path's cost
-// is the TSC cycles spent inside the PollOnce calls that did something
-// (received a frame or sent one), summed over both dataplanes, divided by
-// the data packets (the packets that carry the operation's payload). A poll
-// that found nothing to do is what a polling NIC spends waiting, not per
-// packet: it is counted apart (idle_polls_per_op). Next to each figure,
+// frame A sends is the frame B receives, without a copy. A path's cost is
+// the TSC cycles spent inside the PollOnce calls that did something
+// (received a frame or sent one), summed over both dataplanes per
+// operation; the median over the run's operations (an operation during
+// which another process had the CPU is an outlier), divided by its data
+// packets (those that carry the operation's payload). Next to each figure,
 // one memcpy of the operation's payload, timed the same way in this binary:
 // the floor of a NIC that copies in software.
 //
@@ -31,11 +29,14 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
+#if SPINNIC_HAVE_CALLGRIND_H
 #include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
