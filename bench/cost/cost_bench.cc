@@ -1280,6 +1280,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   benchmark::Initialize(&argc, argv);
+  // Cycles are TSC cycles: this is the rate gbps_per_core is derived at.
+  benchmark::AddCustomContext("tsc_hz", std::to_string(rte_get_tsc_hz()));
   benchmark::RunSpecifiedBenchmarks();
   spinnic::DestroyRigs();
   return 0;
