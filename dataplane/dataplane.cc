@@ -7,12 +7,14 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 #include <sys/random.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <limits>
 
@@ -24,6 +26,13 @@ namespace {
 
 constexpr uint32_t kEventRingSize = 4096;
 constexpr uint32_t kMempoolCache = 256;
+// The longest pool and ring base names (the DiAD clone pool, the RoCE
+// command ring of HPU 127) still fit DPDK's limits with the longest
+// instance suffix.
+static_assert(sizeof("spinnic_clones") - 1 + kMaxInstanceSuffix <
+              RTE_MEMPOOL_NAMESIZE);
+static_assert(sizeof("spinnic_roce_cmd127") - 1 + kMaxInstanceSuffix <
+              RTE_RING_NAMESIZE);
 
 int HpuMain(void* arg) { return static_cast<Hpu*>(arg)->Run(); }
 
@@ -62,6 +71,18 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     return absl::InvalidArgumentError(
         "no worker lcores: list at least one "
         "core in `workers`");
+  }
+  if (config.instance_suffix.size() > kMaxInstanceSuffix ||
+      !std::all_of(config.instance_suffix.begin(), config.instance_suffix.end(),
+                   [](char c) {
+                     return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+                            c == '_';
+                   })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("instance suffix '", config.instance_suffix,
+                     "': use at most ", kMaxInstanceSuffix,
+                     " characters of [A-Za-z0-9_] (DPDK names are 25 "
+                     "characters at most)"));
   }
   if (config.ports.empty() || config.ports.size() > kMaxPorts) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -171,9 +192,9 @@ absl::Status Dataplane::CreatePool(const DataplaneConfig& config) {
   for (const TransportModule* module : transport_list_) {
     data_room = std::max<uint32_t>(data_room, module->MinDataRoom(max_mtu));
   }
-  pool_ = rte_pktmbuf_pool_create("spinnic_pkts", mbufs, kMempoolCache, 0,
-                                  static_cast<uint16_t>(data_room),
-                                  rte_socket_id());
+  pool_ = rte_pktmbuf_pool_create(
+      ResourceName("spinnic_pkts", config.instance_suffix).c_str(), mbufs,
+      kMempoolCache, 0, static_cast<uint16_t>(data_room), rte_socket_id());
   if (pool_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot create a pool of ", mbufs, " mbufs (", rte_strerror(rte_errno),
@@ -198,7 +219,8 @@ absl::Status Dataplane::OpenPorts(const DataplaneConfig& config) {
   for (size_t p = 0; p < ports_.size(); ++p) {
     if (ports_[p].queues() < workers) {
       any_scheduled = true;
-      std::string name = absl::StrCat("spinnic_tx", p);
+      std::string name =
+          ResourceName(absl::StrCat("spinnic_tx", p), config.instance_suffix);
       rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
                                        rte_socket_id(), RING_F_SC_DEQ);
       if (ring == nullptr) {
@@ -215,7 +237,9 @@ absl::Status Dataplane::OpenPorts(const DataplaneConfig& config) {
     handoffs |= module->NeedsInboundRings();
   }
   if (any_scheduled || (handoffs && workers > 1)) {
-    if (absl::Status status = CreateInboundRings(workers); !status.ok()) {
+    if (absl::Status status =
+            CreateInboundRings(workers, config.instance_suffix);
+        !status.ok()) {
       return status;
     }
   }
@@ -256,7 +280,8 @@ absl::Status Dataplane::CreateHpus(const DataplaneConfig& config) {
       hp.pair = pair[p];
       hp.max_frame = port.max_frame();
     }
-    std::string ring_name = absl::StrCat("spinnic_ev", w);
+    std::string ring_name =
+        ResourceName(absl::StrCat("spinnic_ev", w), config.instance_suffix);
     rte_ring* ring =
         rte_ring_create_elem(ring_name.c_str(), sizeof(Event), kEventRingSize,
                              rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -289,9 +314,10 @@ absl::Status Dataplane::Start() {
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::CreateInboundRings(size_t workers) {
+absl::Status Dataplane::CreateInboundRings(size_t workers,
+                                           std::string_view suffix) {
   for (size_t w = 0; w < workers; ++w) {
-    std::string name = absl::StrCat("spinnic_in", w);
+    std::string name = ResourceName(absl::StrCat("spinnic_in", w), suffix);
     rte_ring* ring = rte_ring_create(name.c_str(), kSchedulerRingSize,
                                      rte_socket_id(), RING_F_SC_DEQ);
     if (ring == nullptr) {
@@ -313,6 +339,7 @@ absl::Status Dataplane::OpenTransports(const DataplaneConfig& config,
   env.hpu_count = static_cast<uint32_t>(config.worker_cores.size());
   env.inbound = inbound_rings_.empty() ? nullptr : inbound_rings_.data();
   env.running = &running_;
+  env.instance_suffix = config.instance_suffix;
   env.find_region = [this](uint64_t id) {
     absl::MutexLock lock(&mu_);
     return FindRegion(id);

@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -168,7 +169,7 @@ class Dataplane {
   absl::Status OpenTransports(const DataplaneConfig& config, HpuShared* shared);
   // Inbound rings for every HPU (the software scheduler's, or for
   // transports that hand frames to the HPU owning their state).
-  absl::Status CreateInboundRings(size_t workers);
+  absl::Status CreateInboundRings(size_t workers, std::string_view suffix);
 
   // Guards what Snapshot reads that the control thread changes.
   mutable absl::Mutex mu_;

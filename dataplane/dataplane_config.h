@@ -62,6 +62,13 @@ struct DataplaneConfig {
   uint64_t region_bytes_limit = uint64_t{64} << 20;
   // Each transport's own config (diad::DiadConfig, roce::RoceConfig, ...).
   TransportSections transports;
+  // Appended to the name of every DPDK object the dataplane and its
+  // transports create (pools, rings; ResourceName in transport.h): DPDK
+  // names are process-wide, so two Dataplanes in one process need different
+  // suffixes (bench/cost runs two). Empty, the default, keeps the plain
+  // names ("spinnic_pkts") that tools and tests look up. At most
+  // kMaxInstanceSuffix characters of [A-Za-z0-9_].
+  std::string instance_suffix;
 };
 
 }  // namespace spinnic

@@ -67,6 +67,23 @@ struct StatsSnapshot;
 
 // Most transports one dataplane runs at once (the HPU's array).
 inline constexpr uint32_t kMaxTransports = 4;
+// Longest DataplaneConfig::instance_suffix: the longest base name with it
+// must fit a mempool name (RTE_MEMPOOL_NAMESIZE, 25 characters, since
+// rte_pktmbuf_pool_create also names a ring and a memzone after the pool)
+// and a ring name (RTE_RING_NAMESIZE); dataplane.cc checks both.
+inline constexpr size_t kMaxInstanceSuffix = 8;
+
+// The process-wide name of a DPDK object a Dataplane or one of its
+// transports creates: `base` ("spinnic_pkts", "spinnic_cmd0") followed by
+// the dataplane's instance suffix. Every such name is made here, so that two
+// Dataplanes with different suffixes never collide.
+inline std::string ResourceName(std::string_view base,
+                                std::string_view suffix) {
+  std::string name(base);
+  name.append(suffix);
+  return name;
+}
+
 // An IP address as the classifier reports it (ParsedFrame::dst_addr).
 using IpAddress = std::array<uint8_t, 16>;
 
@@ -124,6 +141,8 @@ struct TransportEnv {
   // True while the HPUs run (launched, not stopping): operations submitted
   // from the control side are only served then.
   const std::atomic<bool>* running = nullptr;
+  // DataplaneConfig::instance_suffix: name DPDK objects with ResourceName.
+  std::string instance_suffix;
   // The registered region with that id, or NOT_FOUND saying so (the
   // Dataplane's region table, looked up under its lock), for operations the
   // control side submits.

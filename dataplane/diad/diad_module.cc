@@ -151,22 +151,24 @@ absl::Status DiadModule::Open(const TransportEnv& env) {
   clones = std::max<uint32_t>(
       clones, 2 * config_.channel.window_packets * config_.channels *
                   std::min<uint32_t>(config_.max_peers, 16));
-  clone_pool_ = rte_pktmbuf_pool_create("spinnic_clones", clones, 256, 0, 0,
-                                        rte_socket_id());
+  clone_pool_ = rte_pktmbuf_pool_create(
+      ResourceName("spinnic_clones", env.instance_suffix).c_str(), clones, 256,
+      0, 0, rte_socket_id());
   if (clone_pool_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot create the DiAD clone pool (", rte_strerror(rte_errno),
         "): give the EAL more memory (-m)"));
   }
   for (uint32_t w = 0; w < workers; ++w) {
-    std::string name = absl::StrCat("spinnic_cmd", w);
+    std::string name =
+        ResourceName(absl::StrCat("spinnic_cmd", w), env.instance_suffix);
     rte_ring* ring = rte_ring_create(name.c_str(), kCommandRingSize,
                                      rte_socket_id(), RING_F_SC_DEQ);
     if (ring == nullptr) {
       return absl::ResourceExhaustedError("cannot create a DiAD command ring");
     }
     command_rings_.push_back(ring);
-    name = absl::StrCat("spinnic_dput", w);
+    name = ResourceName(absl::StrCat("spinnic_dput", w), env.instance_suffix);
     ring = rte_ring_create(name.c_str(), kCommandRingSize, rte_socket_id(),
                            RING_F_SC_DEQ);
     if (ring == nullptr) {
@@ -404,6 +406,51 @@ absl::Status DiadModule::CheckRequest(const DiadRequest& request,
   return absl::OkStatus();
 }
 
+DiadOp* DiadModule::MakeOp(DiadRequest& request, const Peer& peer) {
+  auto* op = new DiadOp();
+  op->kind = request.kind;
+  op->peer_slot = peer.slot;
+  op->peer_generation = peer.generation;
+  op->channel = request.channel;
+  op->key = request.key;
+  op->address = request.address;
+  if (op->kind == DiadOp::Kind::kRead) {
+    op->data.assign(request.read_length, '\0');
+  } else {
+    op->data = std::move(request.data);
+  }
+  return op;
+}
+
+absl::StatusOr<DiadOp*> DiadModule::Submit(DiadRequest request) {
+  DiadOp* op = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    const Peer* peer = nullptr;
+    if (absl::Status status = CheckRequest(request, &peer); !status.ok()) {
+      return status;
+    }
+    op = MakeOp(request, *peer);
+  }
+  if (pending_ops_.fetch_add(1, std::memory_order_relaxed) >=
+      config_.max_pending_ops) {
+    pending_ops_.fetch_sub(1, std::memory_order_relaxed);
+    delete op;
+    return absl::UnavailableError(
+        absl::StrCat(config_.max_pending_ops,
+                     " operations are pending (diad.max_pending_ops); poll "
+                     "the HPUs and retry"));
+  }
+  if (rte_ring_mp_enqueue(command_rings_[op->channel % env_.hpu_count], op) !=
+      0) {
+    pending_ops_.fetch_sub(1, std::memory_order_relaxed);
+    delete op;
+    return absl::UnavailableError(
+        "the HPU's DiAD command ring is full; poll the HPUs and retry");
+  }
+  return op;
+}
+
 absl::StatusOr<std::vector<DiadResult>> DiadModule::Execute(
     std::vector<DiadRequest> requests, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
@@ -420,19 +467,7 @@ absl::StatusOr<std::vector<DiadResult>> DiadModule::Execute(
         return absl::Status(
             status.code(), absl::StrCat("request ", i, ": ", status.message()));
       }
-      auto* op = new DiadOp();
-      op->kind = requests[i].kind;
-      op->peer_slot = peer->slot;
-      op->peer_generation = peer->generation;
-      op->channel = requests[i].channel;
-      op->key = requests[i].key;
-      op->address = requests[i].address;
-      if (op->kind == DiadOp::Kind::kRead) {
-        op->data.assign(requests[i].read_length, '\0');
-      } else {
-        op->data = std::move(requests[i].data);
-      }
-      ops.push_back(op);
+      ops.push_back(MakeOp(requests[i], *peer));
     }
   }
   if (env_.running == nullptr ||

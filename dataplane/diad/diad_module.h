@@ -110,12 +110,22 @@ class DiadModule final : public TransportModule {
   // Dataplane::DiadExecute for the status each result carries.
   absl::StatusOr<std::vector<DiadResult>> Execute(
       std::vector<DiadRequest> requests, absl::Duration timeout);
+  // One remote operation, not waited for: checks `request` and hands it to
+  // its channel's HPU. The caller then polls the operation's `done`
+  // (acquire), reads its `status` (and a read's `data`) and calls Unref()
+  // once. For callers that drive the HPUs themselves (Hpu::PollOnce on their
+  // own thread: bench/cost), where Execute would wait for HPUs that never
+  // run; so it does not ask whether the dataplane runs. UNAVAILABLE when
+  // diad.max_pending_ops operations are pending or the command ring is full.
+  absl::StatusOr<DiadOp*> Submit(DiadRequest request);
 
  private:
   explicit DiadModule(const DiadConfig& config) : config_(config) {}
   absl::Status CheckRequest(const DiadRequest& request, const Peer** peer) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishPeers(std::vector<Peer> peers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A checked request as the operation its HPU runs (moves the data).
+  static DiadOp* MakeOp(DiadRequest& request, const Peer& peer);
 
   DiadConfig config_;
   TransportEnv env_;

@@ -122,7 +122,8 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
     std::memcpy(config_.mac.data(), mac.addr_bytes, 6);
   }
   for (uint32_t hpu = 0; hpu < env.hpu_count; ++hpu) {
-    const std::string name = absl::StrCat("spinnic_roce_cmd", hpu);
+    const std::string name = ResourceName(absl::StrCat("spinnic_roce_cmd", hpu),
+                                          env.instance_suffix);
     rte_ring* ring = rte_ring_create(name.c_str(), kRoceCommandRingSize,
                                      rte_socket_id(), RING_F_SC_DEQ);
     if (ring == nullptr) {
@@ -132,9 +133,9 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
     }
     command_rings_.push_back(ring);
   }
-  cm_notices_ = rte_ring_create_elem("spinnic_roce_cmn", sizeof(uint32_t),
-                                     kRoceCommandRingSize, rte_socket_id(),
-                                     RING_F_SC_DEQ);
+  cm_notices_ = rte_ring_create_elem(
+      ResourceName("spinnic_roce_cmn", env.instance_suffix).c_str(),
+      sizeof(uint32_t), kRoceCommandRingSize, rte_socket_id(), RING_F_SC_DEQ);
   if (cm_notices_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot create the RoCE CM notice ring (",

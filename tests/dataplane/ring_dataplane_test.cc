@@ -18,6 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/diad/diad_config.h"
+#include "dataplane/roce/roce_config.h"
 #include "gtest/gtest.h"
 #include "handlers/api/handler.h"
 #include "tests/common/frames.h"
@@ -601,6 +603,135 @@ TEST_F(ScheduledRingDataplaneTest, SpreadsFlowsAndKeepsPerFlowOrder) {
   // HPU 1 has no queue: whatever it handled came through the scheduler.
   EXPECT_GT(dataplane_->hpu(1).ectx_counters(0).packets.Get(), 0u);
   EXPECT_GT(dataplane_->hpu(0).ectx_counters(0).packets.Get(), 0u);
+}
+
+// Two ring ports and a Dataplane on them with DiAD and RoCE on and two HPUs
+// (so that every named DPDK object exists: the packet and clone pools, the
+// event, inbound and command rings), its objects named with `suffix`.
+struct SuffixedDataplane {
+  rte_ring* rx[2] = {nullptr, nullptr};
+  rte_ring* tx[2] = {nullptr, nullptr};
+  std::unique_ptr<Dataplane> dataplane;
+
+  ~SuffixedDataplane() {
+    dataplane.reset();
+    for (int side = 0; side < 2; ++side) {
+      for (rte_ring* ring : {rx[side], tx[side]}) {
+        void* m;
+        while (ring != nullptr && rte_ring_dequeue(ring, &m) == 0) {
+          rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+        }
+        rte_ring_free(ring);
+      }
+    }
+  }
+};
+
+std::unique_ptr<SuffixedDataplane> MakeSuffixed(const std::string& suffix,
+                                                absl::Status* status) {
+  static int instance = 0;
+  ++instance;
+  auto rig = std::make_unique<SuffixedDataplane>();
+  DataplaneConfig config;
+  for (int side = 0; side < 2; ++side) {
+    const std::string base = absl::StrCat("sfx", instance, side ? "h" : "w");
+    rig->rx[side] = rte_ring_create((base + "rx").c_str(), 256, 0,
+                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
+    rig->tx[side] = rte_ring_create((base + "tx").c_str(), 256, 0,
+                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
+    const int port_id = rte_eth_from_rings(base.c_str(), &rig->rx[side], 1,
+                                           &rig->tx[side], 1, 0);
+    char name[RTE_ETH_NAME_MAX_LEN];
+    if (port_id < 0 || rte_eth_dev_get_name_by_port(
+                           static_cast<uint16_t>(port_id), name) != 0) {
+      *status = absl::InternalError("cannot make the ring ports");
+      return nullptr;
+    }
+    PortConfig port;
+    port.name = side ? "host0" : "wire0";
+    port.existing = name;
+    port.role = side ? PortRole::kHost : PortRole::kWire;
+    port.rx_descriptors = port.tx_descriptors = 128;
+    config.ports.push_back(port);
+  }
+  config.port_pairs = {{0, 1}};
+  config.worker_cores = {0, 0};
+  config.mbufs = 4095;
+  config.instance_suffix = suffix;
+  diad::DiadConfig& dc = config.transports.get<diad::DiadConfig>();
+  dc.enabled = true;
+  dc.node = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  dc.mac = {0x02, 0, 0, 0, 0, 0x0b};
+  roce::RoceConfig& rc = config.transports.get<roce::RoceConfig>();
+  rc.enabled = true;
+  rc.mac = {0x02, 0, 0, 0, 0, 0x0b};
+  rc.addresses = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 11}};
+  absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
+      Dataplane::Create(config);
+  *status = dataplane.status();
+  if (!dataplane.ok()) return nullptr;
+  rig->dataplane = *std::move(dataplane);
+  return rig;
+}
+
+TEST(InstanceSuffixTest, TwoDataplanesInOneProcessNameTheirObjectsApart) {
+  absl::Status status;
+  std::unique_ptr<SuffixedDataplane> a = MakeSuffixed("_a", &status);
+  ASSERT_TRUE(status.ok()) << status;
+  std::unique_ptr<SuffixedDataplane> b = MakeSuffixed("_b", &status);
+  ASSERT_TRUE(status.ok()) << status;
+  for (const char* suffix : {"_a", "_b"}) {
+    for (const char* pool : {"spinnic_pkts", "spinnic_clones"}) {
+      EXPECT_NE(rte_mempool_lookup(absl::StrCat(pool, suffix).c_str()), nullptr)
+          << pool << suffix;
+    }
+    for (const char* ring :
+         {"spinnic_ev0", "spinnic_ev1", "spinnic_in0", "spinnic_in1",
+          "spinnic_cmd0", "spinnic_cmd1", "spinnic_dput0", "spinnic_dput1",
+          "spinnic_roce_cmd0", "spinnic_roce_cmd1", "spinnic_roce_cmn"}) {
+      EXPECT_NE(rte_ring_lookup(absl::StrCat(ring, suffix).c_str()), nullptr)
+          << ring << suffix;
+    }
+  }
+  // Neither took the plain names, which stay free for a third.
+  EXPECT_EQ(rte_mempool_lookup("spinnic_pkts"), nullptr);
+  EXPECT_EQ(rte_ring_lookup("spinnic_roce_cmd0"), nullptr);
+
+  // Both carry frames, each from its own pool.
+  const Bytes frame = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                   "10.0.0.2", 1000, 2000, Bytes(18, 0xab));
+  for (SuffixedDataplane* rig : {a.get(), b.get()}) {
+    rte_mempool* pool = rte_mempool_lookup(rig == a.get() ? "spinnic_pkts_a"
+                                                          : "spinnic_pkts_b");
+    ASSERT_NE(pool, nullptr);
+    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
+                frame.data(), frame.size());
+    ASSERT_EQ(rte_ring_enqueue(rig->rx[0], m), 0);
+    EXPECT_EQ(rig->dataplane->hpu(0).PollOnce(), 1u);
+    void* out = nullptr;
+    ASSERT_EQ(rte_ring_dequeue(rig->tx[1], &out), 0);
+    rte_mbuf* sent = static_cast<rte_mbuf*>(out);
+    EXPECT_EQ(Bytes(rte_pktmbuf_mtod(sent, uint8_t*),
+                    rte_pktmbuf_mtod(sent, uint8_t*) + sent->data_len),
+              frame);
+    rte_pktmbuf_free(sent);
+  }
+
+  a.reset();
+  b.reset();
+  EXPECT_EQ(rte_mempool_lookup("spinnic_pkts_a"), nullptr);
+  EXPECT_EQ(rte_ring_lookup("spinnic_cmd0_b"), nullptr);
+}
+
+TEST(InstanceSuffixTest, SuffixThatDpdkCannotNameIsRefused) {
+  for (const char* suffix : {"_toolong9", "a-b", "a b"}) {
+    absl::Status status;
+    EXPECT_EQ(MakeSuffixed(suffix, &status), nullptr);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument)
+        << suffix << ": " << status;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""Runs bench/cost's cost_bench for a few iterations of every path and checks
+that each benchmark reported every counter of the cost model, finite and
+positive. It never checks a timing: the figures are for bench/cost/README.md.
+cost_bench itself exits 1 when an operation does not complete or a byte lands
+wrong, which fails this test too.
+
+usage: cost_smoke_test.py COST_BENCH [ITERATIONS]
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+# Every path of bench/cost/README.md, by its Google Benchmark name.
+BENCHMARKS = [
+    "BM_Passthrough/bytes:64",
+    "BM_Passthrough/bytes:1500",
+    "BM_NullHandler",
+    "BM_DiadWrite",
+    "BM_DiadStream",
+    "BM_DiadRead",
+    "BM_RoceWrite",
+    "BM_RoceRead",
+    "BM_NaaiceRpc",
+]
+COUNTERS = [
+    "cycles_per_packet",
+    "cycles_per_byte",
+    "packets_per_op",
+    "memcpy_cycles",
+    "ratio_to_memcpy",
+    "gbps_per_core",
+]
+
+
+def main() -> int:
+    binary = sys.argv[1]
+    iterations = sys.argv[2] if len(sys.argv) > 2 else "50"
+    env = dict(os.environ, SPINNIC_BENCH_ITERATIONS=iterations)
+    proc = subprocess.run(
+        [binary, "--benchmark_format=json", "--benchmark_filter=^BM_"],
+        env=env, stdout=subprocess.PIPE, timeout=120)
+    if proc.returncode != 0:
+        print(f"FAIL: {binary} exited with status {proc.returncode}")
+        return 1
+    report = json.loads(proc.stdout)
+    # With a fixed iteration count the name carries "/iterations:N".
+    runs = {b["name"].split("/iterations:")[0]: b for b in report["benchmarks"]}
+    failures = []
+    for name in BENCHMARKS:
+        run = runs.get(name)
+        if run is None:
+            failures.append(f"{name}: did not run")
+            continue
+        if run.get("error_occurred"):
+            failures.append(f"{name}: {run.get('error_message')}")
+            continue
+        for counter in COUNTERS:
+            value = run.get(counter)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value <= 0:
+                failures.append(f"{name}: {counter} = {value!r}")
+        print(f"{name}: " + ", ".join(f"{c}={run.get(c)}" for c in COUNTERS))
+    for failure in failures:
+        print(f"FAIL: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
