@@ -199,7 +199,8 @@ void RoceEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     rte_pktmbuf_free(packet);
     return;
   }
-  const uint32_t owner = OwnerOf(packet, frame);
+  const uint32_t owner =
+      shared_.qp_hpus > 1 ? OwnerOf(packet, frame) : RoceEngine::kCmHpu;
   if (owner != hpu_index_) {
     HandOff(packet, in_port, owner);
     return;
