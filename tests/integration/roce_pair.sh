@@ -53,10 +53,14 @@
 #        ROCE_PAIR_REORDER_DEPTH (3), ROCE_PAIR_DUPLICATE (0.02),
 #        ROCE_PAIR_CORRUPT (0), ROCE_PAIR_ADDS (16: sequential fetch-adds in
 #        e), ROCE_PAIR_ADD_WORKERS (4) x ROCE_PAIR_ADDS_PER_WORKER (5):
-#        concurrent ones, ROCE_PAIR_BUDGET_S (270: no op starts after)
+#        concurrent ones, ROCE_PAIR_BUDGET_S (270: no op starts after),
+#        ROCE_PAIR_HPUS (1; 2: two HPUs per appliance, the second sharing
+#        the main lcore's core, and the test's QPs owned by HPU 1 while
+#        HPU 0 receives their frames: a decoy QP takes HPU 0's turn first)
 # shellcheck disable=SC2034  # used by lib.sh
 TEST_NAME=roce_pair
 [[ ${ROCE_PAIR_CLEAN:-0} == 1 ]] && TEST_NAME=roce_pair_clean
+[[ ${ROCE_PAIR_HPUS:-1} == 2 ]] && TEST_NAME=${TEST_NAME}_2hpu
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 set -euo pipefail
 
@@ -100,6 +104,12 @@ MiB=$((1024 * 1024))
 REGION=$((2 * MiB))
 PATH_MTU=1024
 FIRST_QPN=256             # dataplane/roce/roce_engine.h kFirstQpn
+HPUS=${ROCE_PAIR_HPUS:-1}
+WORKERS="1" TEST_HPU=0
+if [[ $HPUS == 2 ]]; then
+  # The decoy is kFirstQpn on HPU 0, the test's QP the next on HPU 1.
+  WORKERS="1, 0" TEST_HPU=1 FIRST_QPN=257
+fi
 PSN_A=$((0xfffff0))       # A's first PSN: the 24-bit PSN wraps during b
 PSN_B=$((0x20000))
 OP_MS=30000               # each spinctl qp-* call, all its ops together
@@ -129,15 +139,18 @@ ports {
   name: "wire0"
   vdev: "net_memif0,role=client,id=0,socket=$TMP/wire-$x.sock,socket-abstract=no"
   role: PORT_ROLE_WIRE
+  queues: 1  # as spinnic-impair's end: HPU 0 receives, and hands over
 }
 ports {
   name: "host0"
   vdev: "net_memif1,role=server,id=0,socket=$TMP/host-$x.sock,socket-abstract=no"
   role: PORT_ROLE_HOST
+  queues: 1
 }
 port_pairs { a: "wire0" b: "host0" }
 main_lcore: 0
-workers: [1]
+workers: [$WORKERS]
+main_lcore_shared: true
 addresses { mac: "$mac" ipv4: "$ip" }
 roce { port: "wire0" path_mtu: $PATH_MTU max_qps: 4 }
 runtime { stats_interval_ms: 0 }
@@ -342,8 +355,27 @@ create_qp() {
   rc_is 0 || return 1
   [[ $(json 'int(d["qpn"])') -eq $FIRST_QPN ]] || { log "$x's QPN is $(json 'd["qpn"]')"; return 1; }
 }
+# decoy X: a QP nobody uses, so that the test's goes to the next HPU; gone
+# once the test's exists.
+decoy() {
+  SOCK=$TMP/ctl-$1.sock sc --json qp-create --remote_qpn 99 --remote_ip "$2" \
+    --remote_mac "$3" --path_mtu "$PATH_MTU" || true
+  rc_is 0
+}
+decoy_gone() {
+  SOCK=$TMP/ctl-$1.sock sc --json qp-destroy $((FIRST_QPN - 1)) || true
+  rc_is 0
+}
+if [[ $HPUS == 2 ]]; then
+  check "a: decoy QP on A" decoy a "$IP_B" "$MAC_B"
+  check "a: decoy QP on B" decoy b "$IP_A" "$MAC_A"
+fi
 check "a: QP on A to B (QPN $FIRST_QPN, send PSN $PSN_A)" create_qp a "$IP_B" "$MAC_B" "$PSN_A" "$PSN_B"
 check "a: QP on B to A (QPN $FIRST_QPN, send PSN $PSN_B)" create_qp b "$IP_A" "$MAC_A" "$PSN_B" "$PSN_A"
+if [[ $HPUS == 2 ]]; then
+  check "a: A's decoy destroyed" decoy_gone a
+  check "a: B's decoy destroyed" decoy_gone b
+fi
 QPN_A=$FIRST_QPN QPN_B=$FIRST_QPN
 # qps_rts X: X has one QP, in state rts (not error).
 qps_rts() {
@@ -352,6 +384,10 @@ qps_rts() {
   local states
   states=$(grep -o '"state":"[a-z]*"' "$TMP/cmd.out" | tr '\n' ' ')
   [[ $states == '"state":"rts" ' ]] || { log "$1's QPs: $states"; return 1; }
+  # ... owned by the HPU the test put it on.
+  if [[ $TEST_HPU != 0 ]]; then
+    grep -q "\"hpu\":$TEST_HPU[,}]" "$TMP/cmd.out" || { log "$1's QP is not on HPU $TEST_HPU"; return 1; }
+  fi
 }
 check "a: A's QP is rts" qps_rts a
 check "a: B's QP is rts" qps_rts b
@@ -640,6 +676,13 @@ check "e: both regions equal the model elsewhere byte for byte (the atomics wrot
 log "e: took $((SECONDS - T_PHASE)) s"
 
 # --- f. the impairment, retransmissions, QP states, shutdown ------------------------------------------
+if [[ $HPUS == 2 ]]; then
+  # The QPs' frames reached HPU 1 through HPU 0 on both appliances.
+  for x in a b; do
+    check "f: $x's HPU 0 handed RoCE frames to the QP's HPU 1" \
+      eval '[[ $(roce_counter '$x' handoffs) -gt 0 ]]'
+  done
+fi
 # Every op has completed: the wire must be quiet (no retransmission or
 # reply left looping between the two).
 wire_tx() {
