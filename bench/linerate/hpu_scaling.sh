@@ -25,26 +25,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work" /var/run/dpdk/bench-scaling' EXIT
 cores=$(nproc)
 
+# shellcheck source=bench/linerate/null_passthrough.sh
+source "$(dirname "${BASH_SOURCE[0]}")/null_passthrough.sh"
 run_spinnicd() {  # size workers -> Mpps (both directions)
-  local size=$1 workers=$2
-  cat >"$work/null.textproto" <<CONF
-eal_args: ["--no-huge", "-m", "512", "--no-pci", "--file-prefix", "bench-scaling"]
-ports { name: "a" vdev: "net_null0,size=$size,copy=1" role: PORT_ROLE_WIRE }
-ports { name: "b" vdev: "net_null1,size=$size,copy=1" role: PORT_ROLE_HOST }
-port_pairs { a: "a" b: "b" }
-workers: [$workers]
-main_lcore: 0
-main_lcore_shared: true
-runtime { duration_s: $seconds stats_interval_ms: 0 mbufs: 32768 }
-CONF
-  "$spinnicd" --config "$work/null.textproto" --stats_json "$work/s.json" >"$work/s.log" 2>&1 ||
-    { cat "$work/s.log" >&2; exit 1; }
-  python3 - "$work/s.json" "$work/s.log" <<'PY'
-import json, re, sys
-stats = json.load(open(sys.argv[1]))
-secs = float(re.search(r"final counters after ([0-9.]+) s", open(sys.argv[2]).read()).group(1))
-print("%.3f" % (sum(int(p["tx_packets"]) for p in stats["ports"]) / secs / 1e6))  # uint64: a JSON string
-PY
+  null_passthrough_mpps "$spinnicd" "$work" bench-scaling "$1" "$seconds" "$2" 32768
 }
 
 echo "# passthrough, net_null x2 (copy=1), ${seconds}s x ${rounds} rounds, ${cores} cores"

@@ -20,25 +20,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work" /var/run/dpdk/bench-spinnicd /var/run/dpdk/bench-testpmd' EXIT
 
 eal=(--no-huge -m 512 --no-pci)
+# shellcheck source=bench/linerate/null_passthrough.sh
+source "$(dirname "${BASH_SOURCE[0]}")/null_passthrough.sh"
 
 run_spinnicd() {  # size -> Mpps (both directions)
-  local size=$1
-  cat >"$work/null.textproto" <<CONF
-eal_args: ["--no-huge", "-m", "512", "--no-pci", "--file-prefix", "bench-spinnicd"]
-ports { name: "a" vdev: "net_null0,size=$size,copy=1" role: PORT_ROLE_WIRE }
-ports { name: "b" vdev: "net_null1,size=$size,copy=1" role: PORT_ROLE_HOST }
-port_pairs { a: "a" b: "b" }
-workers: [1]
-main_lcore: 0
-runtime { duration_s: $seconds stats_interval_ms: 0 mbufs: 16384 }
-CONF
-  "$spinnicd" --config "$work/null.textproto" --stats_json "$work/s.json" >"$work/s.log" 2>&1
-  python3 - "$work/s.json" "$work/s.log" <<'PY'
-import json, re, sys
-stats = json.load(open(sys.argv[1]))
-secs = float(re.search(r"final counters after ([0-9.]+) s", open(sys.argv[2]).read()).group(1))
-print("%.3f" % (sum(int(p["tx_packets"]) for p in stats["ports"]) / secs / 1e6))  # uint64: a JSON string
-PY
+  null_passthrough_mpps "$spinnicd" "$work" bench-spinnicd "$1" "$seconds" 1 16384
 }
 
 run_testpmd() {  # size -> Mpps (both directions)
