@@ -49,6 +49,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "bench/cost/rig.h"
 #include "bench/micro/bench_util.h"
 #include "dataplane/classifier.h"
 #include "dataplane/dataplane.h"
@@ -68,7 +69,25 @@
 namespace spinnic {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using cost::Bytes;
+using cost::Check;
+using cost::ConnectQps;
+using cost::Counter;
+using cost::CreateNode;
+using cost::DestroyNode;
+using cost::DrainRing;
+using cost::Fail;
+using cost::kIpA;
+using cost::kIpB;
+using cost::kMacA;
+using cost::kMacB;
+using cost::NewRing;
+using cost::Node;
+using cost::NodeConfig;
+using cost::PairConfig;
+using cost::Pattern;
+using cost::Register;
+using cost::UdpFrame;
 
 constexpr uint16_t kBurst = 32;
 constexpr uint32_t kOpBytes = 4096;     // DiAD and RoCE writes, reads, RPCs
@@ -94,23 +113,6 @@ constexpr uint64_t kStreamRecords = 64;
 constexpr uint64_t kStreamRegionBytes =
     diad::StreamRing::kHeaderBytes +
     kStreamRecords * (diad::StreamRing::kRecordHeaderBytes + kOpBytes);
-
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "cost_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-void Check(const absl::Status& status, const std::string& what) {
-  if (!status.ok()) Fail(absl::StrCat(what, ": ", status.ToString()));
-}
-
-Bytes Pattern(size_t length, uint32_t seed) {
-  Bytes bytes(length);
-  for (size_t i = 0; i < length; ++i) {
-    bytes[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
-  }
-  return bytes;
-}
 
 // Bench work between the measured polls: left out of callgrind's count too.
 class NotCounted {
@@ -257,124 +259,6 @@ void Report(benchmark::State& state, Tally& tally, double packets_per_op,
   state.SetItemsProcessed(static_cast<int64_t>(ops * ops_per_item));
 }
 
-uint64_t Counter(Dataplane& dataplane, const std::string& transport,
-                 const std::string& name) {
-  for (const auto& [counter, value] :
-       dataplane.Snapshot(Dataplane::StateCopy::kOmit)
-           .transport(transport)
-           .counters) {
-    if (counter == name) return value;
-  }
-  Fail(absl::StrCat("no ", transport, " counter ", name));
-}
-
-// A ring ethdev on two rings (either may be shared with another port).
-std::string RingPort(const std::string& name, rte_ring* rx, rte_ring* tx) {
-  const int port = rte_eth_from_rings(name.c_str(), &rx, 1, &tx, 1, 0);
-  char ethdev[RTE_ETH_NAME_MAX_LEN];
-  if (port < 0 ||
-      rte_eth_dev_get_name_by_port(static_cast<uint16_t>(port), ethdev) != 0) {
-    Fail(absl::StrCat("cannot make the ring port ", name));
-  }
-  return ethdev;
-}
-
-rte_ring* NewRing(const std::string& name) {
-  rte_ring* ring =
-      rte_ring_create(name.c_str(), 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  if (ring == nullptr) Fail(absl::StrCat("cannot create ring ", name));
-  return ring;
-}
-
-void DrainRing(rte_ring* ring) {
-  void* m;
-  while (rte_ring_dequeue(ring, &m) == 0) {
-    rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
-  }
-}
-
-// One dataplane's ports: the wire port (its rings possibly crossed with
-// another dataplane's) and the host port paired with it.
-struct Node {
-  std::unique_ptr<Dataplane> dataplane;
-  rte_ring* wire_rx = nullptr;
-  rte_ring* wire_tx = nullptr;
-  rte_ring* host_rx = nullptr;
-  rte_ring* host_tx = nullptr;
-  std::string suffix;
-  // The transports' command rings of HPU 0, by their names (ResourceName);
-  // empty when a name is not found (then HasWork always says yes).
-  std::vector<rte_ring*> commands;
-  bool commands_known = false;
-
-  Hpu& hpu() { return dataplane->hpu(0); }
-  // Whether a poll would find something: a frame in its wire RX ring or a
-  // command from the control side. Timers aside: StepPairUntil polls now and
-  // then anyway.
-  bool HasWork() const {
-    if (!commands_known || rte_ring_count(wire_rx) != 0) return true;
-    for (rte_ring* ring : commands) {
-      if (rte_ring_count(ring) != 0) return true;
-    }
-    return false;
-  }
-  rte_mempool* pool() const {
-    return rte_mempool_lookup(ResourceName("spinnic_pkts", suffix).c_str());
-  }
-};
-
-// A DataplaneConfig for `node`'s ports with one HPU (never launched).
-DataplaneConfig NodeConfig(Node& node, const std::string& suffix) {
-  node.suffix = suffix;
-  node.host_rx = NewRing(absl::StrCat("c", suffix, "hrx"));
-  node.host_tx = NewRing(absl::StrCat("c", suffix, "htx"));
-  DataplaneConfig config;
-  config.instance_suffix = suffix;
-  PortConfig wire;
-  wire.name = "wire0";
-  wire.existing =
-      RingPort(absl::StrCat("c", suffix, "w"), node.wire_rx, node.wire_tx);
-  wire.role = PortRole::kWire;
-  wire.rx_descriptors = wire.tx_descriptors = 256;
-  PortConfig host = wire;
-  host.name = "host0";
-  host.existing =
-      RingPort(absl::StrCat("c", suffix, "h"), node.host_rx, node.host_tx);
-  host.role = PortRole::kHost;
-  config.ports = {wire, host};
-  config.port_pairs = {{0, 1}};
-  config.worker_cores = {1};
-  config.mbufs = 8191;
-  return config;
-}
-
-void CreateNode(Node& node, const DataplaneConfig& config) {
-  absl::StatusOr<std::unique_ptr<Dataplane>> dataplane =
-      Dataplane::Create(config);
-  Check(dataplane.status(), absl::StrCat("dataplane ", node.suffix));
-  node.dataplane = *std::move(dataplane);
-  // DiAD's and RoCE's command rings, when both transports are on; a
-  // transport that renames its ring only costs the bench idle polls.
-  node.commands_known = true;
-  for (const char* base : {"spinnic_cmd0", "spinnic_roce_cmd0"}) {
-    rte_ring* ring = rte_ring_lookup(ResourceName(base, node.suffix).c_str());
-    if (ring == nullptr) node.commands_known = false;
-    node.commands.push_back(ring);
-  }
-}
-
-// Frees what is in flight (mbufs of the node's pool) before the pool goes.
-void DestroyNode(Node& node) {
-  for (rte_ring* ring :
-       {node.wire_rx, node.wire_tx, node.host_rx, node.host_tx}) {
-    if (ring != nullptr) DrainRing(ring);
-  }
-  node.dataplane.reset();
-  rte_ring_free(node.host_rx);
-  rte_ring_free(node.host_tx);
-  node.host_rx = node.host_tx = nullptr;
-}
-
 // ---------------------------------------------------------------------------
 // One dataplane, frames from wire to host (passthrough, null handler).
 
@@ -397,60 +281,6 @@ std::unique_ptr<SingleRig> MakeSingleRig(const std::string& suffix,
   }
   CreateNode(rig->node, config);
   return rig;
-}
-
-// A UDP/IPv4 frame of `length` bytes to 10.0.0.2:9000 (no transport's).
-Bytes UdpFrame(size_t length) {
-  Bytes f(length, 0);
-  const uint16_t ip_length = static_cast<uint16_t>(length - 14);
-  const uint16_t udp_length = static_cast<uint16_t>(length - 34);
-  const uint8_t head[] = {0x02,
-                          0,
-                          0,
-                          0,
-                          0,
-                          0x0b,
-                          0x02,
-                          0,
-                          0,
-                          0,
-                          0,
-                          0x0a,
-                          0x08,
-                          0x00,  // Ethernet
-                          0x45,
-                          0,
-                          static_cast<uint8_t>(ip_length >> 8),
-                          static_cast<uint8_t>(ip_length),
-                          0,
-                          0,
-                          0x40,
-                          0,
-                          64,
-                          17,
-                          0,
-                          0,  // IPv4
-                          10,
-                          0,
-                          0,
-                          1,
-                          10,
-                          0,
-                          0,
-                          2,  // addresses
-                          0x0f,
-                          0xa0,
-                          0x23,
-                          0x28,
-                          static_cast<uint8_t>(udp_length >> 8),
-                          static_cast<uint8_t>(udp_length),
-                          0,
-                          0};  // UDP
-  std::memcpy(f.data(), head, sizeof head);
-  for (size_t i = sizeof head; i < length; ++i) {
-    f[i] = static_cast<uint8_t>(i);
-  }
-  return f;
 }
 
 // A burst of `frame_bytes`-byte frames goes round: into the wire port's RX
@@ -525,17 +355,6 @@ BENCHMARK(BM_NullHandler)->Apply(bench::FixedIterationsIfRequested);
 // ---------------------------------------------------------------------------
 // Two dataplanes, A and B, wire to wire: DiAD and RoCE between them.
 
-const diad::NodeAddress kNodeA = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0,
-                                  0,    0, 0,    0,    0, 0, 0, 1};
-const diad::NodeAddress kNodeB = {0xfd, 0, 0xd1, 0xad, 0, 0, 0, 0,
-                                  0,    0, 0,    0,    0, 0, 0, 2};
-const diad::MacAddress kMacA = {0x02, 0, 0, 0, 0, 0x0a};
-const diad::MacAddress kMacB = {0x02, 0, 0, 0, 0, 0x0b};
-const roce::Gid kIpA = {0, 0, 0,    0,    0,   0, 0, 0,
-                        0, 0, 0xff, 0xff, 192, 0, 2, 10};
-const roce::Gid kIpB = {0, 0, 0,    0,    0,   0, 0, 0,
-                        0, 0, 0xff, 0xff, 192, 0, 2, 11};
-
 struct PairRig {
   rte_ring* a_to_b = nullptr;
   rte_ring* b_to_a = nullptr;
@@ -546,42 +365,18 @@ struct PairRig {
   uint32_t qp_a = 0;         // A's QP (the requester), to B's
 };
 
-DataplaneConfig PairConfig(Node& node, const std::string& suffix, bool is_a) {
-  DataplaneConfig config = NodeConfig(node, suffix);
+// A pair whose timers never fire while the bench steps: nothing is lost
+// between the rings, and a preempted step must not turn into a
+// retransmission.
+DataplaneConfig QuietPairConfig(Node& node, const std::string& suffix,
+                                bool is_a) {
+  DataplaneConfig config = PairConfig(node, suffix, is_a);
   diad::DiadConfig& dc = config.transports.get<diad::DiadConfig>();
-  dc.enabled = true;
-  dc.node = is_a ? kNodeA : kNodeB;
-  dc.mac = is_a ? kMacA : kMacB;
-  dc.channels = 1;
-  // Nothing is lost between the rings: no timer may fire while the bench
-  // steps (a preempted step must not turn into a retransmission).
   dc.channel.rto_ns = 10'000'000'000;
   dc.channel.rto_max_ns = 10'000'000'000;
-  diad::PeerConfig peer;
-  peer.name.assign(
-      1, is_a ? 'b' : 'a');  // (GCC 12 -Wrestrict false positive on "b")
-  peer.node = is_a ? kNodeB : kNodeA;
-  peer.mac = is_a ? kMacB : kMacA;
-  dc.peers = {peer};
-  roce::RoceConfig& rc = config.transports.get<roce::RoceConfig>();
-  rc.enabled = true;
-  rc.mac = is_a ? kMacA : kMacB;
-  rc.addresses = {is_a ? kIpA : kIpB};
-  // The longest local ACK timeout (4.096 us * 2^31): no retry while a step
-  // is preempted.
-  rc.local_ack_timeout = 31;
+  // The longest local ACK timeout (4.096 us * 2^31).
+  config.transports.get<roce::RoceConfig>().local_ack_timeout = 31;
   return config;
-}
-
-RegionInfo Register(Dataplane& dataplane, uint64_t length, uint32_t access,
-                    uint32_t stream_id = 0) {
-  RegionConfig config;
-  config.length = length;
-  config.access = access;
-  config.stream_id = stream_id;
-  absl::StatusOr<RegionInfo> region = dataplane.RegisterRegion(config);
-  Check(region.status(), "region");
-  return *region;
 }
 
 // Steps A and B, each in turn, until `done`: one operation. A dataplane is
@@ -622,41 +417,15 @@ std::unique_ptr<PairRig> MakePairRig() {
   rig->b_to_a = NewRing("cba");
   rig->a.wire_rx = rig->b.wire_tx = rig->b_to_a;
   rig->a.wire_tx = rig->b.wire_rx = rig->a_to_b;
-  CreateNode(rig->a, PairConfig(rig->a, "_a", true));
-  CreateNode(rig->b, PairConfig(rig->b, "_b", false));
+  CreateNode(rig->a, QuietPairConfig(rig->a, "_a", true));
+  CreateNode(rig->b, QuietPairConfig(rig->b, "_b", false));
   rig->target = Register(*rig->b.dataplane, kTargetBytes,
                          kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite);
   rig->stream_region = Register(*rig->b.dataplane, kStreamRegionBytes,
                                 kLocalRead | kLocalWrite, kStreamId);
   rig->local = Register(*rig->a.dataplane, kTargetBytes,
                         kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite);
-  // QP numbers are kFirstQpn + slot: each side's first QP is kFirstQpn, so
-  // each can name the other's before it exists.
-  const uint32_t first = roce::kFirstQpn;
-  roce::QpSpec to_b;
-  to_b.remote_qpn = first;
-  to_b.remote_ip = kIpB;
-  to_b.local_ip = kIpA;
-  to_b.remote_mac = kMacB;
-  to_b.pmtu = 1024;
-  to_b.send_psn = 0x100;
-  to_b.expected_psn = 0x200;
-  roce::QpSpec to_a = to_b;
-  to_a.remote_ip = kIpA;
-  to_a.local_ip = kIpB;
-  to_a.remote_mac = kMacA;
-  to_a.send_psn = 0x200;
-  to_a.expected_psn = 0x100;
-  absl::StatusOr<uint32_t> qp_a =
-      rig->a.dataplane->transport<roce::RoceModule>()->CreateQp(to_b);
-  Check(qp_a.status(), "QP on A");
-  absl::StatusOr<uint32_t> qp_b =
-      rig->b.dataplane->transport<roce::RoceModule>()->CreateQp(to_a);
-  Check(qp_b.status(), "QP on B");
-  if (*qp_a != first || *qp_b != first) {
-    Fail("the first QPs are not kFirstQpn: the QPs do not name each other");
-  }
-  rig->qp_a = *qp_a;
+  rig->qp_a = ConnectQps(rig->a, rig->b);
   // The HPUs apply the QPs (and the peers) on their next polls.
   Tally setup;
   for (int i = 0; i < 4; ++i) {
