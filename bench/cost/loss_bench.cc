@@ -61,7 +61,7 @@ ABSL_FLAG(uint32_t, host_every, 1,
           "A host frame enters A's host port every this many ticks");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the impairment");
 ABSL_FLAG(bool, smoke, false,
-          "CI form: 4 operations of 16 KiB at loss 0 and 0.05, every path");
+          "CI form: 16 operations of 16 KiB at loss 0 and 0.05, every path");
 
 namespace spinnic::cost {
 namespace {
@@ -71,7 +71,9 @@ constexpr size_t kHostFrameBytes = 512;
 constexpr uint32_t kRegionBytes = 1u << 20;  // B's target: a ring of slots
 constexpr uint32_t kRocePmtu = 1024;         // ConnectQps
 
-enum class Path { kDiadGoBackN, kDiadSelective, kRoce };
+// kDiadMixed: A asks for SELECTIVE, B stays GO_BACK_N; the channel must
+// fall back to go-back-N (its figures are GO_BACK_N's).
+enum class Path { kDiadGoBackN, kDiadSelective, kDiadMixed, kRoce };
 
 const char* PathName(Path path) {
   switch (path) {
@@ -79,6 +81,8 @@ const char* PathName(Path path) {
       return "DiAD GO_BACK_N";
     case Path::kDiadSelective:
       return "DiAD SELECTIVE";
+    case Path::kDiadMixed:
+      return "DiAD SELECTIVE vs GO_BACK_N";
     case Path::kRoce:
       return "RoCE RC WRITE";
   }
@@ -103,7 +107,8 @@ struct LossRig {
 };
 
 std::unique_ptr<LossRig> MakeRig(const std::string& name,
-                                 diad::Recovery recovery) {
+                                 diad::Recovery recovery_a,
+                                 diad::Recovery recovery_b) {
   auto rig = std::make_unique<LossRig>();
   const unsigned tx_slots = absl::GetFlag(FLAGS_tx_ring_slots);
   rig->a_out = NewRing(absl::StrCat("l", name, "ao"), tx_slots);
@@ -118,7 +123,8 @@ std::unique_ptr<LossRig> MakeRig(const std::string& name,
     Node& node = is_a ? rig->a : rig->b;
     DataplaneConfig config =
         PairConfig(node, absl::StrCat("_", name, is_a ? "a" : "b"), is_a);
-    config.transports.get<diad::DiadConfig>().peers[0].recovery = recovery;
+    config.transports.get<diad::DiadConfig>().peers[0].recovery =
+        is_a ? recovery_a : recovery_b;
     CreateNode(node, config);
   }
   const uint32_t access = kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite;
@@ -436,7 +442,7 @@ Row Measure(LossRig& rig, Path path, double rate, uint32_t repetitions,
 
 int Main() {
   const bool smoke = absl::GetFlag(FLAGS_smoke);
-  const uint32_t ops = smoke ? 4 : absl::GetFlag(FLAGS_ops);
+  const uint32_t ops = smoke ? 16 : absl::GetFlag(FLAGS_ops);
   const uint32_t op_bytes = smoke ? 16384 : absl::GetFlag(FLAGS_op_bytes);
   const uint32_t repetitions = smoke ? 1 : absl::GetFlag(FLAGS_repetitions);
   if (op_bytes == 0 || op_bytes > kRegionBytes || ops == 0 ||
@@ -457,15 +463,26 @@ int Main() {
       "| path | loss | tx/delivered | retx/delivered | goodput MB/s | "
       "vs lossless | host loss | tx_full | rx_missed |\n"
       "|---|---|---|---|---|---|---|---|---|\n");
-  for (Path path : {Path::kDiadGoBackN, Path::kDiadSelective, Path::kRoce}) {
-    const diad::Recovery recovery = path == Path::kDiadSelective
-                                        ? diad::Recovery::kSelective
-                                        : diad::Recovery::kGoBackN;
+  for (Path path : {Path::kDiadGoBackN, Path::kDiadSelective, Path::kDiadMixed,
+                    Path::kRoce}) {
+    const diad::Recovery selective = diad::Recovery::kSelective;
+    const diad::Recovery go_back_n = diad::Recovery::kGoBackN;
     // Ring ports keep their names after they close: a name per rig.
-    const char* name = path == Path::kDiadGoBackN     ? "g"
-                       : path == Path::kDiadSelective ? "s"
-                                                      : "r";
-    std::unique_ptr<LossRig> rig = MakeRig(name, recovery);
+    std::unique_ptr<LossRig> rig;
+    switch (path) {
+      case Path::kDiadGoBackN:
+        rig = MakeRig("g", go_back_n, go_back_n);
+        break;
+      case Path::kDiadSelective:
+        rig = MakeRig("s", selective, selective);
+        break;
+      case Path::kDiadMixed:
+        rig = MakeRig("m", selective, go_back_n);
+        break;
+      case Path::kRoce:
+        rig = MakeRig("r", go_back_n, go_back_n);
+        break;
+    }
     // A first lossless run, not reported: the channel's or QP's first
     // packets and cold caches would otherwise count against the baseline.
     SetLoss(*rig, 0, 0);
@@ -495,6 +512,17 @@ int Main() {
           PathName(path), rate * 100, figures[0], figures[1], figures[2],
           figures[3], host_loss * 100, r.tx_full, r.rx_missed);
       std::fflush(stdout);
+    }
+    if (path == Path::kDiadMixed) {
+      // A GO_BACK_N end never sees the extension: no SACK either way.
+      for (Node* node : {&rig->a, &rig->b}) {
+        for (const char* counter : {"sacks_sent", "sacks_received"}) {
+          if (Counter(*node->dataplane, "diad", counter) != 0) {
+            Fail(absl::StrCat("mixed pair: ", counter, " on ", node->suffix,
+                              " is not 0"));
+          }
+        }
+      }
     }
     DestroyRig(*rig);
   }
