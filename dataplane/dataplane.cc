@@ -159,7 +159,9 @@ Dataplane::~Dataplane() {
   for (rte_ring* ring : inbound_rings_) FreeRing(ring);
   for (rte_ring* ring : tx_rings_) FreeRing(ring);
   rte_free(rcu_);
-  // Ports closed in Stop(); the pool's mbufs are all back by now.
+  // Ports closed in Stop(); the pool's mbufs are all back by now, and with
+  // them every zero-copy reference.
+  region_tx_.reset();
   rte_mempool_free(pool_);
 }
 
@@ -200,6 +202,12 @@ absl::Status Dataplane::CreatePool(const DataplaneConfig& config) {
         "cannot create a pool of ", mbufs, " mbufs (", rte_strerror(rte_errno),
         "): give the EAL more memory (-m) or set runtime.mbufs lower"));
   }
+  // A zero-copy reference for every mbuf that could carry a range.
+  absl::StatusOr<std::unique_ptr<RegionTx>> region_tx =
+      RegionTx::Create(ResourceName("spinnic_zc", config.instance_suffix),
+                       mbufs, static_cast<int>(rte_socket_id()));
+  if (!region_tx.ok()) return region_tx.status();
+  region_tx_ = *std::move(region_tx);
   return absl::OkStatus();
 }
 
@@ -334,6 +342,7 @@ absl::Status Dataplane::OpenTransports(const DataplaneConfig& config,
   env.config = &config;
   env.ports = ports_;
   env.pool = pool_;
+  env.region_tx = region_tx_.get();
   env.regions = &regions_;
   env.rcu = rcu_;
   env.hpu_count = static_cast<uint32_t>(config.worker_cores.size());

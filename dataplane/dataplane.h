@@ -31,6 +31,7 @@
 #include "dataplane/memory_region.h"
 #include "dataplane/port.h"
 #include "dataplane/region_table.h"
+#include "dataplane/region_tx.h"
 #include "dataplane/stats.h"
 #include "dataplane/transport.h"
 
@@ -174,6 +175,9 @@ class Dataplane {
   // Guards what Snapshot reads that the control thread changes.
   mutable absl::Mutex mu_;
   rte_mempool* pool_ = nullptr;
+  // Zero-copy payload references (region_tx.h); freed after the pool's
+  // mbufs are back.
+  std::unique_ptr<RegionTx> region_tx_;
   std::vector<Port> ports_;
   std::vector<std::unique_ptr<Hpu>> hpus_;
   std::vector<rte_ring*> event_rings_;

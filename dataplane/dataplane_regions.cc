@@ -24,6 +24,8 @@ namespace {
 constexpr uint64_t kRegionSpaceStart = uint64_t{1} << 32;
 constexpr uint64_t kRegionSpaceEnd = uint64_t{1} << 47;
 constexpr uint64_t kRegionAlign = 4096;
+// How long DeregisterRegion waits for a region's pins to go.
+constexpr uint64_t kDeregisterWaitNs = 1'000'000'000;
 
 // OUT_OF_RANGE unless [offset, offset + length) lies in `size` bytes.
 absl::Status CheckRange(uint64_t size, uint64_t offset, uint64_t length,
@@ -170,10 +172,15 @@ absl::Status Dataplane::DeregisterRegion(uint64_t id) {
         absl::StrCat("region ", id, " is bound to handler ", names,
                      "; remove (or replace) the handler first"));
   }
-  if (!(*region)->BeginRetire()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("region ", id, " is in use by ", (*region)->pins(),
-                     " in-flight transfer(s); retry when they have completed"));
+  // Zero-copy packets pin their region until the NIC frees them, which
+  // takes microseconds on a running link: wait that out rather than refuse.
+  if (!(*region)->BeginRetireWithin(kDeregisterWaitNs)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "region ", id, " is still in use by ", (*region)->pins(),
+        " in-flight transfer(s) or queued packet(s) after ",
+        kDeregisterWaitNs / 1'000'000,
+        " ms; retry when they have completed (a port whose link is down "
+        "holds its queued packets)"));
   }
   std::vector<std::shared_ptr<const MemoryRegion>> next =
       current_regions_->regions();

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/contiguous.h"
+
 namespace spinnic {
 namespace {
 
@@ -116,7 +118,7 @@ uint32_t Hpu::PollOnce() {
 
 void Hpu::RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
                      const ParsedFrame& frame, const Ectx& ectx) {
-  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+  if (!MakeContiguous(&packet, shared_.pool)) {
     DropPacket(in, packet, DropReason::kMultiSegment);
     return;
   }
@@ -163,13 +165,24 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
     ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
                &frame);
     if (frame.frame_class == FrameClass::kDrop) [[unlikely]] {
-      // Headers split across segments look truncated in the first one; such
-      // frames pass unchanged (there is no handler that could see them).
       if (packet->nb_segs == 1) {
         DropPacket(in, packet, frame.drop_reason);
         continue;
       }
-      frame = ParsedFrame();
+      // A chain (scattered RX; a zero-copy frame from another dataplane on
+      // an in-memory port) looks truncated in its first segment: parse it
+      // whole where it fits one mbuf. One that does not passes unchanged
+      // (there is no handler that could see it).
+      if (MakeContiguous(&packet, shared_.pool)) {
+        ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+                   &frame);
+        if (frame.frame_class == FrameClass::kDrop) {
+          DropPacket(in, packet, frame.drop_reason);
+          continue;
+        }
+      } else {
+        frame = ParsedFrame();
+      }
     }
     if (DeliverToTransport(packet, frame, in, table)) continue;
     if (scheduled) [[unlikely]] {

@@ -2,6 +2,10 @@
 
 #include <rte_malloc.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 
 namespace spinnic {
@@ -29,6 +33,24 @@ absl::StatusOr<std::unique_ptr<MemoryRegion>> MemoryRegion::Create(
 }
 
 MemoryRegion::~MemoryRegion() { rte_free(data_); }
+
+bool MemoryRegion::BeginRetireWithin(uint64_t wait_ns) const {
+  retiring_.store(true);
+  // Packets leave TX queues within microseconds while the link is up: poll
+  // finely at first, then back off.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait_ns);
+  auto pause = std::chrono::microseconds(10);
+  while (pins_.load() != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      retiring_.store(false);
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10'000));
+  }
+  return true;
+}
 
 std::string RegionAccessText(uint32_t access) {
   std::string text;

@@ -86,14 +86,13 @@ class MemoryRegion {
 
   // Control side: begins deregistration; false (and nothing changed) while
   // a transfer holds a pin.
-  bool BeginRetire() const {
-    retiring_.store(true);
-    if (pins_.load() != 0) {
-      retiring_.store(false);
-      return false;
-    }
-    return true;
-  }
+  bool BeginRetire() const { return BeginRetireWithin(0); }
+  // Control side: begins deregistration and waits up to `wait_ns` for the
+  // pins to go: transfers in flight, and zero-copy packets (region_tx.h)
+  // that a TX queue still holds, which unpin when the NIC frees them. New
+  // pins fail from the start (a transfer that comes now is refused as if
+  // the region were gone). False, and nothing changed, when pins remain.
+  bool BeginRetireWithin(uint64_t wait_ns) const;
 
  private:
   MemoryRegion() = default;

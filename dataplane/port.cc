@@ -129,6 +129,7 @@ absl::StatusOr<Port> Port::Open(const PortConfig& config,
   }
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) {
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    port.tx_multi_segs_ = true;
   }
 
   rc = rte_eth_dev_configure(port.port_id_, queues, queues, &conf);
@@ -167,6 +168,7 @@ Port::Port(Port&& other) noexcept
       port_id_(other.port_id_),
       queues_(other.queues_),
       max_frame_(other.max_frame_),
+      tx_multi_segs_(other.tx_multi_segs_),
       open_(other.open_) {
   other.open_ = false;
 }

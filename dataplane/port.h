@@ -36,6 +36,9 @@ class Port {
   // allowed on top.
   uint32_t max_frame() const { return max_frame_; }
   bool link_up() const;
+  // Whether the port sends chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS):
+  // the condition for zero-copy payloads (region_tx.h).
+  bool tx_multi_segs() const { return tx_multi_segs_; }
   // Mbit/s as the device reports it; 0 when unknown or down.
   uint32_t link_speed_mbps() const;
 
@@ -47,6 +50,7 @@ class Port {
   uint16_t port_id_ = 0;
   uint16_t queues_ = 0;
   uint32_t max_frame_ = 0;
+  bool tx_multi_segs_ = false;
   bool open_ = false;
 };
 

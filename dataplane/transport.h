@@ -57,6 +57,7 @@ class MemoryRegion;
 class Hpu;
 class Port;
 class RegionTable;
+class RegionTx;
 class SpinEngine;
 struct DataplaneConfig;
 struct HandlerConfig;
@@ -130,6 +131,8 @@ struct TransportEnv {
   const DataplaneConfig* config = nullptr;
   std::span<const Port> ports;
   rte_mempool* pool = nullptr;
+  // Zero-copy payloads out of region memory (region_tx.h).
+  RegionTx* region_tx = nullptr;
   // The published region table, for the engines' remote accesses.
   std::atomic<const RegionTable*>* regions = nullptr;
   // Waits out every HPU's use of an old table version (rcu_table.h).

@@ -43,6 +43,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -365,6 +366,10 @@ struct PairRig {
   uint32_t qp_a = 0;         // A's QP (the requester), to B's
 };
 
+// --diad_zero_copy_min_bytes=N (main() takes it out of argv): B's DiAD
+// zero-copy threshold; -1 keeps the default.
+int64_t g_zero_copy_min_bytes = -1;
+
 // A pair whose timers never fire while the bench steps: nothing is lost
 // between the rings, and a preempted step must not turn into a
 // retransmission.
@@ -376,6 +381,9 @@ DataplaneConfig QuietPairConfig(Node& node, const std::string& suffix,
   dc.channel.rto_max_ns = 10'000'000'000;
   // The longest local ACK timeout (4.096 us * 2^31).
   config.transports.get<roce::RoceConfig>().local_ack_timeout = 31;
+  if (g_zero_copy_min_bytes >= 0) {
+    dc.zero_copy_min_bytes = static_cast<uint32_t>(g_zero_copy_min_bytes);
+  }
   return config;
 }
 
@@ -458,12 +466,13 @@ void CheckNoRetransmissions(PairRig& rig) {
 // (DiadModule::Submit, not waited for) and steps A and B until A completes
 // it. The payload string travels into the operation and back, so that no
 // 4 KiB copy is made per operation.
-void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind) {
+void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind,
+             uint32_t read_bytes = kDiadReadBytes) {
   PairRig& rig = Pair();
   diad::DiadModule* module = rig.a.dataplane->transport<diad::DiadModule>();
   const Bytes bytes = Pattern(kOpBytes, static_cast<uint32_t>(kind) + 3);
   std::string payload(bytes.begin(), bytes.end());
-  const Bytes read_source = Pattern(kDiadReadBytes, 11);
+  const Bytes read_source = Pattern(read_bytes, 11);
   Check(rig.b.dataplane->WriteRegion(rig.target.id, kDiadReadAt, read_source),
         "read source");
   const Bytes zeros(kOpBytes, 0);
@@ -487,7 +496,7 @@ void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind) {
         rig.target.base_address +
         (kind == diad::DiadOp::Kind::kRead ? kDiadReadAt : kDiadWriteAt);
   }
-  request.read_length = kDiadReadBytes;
+  request.read_length = read_bytes;
   Tally tally(state);
   std::string last_read;
   for (auto _ : state) {
@@ -565,7 +574,7 @@ void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind) {
   CheckNoRetransmissions(rig);
   const uint32_t max_payload = module->config().max_payload();
   const uint64_t op_bytes =
-      kind == diad::DiadOp::Kind::kRead ? kDiadReadBytes : kOpBytes;
+      kind == diad::DiadOp::Kind::kRead ? read_bytes : kOpBytes;
   const double packets =
       static_cast<double>((op_bytes + max_payload - 1) / max_payload);
   Report(state, tally, packets, op_bytes);
@@ -585,6 +594,13 @@ void BM_DiadRead(benchmark::State& state) {
   RunDiad(state, diad::DiadOp::Kind::kRead);
 }
 BENCHMARK(BM_DiadRead)->Apply(bench::FixedIterationsIfRequested);
+
+// A 4 KiB read: B's responses go out zero-copy from its region (docs/diad.md,
+// "Zero-copy READ responses") unless --diad_zero_copy_min_bytes=0.
+void BM_DiadRead4k(benchmark::State& state) {
+  RunDiad(state, diad::DiadOp::Kind::kRead, kOpBytes);
+}
+BENCHMARK(BM_DiadRead4k)->Apply(bench::FixedIterationsIfRequested);
 
 // RoceModule::Execute waits for its operation; this thread makes that call,
 // one operation per Post(), and otherwise sleeps on a mutex: it never polls
@@ -1048,6 +1064,19 @@ int main(int argc, char** argv) {
                  std::string(status.message()).c_str());
     return 1;
   }
+  // Our own flag, taken out before Google Benchmark sees the rest.
+  constexpr std::string_view kZeroCopyFlag = "--diad_zero_copy_min_bytes=";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg.substr(0, kZeroCopyFlag.size()) == kZeroCopyFlag) {
+      spinnic::g_zero_copy_min_bytes =
+          std::atoll(argv[i] + kZeroCopyFlag.size());
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   benchmark::Initialize(&argc, argv);
   // Cycles are TSC cycles: this is the rate gbps_per_core is derived at.
   benchmark::AddCustomContext("tsc_hz", std::to_string(rte_get_tsc_hz()));

@@ -141,6 +141,12 @@ absl::Status CheckDiadSection(const v1::Config& config, const Reporter& r) {
               "twice window_packets")}) {
     if (!s.ok()) return s;
   }
+  if (diad.has_zero_copy_min_bytes() && diad.zero_copy_min_bytes() > 65535) {
+    return r.Error(d.F("zero_copy_min_bytes"),
+                   absl::StrCat(diad.zero_copy_min_bytes(),
+                                " is larger than any packet's payload; use "
+                                "0..65535 (0: never zero-copy)"));
+  }
   const uint32_t rto = diad.rto_us() != 0 ? diad.rto_us() : 1000;
   const uint32_t rto_max = diad.rto_max_us() != 0 ? diad.rto_max_us() : 16000;
   if (rto_max < rto) {
@@ -269,6 +275,9 @@ absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
   ch.nack_interval_ns =
       or_default(uint64_t{c.nack_interval_us()} * 1000, ch.nack_interval_ns);
   ch.reorder_packets = c.reorder_packets();
+  if (c.has_zero_copy_min_bytes()) {
+    d.zero_copy_min_bytes = c.zero_copy_min_bytes();
+  }
   for (const v1::DiadPeer& peer : c.peers()) {
     d.peers.push_back(ConvertPeer(peer));
   }

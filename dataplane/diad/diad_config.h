@@ -49,6 +49,11 @@ struct DiadConfig {
   uint32_t max_message_bytes = 16u << 20;
   // Operations (from gRPC or handlers) queued or in flight at once.
   uint32_t max_pending_ops = 65536;
+  // READ response packets with at least this many payload bytes go out
+  // zero-copy (region_tx.h: the payload mbuf points into the region) when
+  // the DiAD port sends chained mbufs; smaller ones, or every one with 0,
+  // are copied into the packet.
+  uint32_t zero_copy_min_bytes = 1024;
   ChannelConfig channel;
   std::vector<PeerConfig> peers;
 

@@ -40,6 +40,7 @@ class EctxTable;
 class Hpu;
 class MemoryRegion;
 class RegionTable;
+class RegionTx;
 }  // namespace spinnic
 
 namespace spinnic::diad {
@@ -108,6 +109,11 @@ struct alignas(64) DiadCounters {
   Counter sacks_sent;      // ACKs that carried a SACK bitmap
   Counter sacks_received;  // valid SACKs applied
   Counter reorder_held;    // out-of-order packets held (SELECTIVE)
+  // READ response packets whose payload went out of the region (region_tx.h)
+  Counter zero_copy_packets;
+  // ... and those that were meant to but were copied (no reference or
+  // mbuf, or a region being deregistered).
+  Counter zero_copy_fallbacks;
   std::array<Counter, kDiadDropCount> drops;
 
   void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
@@ -144,6 +150,9 @@ struct DiadShared {
   rte_mempool* pool = nullptr;
   // Indirect mbufs: retransmissions send clones of the held original.
   rte_mempool* clone_pool = nullptr;
+  // Zero-copy READ responses (DiadConfig::zero_copy_min_bytes); nullptr
+  // when they are off or the port cannot send chained mbufs.
+  RegionTx* region_tx = nullptr;
   // Per HPU: DiadOp* submissions (MP/SC).
   rte_ring* const* commands = nullptr;
   // Per HPU: frames received by another HPU (the HPUs' inbound rings).
@@ -324,11 +333,15 @@ class DiadEngine final : public TransportEngine {
   // retransmission. False when no mbuf could be had (try again later).
   bool SendSequenced(Channel& ch, Header& header,
                      std::span<const uint8_t> payload, uint32_t txn,
-                     bool completes_txn, uint64_t now);
+                     bool completes_txn, uint64_t now,
+                     const MemoryRegion* zero_copy = nullptr);
   void SendControl(Channel& ch, PacketType type, uint8_t flags, uint32_t ack);
   void Retransmit(Channel& ch, rte_mbuf* held);
+  // `zero_copy`: the payload lies in that region and goes out from there
+  // (a header mbuf chained to it); when that cannot be had, it is copied.
   rte_mbuf* BuildPacket(const Channel& ch, Header& header,
-                        std::span<const uint8_t> payload);
+                        std::span<const uint8_t> payload,
+                        const MemoryRegion* zero_copy = nullptr);
   void Enqueue(Channel& ch, DiadOp* op);
   // Ends transaction `txn` (already out of the table) with `status`.
   void Finish(Channel& ch, uint32_t txn, const Txn& t, Status status);

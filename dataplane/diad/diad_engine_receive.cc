@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "dataplane/common/clock.h"
+#include "dataplane/contiguous.h"
 #include "dataplane/diad/diad_engine.h"
 #include "dataplane/diad/stream_ring.h"
 #include "dataplane/ectx_table.h"
@@ -22,7 +23,6 @@ namespace spinnic::diad {
 
 void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
                          uint16_t in_port, const EctxTable& table) {
-  const uint8_t* data = rte_pktmbuf_mtod(packet, const uint8_t*);
   if (frame.layers.ip_proto == kIcmpv6) {
     AnswerNeighbor(packet, frame, in_port);
     return;
@@ -33,10 +33,11 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     Drop(packet, DiadDrop::kBadType);
     return;
   }
-  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+  if (!MakeContiguous(&packet, shared_.pool)) {
     Drop(packet, DiadDrop::kNoBuffer);
     return;
   }
+  const uint8_t* data = rte_pktmbuf_mtod(packet, const uint8_t*);
   // The channel's owner first: a frame RSS gave to the wrong HPU is handed
   // over before anything reads its state.
   if (frame.src_port >= kChannelPortBase && shared_.hpu_count > 1) {

@@ -12,6 +12,7 @@
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
+#include "dataplane/region_tx.h"
 
 namespace spinnic::diad {
 
@@ -96,7 +97,10 @@ bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
                                        (last ? kFlagLast | kFlagAckNow : 0));
         h.address = job.address + job.sent;
         h.msg_offset = job.sent;
-        if (!SendSequenced(ch, h, {base + job.sent, segment}, 0, false, now)) {
+        const MemoryRegion* zero_copy =
+            segment >= config_.zero_copy_min_bytes ? job.region : nullptr;
+        if (!SendSequenced(ch, h, {base + job.sent, segment}, 0, false, now,
+                           zero_copy)) {
           return false;
         }
         job.sent += segment;
@@ -172,17 +176,25 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
 }
 
 rte_mbuf* DiadEngine::BuildPacket(const Channel& ch, Header& header,
-                                  std::span<const uint8_t> payload) {
+                                  std::span<const uint8_t> payload,
+                                  const MemoryRegion* zero_copy) {
   const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
   const Peer* peer = peers->FindBySlot(ch.slot);
   if (peer == nullptr) return nullptr;
   rte_mbuf* packet = rte_pktmbuf_alloc(shared_.pool);
   if (packet == nullptr) return nullptr;
-  const uint32_t length =
-      static_cast<uint32_t>(kFrameOverhead + payload.size());
+  rte_mbuf* body = nullptr;
+  if (zero_copy != nullptr && shared_.region_tx != nullptr) {
+    body = shared_.region_tx->Attach(shared_.pool, *zero_copy, payload.data(),
+                                     static_cast<uint16_t>(payload.size()));
+    if (body == nullptr) counters_.zero_copy_fallbacks.Add();
+  }
+  const uint32_t length = static_cast<uint32_t>(
+      kFrameOverhead + (body != nullptr ? 0 : payload.size()));
   uint8_t* out = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(packet, length));
   if (out == nullptr) {
     rte_pktmbuf_free(packet);
+    if (body != nullptr) rte_pktmbuf_free(body);
     return nullptr;
   }
   header.channel = ch.channel;
@@ -191,16 +203,23 @@ rte_mbuf* DiadEngine::BuildPacket(const Channel& ch, Header& header,
   Endpoint dst;
   dst.mac = peer->mac;
   dst.ip = peer->node;
-  BuildFrame(self_, dst, config_.udp_port, header, payload, out);
+  if (body == nullptr) {
+    BuildFrame(self_, dst, config_.udp_port, header, payload, out);
+    return packet;
+  }
+  BuildFrameHeaders(self_, dst, config_.udp_port, header, payload, out);
+  rte_pktmbuf_chain(packet, body);  // two segments: cannot exceed the limit
+  counters_.zero_copy_packets.Add();
   return packet;
 }
 
 bool DiadEngine::SendSequenced(Channel& ch, Header& header,
                                std::span<const uint8_t> payload, uint32_t txn,
-                               bool completes_txn, uint64_t now) {
+                               bool completes_txn, uint64_t now,
+                               const MemoryRegion* zero_copy) {
   header.seq = ch.tx.next_seq();
   header.ack = ch.rx.expected();
-  rte_mbuf* held = BuildPacket(ch, header, payload);
+  rte_mbuf* held = BuildPacket(ch, header, payload, zero_copy);
   if (held == nullptr) {
     counters_.drops[static_cast<size_t>(DiadDrop::kNoBuffer)].Add();
     return false;

@@ -187,6 +187,12 @@ absl::Status DiadModule::Open(const TransportEnv& env) {
   shared_.regions = env.regions;
   shared_.pool = env.pool;
   shared_.clone_pool = clone_pool_;
+  // Chained packets only where the port sends them (a PMD without
+  // MULTI_SEGS would send the header alone).
+  if (config_.zero_copy_min_bytes != 0 &&
+      env.ports[config_.port].tx_multi_segs()) {
+    shared_.region_tx = env.region_tx;
+  }
   shared_.commands = command_rings_.data();
   shared_.handler_actions = action_rings_.data();
   // Frames for a channel another HPU owns are handed over through the
@@ -572,6 +578,8 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"sacks_sent", &C::sacks_sent},
       {"sacks_received", &C::sacks_received},
       {"reorder_held", &C::reorder_held},
+      {"zero_copy_packets", &C::zero_copy_packets},
+      {"zero_copy_fallbacks", &C::zero_copy_fallbacks},
   };
   for (const auto& [name, field] : kFields) {
     uint64_t sum = 0;

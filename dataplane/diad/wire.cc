@@ -234,15 +234,13 @@ void SetUdpChecksum(uint8_t* frame, uint32_t length) {
   StoreBe16(u + 6, sum == 0 ? 0xffff : sum);
 }
 
-uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
-                    const Header& header, std::span<const uint8_t> payload,
-                    uint8_t* out) {
-  if (payload.size() > kMaxPayloadBytes || header.channel >= kMaxChannels) {
-    return 0;
-  }
-  const uint32_t payload_bytes = static_cast<uint32_t>(payload.size());
-  const uint32_t udp_length = kMinUdpLength + payload_bytes;
+namespace {
 
+// BuildFrame's headers for a payload of `payload_bytes`, checksum field 0.
+void WriteFrameHeaders(const Endpoint& src, const Endpoint& dst,
+                       uint16_t udp_port, const Header& header,
+                       uint32_t payload_bytes, uint8_t* out) {
+  const uint32_t udp_length = kMinUdpLength + payload_bytes;
   uint8_t* eth = out;
   std::memcpy(eth, dst.mac.data(), 6);
   std::memcpy(eth + 6, src.mac.data(), 6);
@@ -265,7 +263,20 @@ uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
   Header copy = header;
   copy.payload_length = static_cast<uint16_t>(payload_bytes);
   StoreHeader(copy, u + kUdpBytes);
+}
 
+bool Buildable(const Header& header, std::span<const uint8_t> payload) {
+  return payload.size() <= kMaxPayloadBytes && header.channel < kMaxChannels;
+}
+
+}  // namespace
+
+uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
+                    const Header& header, std::span<const uint8_t> payload,
+                    uint8_t* out) {
+  if (!Buildable(header, payload)) return 0;
+  const uint32_t payload_bytes = static_cast<uint32_t>(payload.size());
+  WriteFrameHeaders(src, dst, udp_port, header, payload_bytes, out);
   uint8_t* body = out + kFrameOverhead;
   if (payload_bytes != 0 && payload.data() != body) {
     // memmove: a payload that overlaps the frame (a header rebuilt in
@@ -275,6 +286,29 @@ uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
   const uint32_t length = static_cast<uint32_t>(kFrameOverhead) + payload_bytes;
   SetUdpChecksum(out, length);
   return length;
+}
+
+uint32_t BuildFrameHeaders(const Endpoint& src, const Endpoint& dst,
+                           uint16_t udp_port, const Header& header,
+                           std::span<const uint8_t> payload, uint8_t* out) {
+  if (!Buildable(header, payload)) return 0;
+  WriteFrameHeaders(src, dst, udp_port, header,
+                    static_cast<uint32_t>(payload.size()), out);
+  uint8_t* ip6 = out + kEthernetBytes;
+  uint8_t* u = ip6 + kIpv6Bytes;
+  // The UDP and DiAD headers are an even number of bytes, so the payload's
+  // words continue the sum where they end.
+  static_assert((kUdpBytes + kHeaderBytes) % 2 == 0);
+  const uint32_t udp_length = LoadBe16(u + 4);
+  uint64_t sum = checksum::Add(0, ip6 + 8, 32);
+  sum = checksum::AddBe32(sum, udp_length);
+  sum = checksum::AddBe32(sum, net::kProtoUdp);
+  sum = checksum::Add(sum, u, kUdpBytes + kHeaderBytes);
+  sum = checksum::Add(sum, payload.data(), payload.size());
+  const uint16_t value = static_cast<uint16_t>(~checksum::Fold(sum));
+  // A computed 0 goes out as 0xffff: 0 would mean "no checksum".
+  StoreBe16(u + 6, value == 0 ? 0xffff : value);
+  return static_cast<uint32_t>(kFrameOverhead);
 }
 
 }  // namespace spinnic::diad

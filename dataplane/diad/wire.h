@@ -197,6 +197,15 @@ uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
                     const Header& header, std::span<const uint8_t> payload,
                     uint8_t* out);
 
+// BuildFrame for a payload that stays where it is (zero-copy: the packet is
+// a header mbuf chained to the payload's bytes, region_tx.h): writes only
+// the kFrameOverhead header bytes into `out`, with the UDP checksum
+// covering `payload` where it lies. Returns kFrameOverhead, or 0 as
+// BuildFrame.
+uint32_t BuildFrameHeaders(const Endpoint& src, const Endpoint& dst,
+                           uint16_t udp_port, const Header& header,
+                           std::span<const uint8_t> payload, uint8_t* out);
+
 // Only the fixed 48 header bytes, big-endian (tests, and rewriting a header
 // in place before the checksum is set).
 void StoreHeader(const Header& header, uint8_t* out);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "dataplane/common/clock.h"
+#include "dataplane/contiguous.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/neighbor_service.h"
 #include "dataplane/region_table.h"
@@ -194,7 +195,7 @@ void RoceEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     rte_pktmbuf_free(packet);
     return;
   }
-  if (packet->nb_segs != 1 && rte_pktmbuf_linearize(packet) != 0) {
+  if (!MakeContiguous(&packet, shared_.pool)) {
     counters_.Drop(RoceDrop::kNoBuffer);
     rte_pktmbuf_free(packet);
     return;

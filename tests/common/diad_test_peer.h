@@ -76,18 +76,33 @@ class TestPeer {
     return SendFrame(Build(h, payload, keep_seq));
   }
 
-  // Every frame the appliance sent out of the wire port.
-  std::vector<Bytes> DrainFrames() {
+  // Every frame the appliance sent out of the wire port, each whole (a
+  // zero-copy packet is a chain: its segments in order, as a NIC sends
+  // them). `chained`, when given, counts the frames of more than one segment.
+  std::vector<Bytes> DrainFrames(size_t* chained = nullptr) {
     std::vector<Bytes> frames;
     void* m = nullptr;
     while (rte_ring_dequeue(from_dut_, &m) == 0) {
       auto* mbuf = static_cast<rte_mbuf*>(m);
-      const uint8_t* data = rte_pktmbuf_mtod(mbuf, const uint8_t*);
-      frames.emplace_back(data, data + mbuf->data_len);
-      rte_pktmbuf_free(mbuf);
+      Bytes& frame = frames.emplace_back(mbuf->pkt_len);
+      // A pointer into the mbuf when it is one segment, else frame itself.
+      const void* bytes =
+          rte_pktmbuf_read(mbuf, 0, mbuf->pkt_len, frame.data());
+      if (bytes != frame.data()) {
+        std::memcpy(frame.data(), bytes, mbuf->pkt_len);
+      }
+      if (mbuf->nb_segs > 1 && chained != nullptr) ++*chained;
+      if (hold_ != nullptr) {
+        hold_->push_back(mbuf);
+      } else {
+        rte_pktmbuf_free(mbuf);
+      }
     }
     return frames;
   }
+  // While set, drained mbufs go to `held` instead of being freed: a TX
+  // queue that has not sent them yet (the caller frees them).
+  void HoldDrained(std::vector<rte_mbuf*>* held) { hold_ = held; }
 
   // The DiAD packets among `frames` (or drained now), in order; learns the
   // appliance's epoch. Sequenced packets accepted in order advance our
@@ -142,6 +157,7 @@ class TestPeer {
   rte_mempool* pool_;
   rte_ring* to_dut_;
   rte_ring* from_dut_;
+  std::vector<rte_mbuf*>* hold_ = nullptr;
   diad::Endpoint self_;
   diad::Endpoint dut_;
   uint16_t udp_port_;

@@ -374,6 +374,111 @@ TEST_F(DiadDataplaneTest, SegmentedWriteLandsAndReadReturnsIt) {
   EXPECT_EQ(DiadCounter(dataplane(), "reads_served"), 1u);
 }
 
+// Zero-copy READ responses (docs/diad.md, "Zero-copy READ responses"): a
+// response packet of 1024 bytes or more is a header mbuf chained to an mbuf
+// whose data is the region's bytes; the region stays pinned while any such
+// mbuf is unsent (here: held by the peer like a TX queue would), and
+// deregistering it waits for them.
+TEST_F(DiadDataplaneTest, ReadResponsesGoOutZeroCopyAndDeregistrationWaits) {
+  RegionInfo region = Region(8192, kRemoteRead | kLocalRead | kLocalWrite);
+  const Bytes data = Pattern(4000, 9);  // 1404 + 1404 + 1192
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 64, data).ok());
+  Header read;
+  read.type = PacketType::kReadRequest;
+  read.flags = diad::kFlagFirst | diad::kFlagLast;
+  read.txn = 7;
+  read.key = region.rkey;
+  read.address = region.base_address + 64;
+  read.msg_length = static_cast<uint32_t>(data.size());
+  ASSERT_TRUE(peer_->Send(read));
+  Poll();
+  std::vector<rte_mbuf*> queued;  // as if still in the TX queue
+  peer_->HoldDrained(&queued);
+  size_t chained = 0;
+  std::vector<Received> parts = OfType(
+      peer_->Parse(peer_->DrainFrames(&chained)), PacketType::kReadResponse);
+  peer_->HoldDrained(nullptr);
+  ASSERT_EQ(parts.size(), 3u);
+  Bytes returned;
+  for (const Received& r : parts) {
+    returned.insert(returned.end(), r.payload.begin(), r.payload.end());
+  }
+  EXPECT_EQ(returned, data);  // the UDP checksums covered the region bytes
+  EXPECT_EQ(chained, 3u);
+  EXPECT_EQ(DiadCounter(dataplane(), "zero_copy_packets"), 3u);
+  EXPECT_EQ(DiadCounter(dataplane(), "zero_copy_fallbacks"), 0u);
+
+  // The peer acknowledges the responses: the appliance frees its held
+  // originals; only the "queued" clones pin the region now.
+  Header ack;
+  ack.type = PacketType::kAck;
+  ASSERT_TRUE(peer_->Send(ack));
+  Poll();
+  std::atomic<bool> done{false};
+  absl::Status status;
+  std::thread deregister([&] {
+    status = dataplane().DeregisterRegion(region.id);
+    done.store(true);
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_FALSE(done.load()) << "deregistered under queued packets";
+  // Meanwhile the region takes no new transfer: a READ is refused.
+  read.txn = 8;
+  ASSERT_TRUE(peer_->Send(read));
+  Poll();
+  std::vector<Received> refused =
+      OfType(peer_->Take(), PacketType::kReadResponse);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].header.status, diad::Status::kOk);
+  EXPECT_FALSE(done.load());
+  // The bytes the queued packets point at are still the region's.
+  size_t offset = 0;
+  for (rte_mbuf* m : queued) {
+    if (m->nb_segs != 2) continue;  // not a response
+    ASSERT_LE(offset + m->next->data_len, data.size());
+    EXPECT_EQ(std::memcmp(rte_pktmbuf_mtod(m->next, const uint8_t*),
+                          data.data() + offset, m->next->data_len),
+              0);
+    offset += m->next->data_len;
+  }
+  EXPECT_EQ(offset, data.size());
+  for (rte_mbuf* m : queued) rte_pktmbuf_free(m);  // the NIC sent them
+  deregister.join();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_FALSE(dataplane().ReadRegion(region.id, 0, 1, 1).ok());
+}
+
+// A packet that is never released keeps the region: deregistration gives up
+// after its wait and says why, and the region stays usable.
+TEST_F(DiadDataplaneTest, DeregistrationGivesUpOnAPacketThatIsNeverSent) {
+  RegionInfo region = Region(8192, kRemoteRead | kLocalRead | kLocalWrite);
+  Header read;
+  read.type = PacketType::kReadRequest;
+  read.flags = diad::kFlagFirst | diad::kFlagLast;
+  read.txn = 9;
+  read.key = region.rkey;
+  read.address = region.base_address;
+  read.msg_length = 2048;
+  ASSERT_TRUE(peer_->Send(read));
+  Poll();
+  std::vector<rte_mbuf*> queued;
+  peer_->HoldDrained(&queued);
+  ASSERT_EQ(OfType(peer_->Take(), PacketType::kReadResponse).size(), 2u);
+  peer_->HoldDrained(nullptr);
+  absl::Status status = dataplane().DeregisterRegion(region.id);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("queued packet"), std::string::npos)
+      << status;
+  // Still registered and served.
+  EXPECT_TRUE(dataplane().ReadRegion(region.id, 0, 16, 16).ok());
+  for (rte_mbuf* m : queued) rte_pktmbuf_free(m);
+  Header ack;
+  ack.type = PacketType::kAck;
+  ASSERT_TRUE(peer_->Send(ack));
+  Poll();
+  EXPECT_TRUE(dataplane().DeregisterRegion(region.id).ok());
+}
+
 TEST_F(DiadDataplaneTest, BadAccessesWriteNothingAndSayWhy) {
   RegionInfo writable = Region(4096, kRemoteWrite | kLocalRead);
   RegionInfo read_only = Region(4096, kRemoteRead | kLocalRead);

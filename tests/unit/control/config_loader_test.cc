@@ -1502,5 +1502,27 @@ TEST(DiadRecoveryTest, PeersChooseTheirRecovery) {
       << too_many;
 }
 
+// diad.zero_copy_min_bytes (issue 16): 1024 when unset, 0 turns zero-copy
+// off, more than a packet can carry is refused.
+TEST(DiadZeroCopyTest, ThresholdDefaultsOffAndBounds) {
+  v1::Config config = RunningConfig();
+  config.clear_handlers();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_EQ(dp->transports.get<diad::DiadConfig>().zero_copy_min_bytes, 1024u);
+  config.mutable_diad()->set_zero_copy_min_bytes(0);
+  dp = ToDataplaneConfig(config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_EQ(dp->transports.get<diad::DiadConfig>().zero_copy_min_bytes, 0u);
+  config.mutable_diad()->set_zero_copy_min_bytes(70000);
+  absl::Status too_large = ValidateConfig(config);
+  EXPECT_EQ(too_large.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(too_large.message())
+                .find("diad.zero_copy_min_bytes: 70000 is larger than any "
+                      "packet's payload; use 0..65535"),
+            std::string::npos)
+      << too_large;
+}
+
 }  // namespace
 }  // namespace spinnic
