@@ -160,6 +160,10 @@ scA remote-read b "$RKEY" "$ADDR" 3000 --out "$TMP/read.bin" --timeout_ms 20000
 check "a: remote-read from A returns the bytes written" eval 'rc_is 0 && cmp -s "$TMP/write.bin" "$TMP/read.bin"'
 scB region-read "$RW_ID" --offset 1000 --length 3000 --out "$TMP/local.bin"
 check "a: B's own region-read agrees" eval 'rc_is 0 && cmp -s "$TMP/write.bin" "$TMP/local.bin"'
+# memif sends chains: B's two full READ response packets left zero-copy,
+# straight from the region, and arrived intact (the cmp above).
+ZC=$(diad b zero_copy_packets)
+check "a: B sent READ responses zero-copy (zero_copy_packets=$ZC)" test "${ZC:-0}" -ge 2
 scA remote-read b "$RKEY" "$((BASE + 65536 - 8))" 16 --timeout_ms 20000
 check "a: a read past the region's end: exit 1, OUT_OF_RANGE" eval 'rc_is 1 && err_has "OUT_OF_RANGE"'
 
