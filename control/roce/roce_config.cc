@@ -105,6 +105,12 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
                      " HPUs cannot own queue pairs: ", "there are ", workers,
                      " workers; use 1..", workers, ", or 0 for all of them"));
   }
+  if (roce.has_zero_copy_min_bytes() && roce.zero_copy_min_bytes() > 65535) {
+    return r.Error(d.F("zero_copy_min_bytes"),
+                   absl::StrCat(roce.zero_copy_min_bytes(),
+                                " is larger than any packet's payload; use "
+                                "0..65535 (0: never zero-copy)"));
+  }
   if (roce.connection_region_bytes() > (uint64_t{1} << 32)) {
     return r.Error(d.F("connection_region_bytes"),
                    absl::StrCat(roce.connection_region_bytes(),
@@ -244,6 +250,9 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   rc.path_mtu = or_default(c.path_mtu(), rc.path_mtu);
   rc.max_qps = or_default(c.max_qps(), rc.max_qps);
   rc.qp_hpus = c.qp_hpus();
+  if (c.has_zero_copy_min_bytes()) {
+    rc.zero_copy_min_bytes = c.zero_copy_min_bytes();
+  }
   for (uint32_t p : c.listen_ports()) {
     rc.listen_ports.push_back(static_cast<uint16_t>(p));
   }

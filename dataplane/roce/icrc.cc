@@ -7,6 +7,7 @@
 // DPDK 22.11's rte_vect.h declares its functions without extern "C".
 extern "C" {
 #include <rte_vect.h>
+#include <zlib.h>
 }
 
 #include <array>
@@ -150,6 +151,24 @@ bool ComputeIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span,
     std::memcpy(ip, saved_ip.data(), saved_ip.size());
   }
   std::memcpy(start, saved_lrh.data(), kIcrcLrhBytes);
+  return true;
+}
+
+bool ComputeIcrcOver(uint8_t* headers, uint32_t length, const IcrcSpan& span,
+                     std::span<const uint8_t> payload,
+                     std::span<const uint8_t> pad, uint32_t* icrc) {
+  uint32_t crc = 0;
+  if (!ComputeIcrc(headers, length, span, &crc)) return false;
+  // CRC-32 of A || B from CRC(A), CRC(B) and |B| (the pre- and
+  // post-inversions of CRC-32 cancel in zlib's combination).
+  for (std::span<const uint8_t> part : {payload, pad}) {
+    if (part.empty()) continue;
+    const uint32_t part_crc = rte_net_crc_calc(
+        part.data(), static_cast<uint32_t>(part.size()), RTE_NET_CRC32_ETH);
+    crc = static_cast<uint32_t>(crc32_combine_op(
+        crc, part_crc, crc32_combine_gen(static_cast<z_off_t>(part.size()))));
+  }
+  *icrc = crc;
   return true;
 }
 

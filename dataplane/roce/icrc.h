@@ -34,6 +34,7 @@
 #define SPINNIC_DATAPLANE_ROCE_ICRC_H_
 
 #include <cstdint>
+#include <span>
 
 namespace spinnic::roce {
 
@@ -71,6 +72,16 @@ const char* IcrcAlgorithm();
 // returning.
 bool ComputeIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span,
                  uint32_t* icrc);
+
+// The ICRC of a frame whose bytes after the headers lie elsewhere
+// (zero-copy): ComputeIcrc over `headers` up to span.icrc_offset (the end
+// of the headers; `length` counts 4 more bytes after it, as ComputeIcrc
+// wants), continued over `rest` (payload, then pad) by CRC combination
+// (zlib's crc32_combine_op: a 32-step multiplication per part). False for
+// an invalid span.
+bool ComputeIcrcOver(uint8_t* headers, uint32_t length, const IcrcSpan& span,
+                     std::span<const uint8_t> payload,
+                     std::span<const uint8_t> pad, uint32_t* icrc);
 
 // ComputeIcrc and compare with the 4 bytes at icrc_offset. False for an
 // invalid span too.

@@ -33,6 +33,10 @@ struct RoceConfig {
   // The HPUs that own queue pairs: the first qp_hpus (0: every HPU). 1
   // keeps every QP, service and NAAICE function on HPU 0.
   uint32_t qp_hpus = 0;
+  // READ response packets with at least this many payload bytes go out
+  // zero-copy (region_tx.h: the payload mbuf points into the region) when
+  // the RoCE port sends chained mbufs; 0: every one is copied.
+  uint32_t zero_copy_min_bytes = 1024;
   std::vector<uint16_t> listen_ports;
   uint32_t ack_every = 16;
   uint8_t local_ack_timeout = 14;

@@ -50,6 +50,7 @@ class EctxTable;
 class Hpu;
 class MemoryRegion;
 class RegionTable;
+class RegionTx;
 }  // namespace spinnic
 
 namespace spinnic::roce {
@@ -112,6 +113,10 @@ struct alignas(64) RoceCounters {
   Counter cm_rejects;      // REJ sent
   Counter neighbor_answers;
   Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
+  // READ response packets whose payload went out of the region
+  // (region_tx.h), and those meant to that were copied instead.
+  Counter zero_copy_packets;
+  Counter zero_copy_fallbacks;
   std::array<Counter, kParseErrorCount> parse_errors;
   std::array<Counter, kRoceDropCount> drops;
 
@@ -240,6 +245,9 @@ struct RoceShared {
   const RoceConfig* config = nullptr;
   std::atomic<const RegionTable*>* regions = nullptr;
   rte_mempool* pool = nullptr;
+  // Zero-copy READ responses (RoceConfig::zero_copy_min_bytes); nullptr
+  // when off or the port cannot send chained mbufs.
+  RegionTx* region_tx = nullptr;
   rte_ring* const* commands = nullptr;  // per HPU: RoceCommand*, MP/SC
   // uint32_t QPNs, MP/SC to HPU 0: a CM connection's first RC packet
   // arrived at its owner (the CM stops waiting for the RTU).
@@ -398,6 +406,11 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   void SendReplies(Qp& qp, uint32_t budget);
   bool SendAck(Qp& qp, const ResponderReply& reply);
   bool SendReadResponse(Qp& qp, ReplyJob& job);
+  // The packet of SendReadResponse as headers, region bytes and trailer
+  // (zero-copy); nullptr when it cannot be had (the caller copies).
+  rte_mbuf* ZeroCopyReadResponse(const Qp& qp, const ReplyJob& job,
+                                 const Bth& bth, const ExtHeaders& ext,
+                                 uint32_t offset, uint32_t length);
   // A reply frame with headers written and `payload` pointing at its
   // payload; the caller fills the payload, then FinishAndSend.
   rte_mbuf* NewFrame(const FrameParams& params, const Bth& bth,

@@ -8,6 +8,7 @@
 
 #include "dataplane/hpu.h"
 #include "dataplane/memory_region.h"
+#include "dataplane/region_tx.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_engine_internal.h"
 
@@ -110,6 +111,18 @@ bool RoceEngine::SendReadResponse(Qp& qp, ReplyJob& job) {
   ExtHeaders ext;
   ext.aeth.syndrome = r.syndrome;
   ext.aeth.msn = r.msn;
+  if (shared_.region_tx != nullptr && job.region != nullptr &&
+      length >= config_.zero_copy_min_bytes) {
+    if (rte_mbuf* m = ZeroCopyReadResponse(qp, job, bth, ext, offset, length)) {
+      counters_.zero_copy_packets.Add();
+      counters_.read_bytes.Add(length);
+      counters_.tx_packets.Add();
+      counters_.tx_bytes.Add(m->pkt_len);
+      hpu_->Transmit(config_.port, m);
+      return true;
+    }
+    counters_.zero_copy_fallbacks.Add();
+  }
   uint8_t* payload = nullptr;
   rte_mbuf* m = NewFrame(qp.params, bth, ext, length, &payload);
   if (m == nullptr) {
@@ -120,6 +133,46 @@ bool RoceEngine::SendReadResponse(Qp& qp, ReplyJob& job) {
   counters_.read_bytes.Add(length);
   FinishAndSend(qp.params, m);
   return true;
+}
+
+rte_mbuf* RoceEngine::ZeroCopyReadResponse(const Qp& qp, const ReplyJob& job,
+                                           const Bth& bth,
+                                           const ExtHeaders& ext,
+                                           uint32_t offset, uint32_t length) {
+  const FrameParams& params = qp.params;
+  const uint32_t header_bytes =
+      HeaderBytes(params.ip_version, bth.opcode, params.vlan);
+  const uint32_t frame_bytes =
+      FrameBytes(params.ip_version, bth.opcode, length, params.vlan);
+  rte_mbuf* head = rte_pktmbuf_alloc(shared_.pool);
+  rte_mbuf* tail = rte_pktmbuf_alloc(shared_.pool);
+  const uint8_t* bytes = job.data + offset;
+  rte_mbuf* body =
+      head == nullptr || tail == nullptr
+          ? nullptr
+          : shared_.region_tx->Attach(shared_.pool, *job.region, bytes,
+                                      static_cast<uint16_t>(length));
+  auto* headers = reinterpret_cast<uint8_t*>(
+      body == nullptr
+          ? nullptr
+          : rte_pktmbuf_append(head, static_cast<uint16_t>(header_bytes)));
+  auto* trailer = reinterpret_cast<uint8_t*>(
+      headers == nullptr ? nullptr
+                         : rte_pktmbuf_append(tail, static_cast<uint16_t>(
+                                                        TrailerBytes(length))));
+  if (trailer == nullptr ||
+      WriteHeaders(params, bth, ext, length, headers, frame_bytes) !=
+          header_bytes ||
+      FinishChainedFrame(params, headers, header_bytes, {bytes, length},
+                         trailer) != frame_bytes) {
+    rte_pktmbuf_free(head);  // each nullptr-safe
+    rte_pktmbuf_free(body);
+    rte_pktmbuf_free(tail);
+    return nullptr;
+  }
+  rte_pktmbuf_chain(head, body);  // three segments: within every limit
+  rte_pktmbuf_chain(head, tail);
+  return head;
 }
 
 }  // namespace spinnic::roce

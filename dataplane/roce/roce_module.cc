@@ -145,6 +145,11 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
   shared_.config = &config_;
   shared_.regions = env.regions;
   shared_.pool = env.pool;
+  // Chained packets only where the port sends them.
+  if (config_.zero_copy_min_bytes != 0 &&
+      env.ports[config_.port].tx_multi_segs()) {
+    shared_.region_tx = env.region_tx;
+  }
   shared_.commands = command_rings_.data();
   shared_.cm_notices = cm_notices_;
   shared_.inbound = env.inbound;
@@ -611,6 +616,8 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"cm_rejects", &C::cm_rejects},
       {"neighbor_answers", &C::neighbor_answers},
       {"udp_checksum_zero", &C::udp_checksum_zero},
+      {"zero_copy_packets", &C::zero_copy_packets},
+      {"zero_copy_fallbacks", &C::zero_copy_fallbacks},
   };
   auto sum = [&](auto get) {
     uint64_t total = 0;

@@ -494,6 +494,51 @@ uint32_t FinishFrame(const FrameParams& params, uint8_t* frame,
   return static_cast<uint32_t>(frame_length);
 }
 
+uint32_t FinishChainedFrame(const FrameParams& params, uint8_t* headers,
+                            uint32_t header_bytes,
+                            std::span<const uint8_t> payload,
+                            uint8_t* trailer) {
+  const uint32_t ip_offset = L2Bytes(params.vlan);
+  const uint32_t ip_bytes = IpHeaderBytes(params.ip_version);
+  if (ip_bytes == 0 || header_bytes < ip_offset + ip_bytes + kUdpBytes) {
+    return 0;
+  }
+  const uint32_t udp_offset = ip_offset + ip_bytes;
+  uint8_t* ip = headers + ip_offset;
+  uint8_t* udp = headers + udp_offset;
+  const uint32_t payload_length = static_cast<uint32_t>(payload.size());
+  const uint32_t pad = PadCount(payload_length);
+  const uint32_t udp_length = LoadBe16(udp + 4);
+  if (udp_length !=
+      header_bytes - udp_offset + payload_length + pad + kIcrcBytes) {
+    return 0;  // not WriteHeaders' headers for this payload
+  }
+  std::memset(trailer, 0, pad);
+  StoreBe16(udp + 6, 0);
+  uint32_t icrc = 0;
+  if (!ComputeIcrcOver(headers, header_bytes + kIcrcBytes,
+                       IcrcSpan{ip_offset, udp_offset, header_bytes}, payload,
+                       {trailer, pad}, &icrc)) {
+    return 0;
+  }
+  StoreLe32(trailer + pad, icrc);
+  if (params.ip_version == 6 && params.ipv6_udp_checksum) {
+    // Every part but the last must be of even length for the sum: the
+    // headers are; an odd payload's last byte is summed with a zero, which
+    // stands for the first pad byte (pad is 1 or 3 then), so the trailer's
+    // words start one byte in.
+    static_assert(kUdpBytes % 2 == 0 && kBthBytes % 2 == 0);
+    uint64_t sum = PseudoHeaderSum(ip, false, udp_length);
+    sum = checksum::Add(sum, udp, header_bytes - udp_offset);
+    sum = checksum::Add(sum, payload.data(), payload_length);
+    const uint32_t skip = payload_length % 2;
+    sum = checksum::Add(sum, trailer + skip, pad + kIcrcBytes - skip);
+    const uint16_t value = static_cast<uint16_t>(~checksum::Fold(sum));
+    StoreBe16(udp + 6, value == 0 ? 0xffff : value);
+  }
+  return udp_offset + udp_length;
+}
+
 uint32_t BuildFrame(const FrameParams& params, const Bth& bth,
                     const ExtHeaders& ext, uint32_t payload_length,
                     uint8_t* frame, uint32_t capacity) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "dataplane/roce/ib_types.h"
 
@@ -315,6 +316,19 @@ uint32_t WriteHeaders(const FrameParams& params, const Bth& bth,
 // WriteHeaders result for `capacity`.
 uint32_t FinishFrame(const FrameParams& params, uint8_t* frame,
                      uint32_t capacity);
+
+// FinishFrame for a payload that stays where it is (zero-copy: the packet
+// is a header mbuf, an mbuf whose data is region memory and a trailer mbuf,
+// region_tx.h). `headers` holds the `header_bytes` WriteHeaders wrote (same
+// params, payload.size() as its payload length; masked in place for the
+// ICRC and restored, nothing after them touched); `trailer` receives
+// TrailerBytes(payload.size()) bytes: zero pad and the ICRC, computed over the
+// headers and the payload where it lies. Then the UDP checksum, as FinishFrame.
+// Returns the frame length, or 0 when the headers are not a valid WriteHeaders
+// result for that payload.
+uint32_t FinishChainedFrame(const FrameParams& params, uint8_t* headers,
+                            uint32_t header_bytes,
+                            std::span<const uint8_t> payload, uint8_t* trailer);
 
 // WriteHeaders then FinishFrame.
 uint32_t BuildFrame(const FrameParams& params, const Bth& bth,

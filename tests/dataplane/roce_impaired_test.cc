@@ -35,6 +35,7 @@
 #include "absl/strings/str_format.h"
 #include "dataplane/classifier.h"
 #include "dataplane/common/clock.h"
+#include "dataplane/contiguous.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/impair/impair_stage.h"
 #include "dataplane/impair/impairment_model.h"
@@ -298,6 +299,13 @@ class Client {
 
   // One frame from the wire (freed here).
   void Receive(rte_mbuf* m, uint64_t now) {
+    // A zero-copy READ response is a chain; the client's NIC would have
+    // received it in one buffer.
+    if (!MakeContiguous(&m, pool_)) {
+      ++bad_frames_;
+      rte_pktmbuf_free(m);
+      return;
+    }
     uint8_t* data = rte_pktmbuf_mtod(m, uint8_t*);
     const uint32_t length = m->data_len;
     ParsedFrame parsed;
