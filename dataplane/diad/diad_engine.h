@@ -327,6 +327,7 @@ class DiadEngine final : public TransportEngine {
                      bool completes_txn, uint64_t now);
   void SendControl(Channel& ch, PacketType type, uint8_t flags, uint32_t ack);
   void Retransmit(Channel& ch, rte_mbuf* held);
+  bool TxRoom() const;
   rte_mbuf* BuildPacket(const Channel& ch, Header& header,
                         std::span<const uint8_t> payload);
   void Enqueue(Channel& ch, DiadOp* op);
