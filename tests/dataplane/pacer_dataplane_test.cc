@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -44,13 +45,17 @@ struct Flood {
   uint64_t sent = 0;
   uint64_t refused = 0;  // Transmit said no (the pacer's queue was full)
   rte_mempool* pool = nullptr;
+  // A burst of `poll_frames` out of port 0 from HPU `poll_hpu`'s next Poll.
+  uint32_t poll_hpu = UINT32_MAX;
+  uint32_t poll_frames = 0;
 };
 Flood flood;
 
 class FloodEngine final : public TransportEngine {
  public:
-  explicit FloodEngine(Hpu& hpu)
-      : hpu_(hpu),
+  FloodEngine(uint32_t index, Hpu& hpu)
+      : index_(index),
+        hpu_(hpu),
         frame_(frames::Udp4(kMacB, kMacA, "10.9.0.1", "10.9.0.2", 4000,
                             kTransportPort, Bytes(100, 0x7e))) {}
   bool ForUs(const ParsedFrame& frame) const override {
@@ -60,19 +65,30 @@ class FloodEngine final : public TransportEngine {
   void Receive(rte_mbuf* packet, const ParsedFrame&, uint16_t in_port,
                const EctxTable&) override {
     rte_pktmbuf_free(packet);
-    for (uint32_t i = 0; i < flood.frames_per_trigger; ++i) {
+    Burst(in_port, flood.frames_per_trigger);
+  }
+  void Poll(const EctxTable&) override {
+    if (index_ != flood.poll_hpu || flood.poll_frames == 0) return;
+    Burst(0, flood.poll_frames);
+    flood.poll_frames = 0;
+  }
+  void Shutdown() override {}
+
+ private:
+  // Frames numbered in their last payload byte, so that order shows.
+  void Burst(uint16_t port, uint32_t frames) {
+    for (uint32_t i = 0; i < frames; ++i) {
       rte_mbuf* m = rte_pktmbuf_alloc(flood.pool);
       if (m == nullptr) return;
       char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame_.size()));
       std::memcpy(data, frame_.data(), frame_.size());
+      data[frame_.size() - 1] = static_cast<char>(i);
       ++flood.sent;
-      if (!hpu_.Transmit(in_port, m)) ++flood.refused;
+      if (!hpu_.Transmit(port, m)) ++flood.refused;
     }
   }
-  void Poll(const EctxTable&) override {}
-  void Shutdown() override {}
 
- private:
+  uint32_t index_;
   Hpu& hpu_;
   Bytes frame_;
 };
@@ -88,9 +104,9 @@ class FloodModule final : public TransportModule {
     flood.pool = env.pool;
     return absl::OkStatus();
   }
-  std::unique_ptr<TransportEngine> CreateEngine(uint32_t, Hpu& hpu,
+  std::unique_ptr<TransportEngine> CreateEngine(uint32_t index, Hpu& hpu,
                                                 SpinEngine&) override {
-    return std::make_unique<FloodEngine>(hpu);
+    return std::make_unique<FloodEngine>(index, hpu);
   }
 };
 
@@ -99,7 +115,7 @@ class EalEnvironment : public ::testing::Environment {
   void SetUp() override {
     absl::Status status =
         InitEal({"pacer_dataplane_test", "--no-huge", "-m", "256", "--no-pci",
-                 "--no-shconf", "--lcores", "0@0,1@0", "--log-level", "4"});
+                 "--no-shconf", "--lcores", "0@0,1@0,2@0", "--log-level", "4"});
     ASSERT_TRUE(status.ok()) << status;
     RegisterTransport(&FloodModule::Make);
   }
@@ -237,6 +253,44 @@ TEST(PacerDataplaneTest, HostKeepsItsShareWhenItOverloadsTheLink) {
   EXPECT_GE(paced.host_share(), 0.75);
   const Outcome unpaced = RunScenario({.pacer = false, .host_per_loop = 24});
   EXPECT_LT(unpaced.host_share(), 0.75);
+}
+
+// Two HPUs on ports of one queue each: the software scheduler's layout,
+// where HPU 1 has no TX queue on wire0. Its pacer hands its transport
+// frames to wire0's TX ring, which HPU 0 sends: all arrive, in order.
+TEST(PacerDataplaneTest, HpuWithoutATxQueuePacesIntoThePortsTxRing) {
+  testing_rings::RingDataplaneOptions options;
+  options.workers = 2;
+  options.wire_pacer.enabled = true;
+  options.wire_pacer.passthrough_share_percent = 50;
+  options.wire_pacer.queue_frames = 64;
+  absl::StatusOr<std::unique_ptr<testing_rings::RingDataplane>> made =
+      testing_rings::RingDataplane::Create("pcs", options);
+  ASSERT_TRUE(made.ok()) << made.status();
+  testing_rings::RingDataplane& rings = **made;
+  flood.sent = flood.refused = 0;
+  flood.poll_hpu = 1;
+  flood.poll_frames = 40;
+  rings.dataplane().hpu(1).PollOnce();  // 32 (a burst) into the TX ring
+  rings.dataplane().hpu(0).PollOnce();  // HPU 0 sends them
+  rings.dataplane().hpu(1).PollOnce();  // the other 8
+  rings.dataplane().hpu(0).PollOnce();
+  flood.poll_hpu = UINT32_MAX;
+  std::vector<uint8_t> order;
+  void* object;
+  while (rte_ring_dequeue(rings.tx(0), &object) == 0) {
+    auto* m = static_cast<rte_mbuf*>(object);
+    order.push_back(rte_pktmbuf_mtod(m, const uint8_t*)[m->data_len - 1]);
+    rte_pktmbuf_free(m);
+  }
+  ASSERT_EQ(order.size(), 40u);
+  for (uint8_t i = 0; i < 40; ++i) EXPECT_EQ(order[i], i);
+  const PortStats wire = rings.dataplane().Snapshot().ports[0];
+  ASSERT_EQ(wire.queues, 1u);  // so HPU 1 has no TX queue on it
+  EXPECT_EQ(wire.transport_paced, 40u);
+  EXPECT_EQ(wire.transport_held, 0u);
+  EXPECT_EQ(wire.tx_packets, 40u);  // counted once, by HPU 0
+  EXPECT_EQ(flood.refused, 0u);
 }
 
 // The figure of the report: host traffic's loss through the congested TX
