@@ -307,10 +307,10 @@ TEST(PacerDataplaneTest, Figure) {
                                      .share = 50,
                                      .host_per_loop = host,
                                      .burst_every = every});
-    std::printf("%-12u %-12u %-8s %12.1f %12.1f %12lu\n", host * 100 / 16,
+    std::printf("%-12u %-12u %-8s %12.1f %12.1f %12llu\n", host * 100 / 16,
                 every, pacer ? "share50" : "off", 100 * out.host_loss(),
                 100 * out.host_share(),
-                static_cast<unsigned long>(out.wire.transport_refused));
+                static_cast<unsigned long long>(out.wire.transport_refused));
   };
   for (uint32_t host : {4u, 8u, 12u, 16u}) {
     for (bool pacer : {false, true}) row(host, 1, pacer);
