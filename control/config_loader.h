@@ -47,6 +47,13 @@ inline constexpr uint32_t kDefaultDescriptors = 1024;
 inline constexpr uint32_t kMaxCoreId = 1023;  // cores are 0..1023
 inline constexpr uint32_t kMaxBurst = 512;
 inline constexpr uint32_t kDefaultBurst = 32;
+// ports[].transport_pacer (dataplane/tx_pacer.h). A share of 100 would
+// leave the transports no frame at all, acknowledgements included, while
+// host traffic fills the queue.
+inline constexpr uint32_t kMaxPassthroughSharePercent = 99;
+inline constexpr uint32_t kDefaultPacerQueueFrames = 512;
+inline constexpr uint32_t kMaxPacerQueueFrames = 16384;
+inline constexpr uint32_t kMaxPacerRateMbps = 400'000;  // 400 Gbit/s
 
 // The source name errors use for the embedded default config.
 inline constexpr absl::string_view kDefaultConfigSourceName =

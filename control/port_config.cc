@@ -89,6 +89,36 @@ absl::Status CheckDevice(const v1::Port& port, const FieldPath& p,
   return absl::OkStatus();
 }
 
+absl::Status CheckTransportPacer(const v1::TransportPacer& pacer,
+                                 const FieldPath& p, const Reporter& r) {
+  if (pacer.passthrough_share_percent() > kMaxPassthroughSharePercent) {
+    return r.Error(
+        p.F("passthrough_share_percent"),
+        absl::StrCat(pacer.passthrough_share_percent(), " is more than ",
+                     kMaxPassthroughSharePercent, "; use 0..",
+                     kMaxPassthroughSharePercent,
+                     " (percent of a congested TX queue kept for passthrough "
+                     "frames; at 100 the transports could not even send "
+                     "their acknowledgements)"));
+  }
+  if (pacer.queue_frames() > kMaxPacerQueueFrames) {
+    return r.Error(
+        p.F("queue_frames"),
+        absl::StrCat(pacer.queue_frames(), " is more than ",
+                     kMaxPacerQueueFrames, "; use 1..", kMaxPacerQueueFrames,
+                     " transport frames waiting per HPU, or 0 for ",
+                     kDefaultPacerQueueFrames));
+  }
+  if (pacer.max_rate_mbps() > kMaxPacerRateMbps) {
+    return r.Error(
+        p.F("max_rate_mbps"),
+        absl::StrCat(pacer.max_rate_mbps(), " Mbit/s is more than ",
+                     kMaxPacerRateMbps, "; use 1..", kMaxPacerRateMbps,
+                     " Mbit/s per HPU TX queue, or 0 for no ceiling"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckPorts(const v1::Config& config, const Reporter& r) {
@@ -187,6 +217,13 @@ absl::Status CheckPorts(const v1::Config& config, const Reporter& r) {
                          kDefaultDescriptors));
       }
     }
+    if (port.has_transport_pacer()) {
+      if (absl::Status s = CheckTransportPacer(port.transport_pacer(),
+                                               p.F("transport_pacer"), r);
+          !s.ok()) {
+        return s;
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -261,6 +298,18 @@ void ConvertPorts(const v1::Config& config, DataplaneConfig* out) {
         static_cast<uint16_t>(port.tx_descriptors() != 0 ? port.tx_descriptors()
                                                          : kDefaultDescriptors);
     p.promiscuous = port.has_promiscuous() ? port.promiscuous() : true;
+    if (port.has_transport_pacer()) {
+      const v1::TransportPacer& pacer = port.transport_pacer();
+      p.transport_pacer.enabled = true;
+      p.transport_pacer.passthrough_share_percent =
+          pacer.passthrough_share_percent();
+      p.transport_pacer.queue_frames = pacer.queue_frames() != 0
+                                           ? pacer.queue_frames()
+                                           : kDefaultPacerQueueFrames;
+      // Mbit/s to bytes per second.
+      p.transport_pacer.rate_bytes_per_s =
+          uint64_t{pacer.max_rate_mbps()} * 125'000;
+    }
   }
   for (const v1::PortPair& pair : config.port_pairs()) {
     out->port_pairs.emplace_back(index.at(pair.a()), index.at(pair.b()));

@@ -78,6 +78,12 @@ std::string FormatStatsText(const StatsSnapshot& now,
                             DropReasonName(static_cast<DropReason>(r)),
                             p.drops[r]);
     }
+    if (p.transport_paced != 0 || p.transport_held != 0 ||
+        p.transport_refused != 0) {
+      absl::StrAppendFormat(&out, "  pacer paced %u held %u refused %u\n",
+                            p.transport_paced, p.transport_held,
+                            p.transport_refused);
+    }
   }
   if (!now.ectxs.empty()) {
     absl::StrAppendFormat(&out, "%-16s %-12s %12s %12s %10s %10s %9s %s\n",
@@ -147,6 +153,9 @@ void FillStats(const StatsSnapshot& snapshot, v1::Stats* out) {
     port->set_hw_rx_nombuf(p.hw_rx_nombuf);
     port->set_port_id(p.port_id);
     port->set_queues(p.queues);
+    port->set_transport_paced(p.transport_paced);
+    port->set_transport_held(p.transport_held);
+    port->set_transport_refused(p.transport_refused);
   }
   for (const HpuStats& h : snapshot.hpus) {
     v1::HpuCounters* hpu = out->add_hpus();

@@ -180,6 +180,12 @@ absl::Status Dataplane::CreatePool(const DataplaneConfig& config) {
     mbufs += workers * (kHpuMaxBurst * kMaxPorts + kMempoolCache);
     // Frames parked in the software scheduler's rings, if it runs.
     if (workers > 1) mbufs += kSchedulerRingSize * (workers + kMaxPorts / 8);
+    // Transport frames waiting in the pacers (tx_pacer.h), per HPU.
+    for (const PortConfig& port : config.ports) {
+      if (port.transport_pacer.enabled) {
+        mbufs += workers * port.transport_pacer.queue_frames;
+      }
+    }
     // What the transports hold (retransmission buffers).
     for (const TransportModule* module : transport_list_) {
       mbufs += module->ExtraMbufs();
@@ -287,6 +293,7 @@ absl::Status Dataplane::CreateHpus(const DataplaneConfig& config) {
       if (hp.scheduled) hp.tx_ring = tx_rings_[p];
       hp.pair = pair[p];
       hp.max_frame = port.max_frame();
+      hp.pacer = config.ports[p].transport_pacer;
     }
     std::string ring_name =
         ResourceName(absl::StrCat("spinnic_ev", w), config.instance_suffix);

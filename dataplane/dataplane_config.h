@@ -17,6 +17,20 @@ namespace spinnic {
 
 enum class PortRole : uint8_t { kWire, kHost };
 
+// The transport TX pacer of a port (dataplane/tx_pacer.h says how it works;
+// docs/config.md#transport-pacer what each field is for).
+struct TxPacerConfig {
+  // Off: the transports' frames join the TX batch beside passthrough's.
+  bool enabled = false;
+  // 0..99: percent of what a congested TX queue accepts kept for
+  // passthrough frames.
+  uint32_t passthrough_share_percent = 0;
+  // Transport frames one HPU may hold for the port; more are refused.
+  uint32_t queue_frames = 512;
+  // Ceiling on the transports' bytes per second per TX queue; 0: none.
+  uint64_t rate_bytes_per_s = 0;
+};
+
 struct PortConfig {
   std::string name;
   // Exactly one of: a PCI address, a vdev string, or the name of an ethdev
@@ -30,6 +44,7 @@ struct PortConfig {
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
   bool promiscuous = true;
+  TxPacerConfig transport_pacer;
 };
 
 struct HandlerConfig {

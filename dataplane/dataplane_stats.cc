@@ -61,6 +61,14 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
       for (size_t r = 0; r < stats.drops.size(); ++r) {
         stats.drops[r] += c.drops[r].Get();
       }
+      // Read in the opposite order of the HPU's writes (enqueued before
+      // paced or discarded), so that the difference never goes negative.
+      const uint64_t paced = c.transport_paced.Get();
+      const uint64_t discarded = c.transport_discarded.Get();
+      const uint64_t enqueued = c.transport_enqueued.Get();
+      stats.transport_paced += paced;
+      stats.transport_held += enqueued - std::min(enqueued, paced + discarded);
+      stats.transport_refused += c.transport_refused.Get();
     }
     ReadDevice(p, &stats);
     snapshot.ports.push_back(std::move(stats));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/common/clock.h"
 #include "dataplane/contiguous.h"
 
 namespace spinnic {
@@ -31,6 +32,9 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
       engine_(index, this, ectx_counters_) {
   std::copy_n(ports.begin(), port_count_, ports_.begin());
   shared_.burst = std::clamp<uint16_t>(shared_.burst, 1, kHpuMaxBurst);
+  for (uint16_t p = 0; p < port_count_; ++p) {
+    pacers_[p].Configure(ports_[p].pacer, shared_.burst);
+  }
   for (TransportModule* module : shared_.transports) {
     std::unique_ptr<TransportEngine> transport =
         module->CreateEngine(index_, *this, engine_);
@@ -53,7 +57,9 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
   }
 }
 
-Hpu::~Hpu() = default;
+// An HPU polled by hand (tests) never ran Run's last flush: what its
+// pacers hold goes back to the pool here, before the Dataplane frees it.
+Hpu::~Hpu() { ReleasePacers(); }
 
 int Hpu::Run() {
   rte_rcu_qsbr_thread_online(shared_.rcu, index_);
@@ -64,6 +70,7 @@ int Hpu::Run() {
   }
   for (uint32_t t = 0; t < transport_count_; ++t) transports_[t]->Shutdown();
   FlushAll();
+  ReleasePacers();
   rte_rcu_qsbr_thread_offline(shared_.rcu, index_);
   return 0;
 }
@@ -268,11 +275,15 @@ void Hpu::Flush(uint16_t out) {
   const HpuPort& port = ports_[out];
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < batch.count; ++i) bytes += batch.packets[i]->pkt_len;
-  uint16_t sent = 0;
-  for (int attempt = 0; attempt < kTxRetries && sent < batch.count; ++attempt) {
+  uint16_t sent =
+      rte_eth_tx_burst(port.port_id, port.tx_queue, batch.packets, batch.count);
+  const uint16_t first_sent = sent;
+  for (int attempt = 1; attempt < kTxRetries && sent < batch.count; ++attempt) {
     sent += rte_eth_tx_burst(port.port_id, port.tx_queue, batch.packets + sent,
                              batch.count - sent);
   }
+  // The pacer's share (tx_pacer.h) reads what passthrough met in this queue.
+  pacers_[out].OnPassthrough(batch.count, first_sent, sent);
   PortCounters& counters = port_counters_[out];
   if (sent < batch.count) [[unlikely]] {
     for (uint16_t i = sent; i < batch.count; ++i) {
@@ -285,8 +296,52 @@ void Hpu::Flush(uint16_t out) {
   batch.count = 0;
 }
 
+void Hpu::DrainPacer(uint16_t out) {
+  TxPacer& pacer = pacers_[out];
+  const HpuPort& port = ports_[out];
+  const uint64_t now = pacer.rate_limited() ? clock::NowNanos() : 0;
+  PortCounters& counters = port_counters_[out];
+  if (port.tx_queue != kNoPort) {
+    const TxPacer::Drained drained =
+        pacer.Drain(now, [&port](rte_mbuf** packets, uint16_t count) {
+          return rte_eth_tx_burst(port.port_id, port.tx_queue, packets, count);
+        });
+    counters.tx_packets.Add(drained.frames);
+    counters.tx_bytes.Add(drained.bytes);
+    counters.transport_paced.Add(drained.frames);
+    return;
+  }
+  // No TX queue of ours on this port: the frames join the port's TX ring,
+  // which HPU 0 sends (and counts) with its passthrough batch.
+  const TxPacer::Drained drained =
+      pacer.Drain(now, [&port](rte_mbuf** packets, uint16_t count) {
+        return static_cast<uint16_t>(rte_ring_mp_enqueue_burst(
+            port.tx_ring, reinterpret_cast<void**>(packets), count, nullptr));
+      });
+  counters.transport_paced.Add(drained.frames);
+}
+
 void Hpu::FlushAll() {
   for (uint16_t out = 0; out < port_count_; ++out) Flush(out);
+  // Passthrough first, on every port, then the transports' frames.
+  for (uint16_t out = 0; out < port_count_; ++out) {
+    if (pacers_[out].enabled()) DrainPacer(out);
+  }
+}
+
+void Hpu::ReleasePacers() {
+  for (uint16_t out = 0; out < port_count_; ++out) {
+    PortCounters& counters = port_counters_[out];
+    pacers_[out].Clear([&counters](rte_mbuf* packet) {
+      counters.transport_discarded.Add();
+      rte_pktmbuf_free(packet);
+    });
+  }
+}
+
+void Hpu::RefuseTransport(uint16_t port, rte_mbuf* packet) {
+  port_counters_[port].transport_refused.Add();
+  rte_pktmbuf_free(packet);
 }
 
 bool Hpu::EmitFrame(std::span<const uint8_t> frame, EmitPort port) {

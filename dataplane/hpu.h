@@ -17,6 +17,7 @@
 #include "dataplane/region_table.h"
 #include "dataplane/spin_engine.h"
 #include "dataplane/transport.h"
+#include "dataplane/tx_pacer.h"
 #include "handlers/api/context.h"
 
 struct rte_mbuf;
@@ -29,6 +30,7 @@ namespace spinnic {
 inline constexpr uint16_t kMaxPorts = 32;
 inline constexpr uint16_t kNoPort = 0xffff;
 inline constexpr uint16_t kHpuMaxBurst = 512;
+static_assert(kHpuMaxBurst <= TxPacer::kMaxBurst);
 // Size of each HPU's inbound ring and of each scheduled port's TX ring.
 inline constexpr uint32_t kSchedulerRingSize = 4096;
 
@@ -38,6 +40,13 @@ struct alignas(64) PortCounters {
   Counter tx_packets;
   Counter tx_bytes;
   std::array<Counter, static_cast<size_t>(DropReason::kCount)> drops;
+  // The transport pacer (tx_pacer.h), when the port has one: frames it took
+  // in, handed to the TX queue, refused (its queue full), and freed unsent
+  // when the HPU stopped. Waiting now: enqueued - paced - discarded.
+  Counter transport_enqueued;
+  Counter transport_paced;
+  Counter transport_refused;
+  Counter transport_discarded;
 
   void Drop(DropReason reason) { drops[static_cast<size_t>(reason)].Add(); }
 };
@@ -79,6 +88,7 @@ struct HpuPort {
   uint32_t max_frame = 0;       // bytes, without VLAN tags
   bool scheduled = false;       // fewer queues than HPUs: see above
   rte_ring* tx_ring = nullptr;  // MP/SC, when scheduled
+  TxPacerConfig pacer;          // the port's transport pacer
 };
 
 // What all HPUs share, owned by the Dataplane; read-only while they run.
@@ -118,10 +128,31 @@ class Hpu final : public ActionSink {
   bool PutToPeer(const PeerPut& put) override;
   bool GetFromPeer(const PeerGet& get) override;
 
-  // For the transports on this HPU: queue a frame for `port`'s TX batch
-  // (counted there; consumed even when it is dropped), say which ingress
+  // For the transports on this HPU: queue a frame for `port` (consumed
+  // even when it is dropped, and counted where it is), say which ingress
   // port and ECTX handler actions come from, raise a transport event.
-  void Transmit(uint16_t port, rte_mbuf* packet) { Send(port, packet); }
+  //
+  // A port with a transport pacer (tx_pacer.h) queues the frame there, to
+  // leave after the loop's passthrough frames; false when that queue is full
+  // and the frame was freed (transport_refused): the transport's recovery
+  // sends it again. Without a pacer the frame joins the TX batch: true.
+  bool Transmit(uint16_t port, rte_mbuf* packet) {
+    TxPacer& pacer = pacers_[port];
+    if (!pacer.enabled()) {
+      Send(port, packet);
+      return true;
+    }
+    if (!pacer.Enqueue(packet)) [[unlikely]] {
+      RefuseTransport(port, packet);
+      return false;
+    }
+    port_counters_[port].transport_enqueued.Add();
+    return true;
+  }
+  // Frames Transmit would still take for `port` this loop (the pacer's free
+  // room; unbounded without a pacer): a transport with its own send queue
+  // checks before it commits a frame it could not hand over.
+  uint32_t TransmitRoom(uint16_t port) const { return pacers_[port].room(); }
   void SetActionOrigin(uint16_t in_port, uint32_t ectx_id) {
     current_in_port_ = in_port;
     current_ectx_ = ectx_id;
@@ -212,7 +243,14 @@ class Hpu final : public ActionSink {
   // No TX queue of our own on `out`: HPU 0 transmits for us.
   void SendThroughRing(uint16_t out, rte_mbuf* packet);
   void Flush(uint16_t out);
+  // Hands `out`'s paced transport frames to its TX queue (or to its TX ring
+  // when this HPU has no queue there): after Flush, once per loop.
+  void DrainPacer(uint16_t out);
   void FlushAll();
+  // Frees what the pacers still hold (the HPU stops), counted discarded.
+  void ReleasePacers();
+  // A transport frame the full pacer queue refused: freed, counted.
+  void RefuseTransport(uint16_t port, rte_mbuf* packet);
   void DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason);
 
   uint32_t index_;
@@ -239,6 +277,7 @@ class Hpu final : public ActionSink {
   HpuCounters counters_;
   std::array<PortCounters, kMaxPorts> port_counters_;
   std::array<TxBatch, kMaxPorts> tx_;
+  std::array<TxPacer, kMaxPorts> pacers_;
   std::array<EctxCounters, Ectx::kMaxEctxs> ectx_counters_;
 };
 

@@ -22,6 +22,10 @@ struct PortStats {
   uint32_t link_speed_mbps = 0;
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
+  // The transport pacer (dataplane/tx_pacer.h; zero without one): frames
+  // handed to the TX queues, waiting now, refused because its queue was
+  // full. Paced frames are in tx_packets too.
+  uint64_t transport_paced = 0, transport_held = 0, transport_refused = 0;
   // What the device itself reports (rte_eth_stats).
   uint64_t hw_ipackets = 0, hw_opackets = 0, hw_imissed = 0, hw_ierrors = 0,
            hw_oerrors = 0, hw_rx_nombuf = 0;

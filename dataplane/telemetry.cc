@@ -55,6 +55,9 @@ int ShowPort(const char*, const char* params, rte_tel_data* d) {
             std::string("drop_") + DropReasonName(static_cast<DropReason>(r));
         rte_tel_data_add_dict_u64(d, key.c_str(), p.drops[r]);
       }
+      rte_tel_data_add_dict_u64(d, "transport_paced", p.transport_paced);
+      rte_tel_data_add_dict_u64(d, "transport_held", p.transport_held);
+      rte_tel_data_add_dict_u64(d, "transport_refused", p.transport_refused);
       rte_tel_data_add_dict_u64(d, "hw_imissed", p.hw_imissed);
       rte_tel_data_add_dict_u64(d, "hw_rx_nombuf", p.hw_rx_nombuf);
       return 0;

@@ -92,6 +92,27 @@ void PrintStats(const v1::Stats& stats, const v1::Stats* previous) {
   std::printf("ports:\n");
   ports.Print(stdout, "  ");
 
+  // The transport pacers (config ports[].transport_pacer), for the ports
+  // where one did anything: how much transport traffic they let out, hold,
+  // and turned away while keeping passthrough's share of the TX queues.
+  Table pacers({"ID", "NAME", "PACED", "HELD", "REFUSED"});
+  bool any_pacer = false;
+  for (const v1::PortCounters& p : stats.ports()) {
+    if (p.transport_paced() == 0 && p.transport_held() == 0 &&
+        p.transport_refused() == 0) {
+      continue;
+    }
+    any_pacer = true;
+    pacers.AddRow({absl::StrCat(p.id()), p.name(),
+                   absl::StrCat(p.transport_paced()),
+                   absl::StrCat(p.transport_held()),
+                   absl::StrCat(p.transport_refused())});
+  }
+  if (any_pacer) {
+    std::printf("transport pacers:\n");
+    pacers.Print(stdout, "  ");
+  }
+
   Table hpus({"INDEX", "LCORE", "LOOPS", "BUSY_LOOPS", "RX_PACKETS",
               "TX_PACKETS", "EVENTS", "EVENT_OVERFLOW", "EMITTED",
               "EMIT_FAILED"});

@@ -337,6 +337,7 @@ class DiadEngine final : public TransportEngine {
                      const MemoryRegion* zero_copy = nullptr);
   void SendControl(Channel& ch, PacketType type, uint8_t flags, uint32_t ack);
   void Retransmit(Channel& ch, rte_mbuf* held);
+  bool TxRoom() const;
   // `zero_copy`: the payload lies in that region and goes out from there
   // (a header mbuf chained to it); when that cannot be had, it is copied.
   rte_mbuf* BuildPacket(const Channel& ch, Header& header,

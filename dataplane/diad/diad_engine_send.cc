@@ -65,6 +65,14 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
   }
 }
 
+// Whether the HPU takes another frame for our port now: a full transport
+// pacer (dataplane/tx_pacer.h) would refuse a new packet after the window
+// counted it in flight, and only a retransmission timeout would send it
+// again. The pumps stop instead and go on at the next poll.
+bool DiadEngine::TxRoom() const {
+  return hpu_->TransmitRoom(config_.port) != 0;
+}
+
 bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
   const uint32_t max_payload = config_.max_payload();
   while (ch.response_count > 0) {
@@ -76,7 +84,7 @@ bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
     h.status = job.status;
     h.msg_length = job.length;
     if (job.type == PacketType::kWriteResponse || job.status != Status::kOk) {
-      if (!ch.tx.CanSend(0)) return false;
+      if (!ch.tx.CanSend(0) || !TxRoom()) return false;
       h.flags = kFlagFirst | kFlagLast | kFlagAckNow;
       h.address = job.address;
       if (!SendSequenced(ch, h, {}, 0, false, now)) return false;
@@ -85,6 +93,7 @@ bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
           job.region->Translate(job.address, job.length, kRemoteRead).data();
       while (job.sent < job.length) {
         uint32_t segment = std::min(max_payload, job.length - job.sent);
+        if (!TxRoom()) return false;  // the pacer's queue: next poll
         if (!ch.tx.CanSend(segment)) {
           if (ch.tx.UnackDueOnFullWindow(now)) {
             SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
@@ -132,7 +141,7 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
     h.txn = op->txn;
     h.key = op->key;
     if (op->kind == DiadOp::Kind::kRead) {
-      if (!ch.tx.CanSend(0)) return false;
+      if (!ch.tx.CanSend(0) || !TxRoom()) return false;
       h.type = PacketType::kReadRequest;
       h.flags = kFlagFirst | kFlagLast | kFlagAckNow;
       h.address = op->address;
@@ -145,6 +154,7 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
       h.msg_length = length;
       while (op->sent < length) {
         uint32_t segment = std::min(max_payload, length - op->sent);
+        if (!TxRoom()) return false;  // the pacer's queue: next poll
         if (!ch.tx.CanSend(segment)) {
           if (ch.tx.UnackDueOnFullWindow(now)) {
             SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());

@@ -68,8 +68,12 @@ void RoceEngine::DriveRequester(Qp& qp, uint64_t now_ns) {
   Requester& r = *qp.requester;
   if (now_ns >= r.NextDeadline()) r.OnTimer(now_ns);
   PacketPlan plan;
+  // A full transport pacer (dataplane/tx_pacer.h) would refuse the packet
+  // after the requester counted it sent: leave it for the next poll instead.
   for (uint32_t budget = kReplyBudget;
-       budget != 0 && r.NextPacket(now_ns, &plan); --budget) {
+       budget != 0 && hpu_->TransmitRoom(config_.port) != 0 &&
+       r.NextPacket(now_ns, &plan);
+       --budget) {
     if (plan.retransmission) counters_.retransmits.Add();
     if (!SendRequestPacket(qp, plan)) break;  // no mbuf: the timer resends
   }

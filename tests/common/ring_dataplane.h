@@ -39,6 +39,10 @@ struct RingDataplaneOptions {
   // HPUs (on lcores 1..workers; tests that poll them by hand need the EAL
   // to have that many worker lcores, not cores).
   uint32_t workers = 1;
+  // wire0's TX ring (the link a test drains at its own pace); 0: ring_size.
+  unsigned wire_tx_ring_size = 0;
+  // wire0's transport pacer (dataplane/tx_pacer.h), when enabled.
+  TxPacerConfig wire_pacer;
 };
 
 class RingDataplane {
@@ -54,9 +58,11 @@ class RingDataplane {
       rings->rx_[side] =
           rte_ring_create((base + "rx").c_str(), options.ring_size, 0,
                           RING_F_SP_ENQ | RING_F_SC_DEQ);
-      rings->tx_[side] =
-          rte_ring_create((base + "tx").c_str(), options.ring_size, 0,
-                          RING_F_SP_ENQ | RING_F_SC_DEQ);
+      const unsigned tx_size = side == 0 && options.wire_tx_ring_size != 0
+                                   ? options.wire_tx_ring_size
+                                   : options.ring_size;
+      rings->tx_[side] = rte_ring_create((base + "tx").c_str(), tx_size, 0,
+                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
       if (rings->rx_[side] == nullptr || rings->tx_[side] == nullptr) {
         return absl::ResourceExhaustedError(
             absl::StrCat("cannot create the rings of ", base));
@@ -74,6 +80,7 @@ class RingDataplane {
       port.existing = ethdev;
       port.role = side ? PortRole::kHost : PortRole::kWire;
       port.rx_descriptors = port.tx_descriptors = options.descriptors;
+      if (side == 0) port.transport_pacer = options.wire_pacer;
       dataplane_config.ports.push_back(port);
       // The config names the ports as the daemon's would; the ring ethdevs
       // stand in for the vdevs.
@@ -81,6 +88,14 @@ class RingDataplane {
       configured->set_name(port.name);
       configured->set_vdev(absl::StrCat("net_ring_", base));
       configured->set_role(side ? v1::PORT_ROLE_HOST : v1::PORT_ROLE_WIRE);
+      if (side == 0 && options.wire_pacer.enabled) {
+        const TxPacerConfig& pacer = options.wire_pacer;
+        v1::TransportPacer* p = configured->mutable_transport_pacer();
+        p->set_passthrough_share_percent(pacer.passthrough_share_percent);
+        p->set_queue_frames(pacer.queue_frames);
+        p->set_max_rate_mbps(
+            static_cast<uint32_t>(pacer.rate_bytes_per_s / 125'000));
+      }
     }
     dataplane_config.port_pairs = {{0, 1}};
     dataplane_config.worker_cores.clear();

@@ -378,6 +378,51 @@ TEST(PortsTest, Descriptors) {
   }
 }
 
+TEST(PortsTest, TransportPacerChecked) {
+  // Line 3 is "  transport_pacer { <field> }": the field starts at column 21.
+  auto pacer = [](absl::string_view field) {
+    return PortWith(absl::StrCat("transport_pacer { ", field, " }"));
+  };
+  EXPECT_TRUE(ErrorIs(Check(pacer("passthrough_share_percent: 100")),
+                      "t.textproto:3:21: "
+                      "ports[0].transport_pacer.passthrough_share_percent: ",
+                      "100 is more than 99; use 0..99"));
+  EXPECT_TRUE(
+      ErrorIs(Check(pacer("queue_frames: 16385")),
+              "t.textproto:3:21: ports[0].transport_pacer.queue_frames: ",
+              "use 1..16384 transport frames waiting per HPU, or 0 "
+              "for 512"));
+  EXPECT_TRUE(
+      ErrorIs(Check(pacer("max_rate_mbps: 400001")),
+              "t.textproto:3:21: ports[0].transport_pacer.max_rate_mbps: ",
+              "or 0 for no ceiling"));
+  for (absl::string_view good :
+       {"", "passthrough_share_percent: 0", "passthrough_share_percent: 99",
+        "queue_frames: 1", "queue_frames: 16384", "max_rate_mbps: 400000"}) {
+    EXPECT_TRUE(Check(pacer(good)).ok()) << good;
+  }
+}
+
+TEST(PortsTest, TransportPacerConverted) {
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+      Lines({kWorker,
+             R"(ports { name: "wire0" vdev: "net_ring0" role: PORT_ROLE_WIRE)",
+             "  transport_pacer { passthrough_share_percent: 60 "
+             "max_rate_mbps: 2500 }",
+             "}", kHost, kPair}),
+      kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(ValidateConfig(parsed->config, &parsed->locations).ok());
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  const TxPacerConfig& wire = dp->ports[0].transport_pacer;
+  EXPECT_TRUE(wire.enabled);
+  EXPECT_EQ(wire.passthrough_share_percent, 60u);
+  EXPECT_EQ(wire.queue_frames, 512u);                  // 0: the default
+  EXPECT_EQ(wire.rate_bytes_per_s, 312'500'000u);      // 2500 Mbit/s
+  EXPECT_FALSE(dp->ports[1].transport_pacer.enabled);  // no block: no pacer
+}
+
 // --- Port pairs.
 
 TEST(PortPairsTest, UnknownPort) {
