@@ -1502,5 +1502,69 @@ TEST(DiadRecoveryTest, PeersChooseTheirRecovery) {
       << too_many;
 }
 
+// diad.rto_min_us, fixed_rto and txn_deadline_ms (issue 17 items 2 and 5):
+// adaptive by default with a 100 us floor, converted, and refused with a
+// message that says what to write instead.
+TEST(DiadTimersTest, AdaptiveTimeoutAndDeadlineAreCheckedAndConverted) {
+  v1::Config config = RunningConfig();
+  config.clear_handlers();
+  {
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const diad::ChannelConfig& ch =
+        dp->transports.get<diad::DiadConfig>().channel;
+    EXPECT_TRUE(ch.adaptive_rto);
+    EXPECT_EQ(ch.rto_min_ns, std::min<uint64_t>(100'000, ch.rto_ns));
+    EXPECT_EQ(ch.txn_deadline_ns, 0u);  // the default, 10 x down_after
+    EXPECT_EQ(diad::TxnDeadlineNs(ch), 10 * diad::DownAfterNs(ch));
+  }
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(rto_us: 1000 rto_max_us: 16000 rto_min_us: 50 txn_deadline_ms: 2000)",
+      config.mutable_diad()));
+  {
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const diad::ChannelConfig& ch =
+        dp->transports.get<diad::DiadConfig>().channel;
+    EXPECT_EQ(ch.rto_min_ns, 50'000u);
+    EXPECT_EQ(ch.txn_deadline_ns, 2'000'000'000u);
+    EXPECT_EQ(diad::TxnDeadlineNs(ch), 2'000'000'000u);
+  }
+  auto error_of = [](const v1::Config& c) {
+    absl::Status s = ValidateConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    return std::string(s.message());
+  };
+  v1::Config bad = config;
+  bad.mutable_diad()->set_rto_min_us(20000);
+  EXPECT_NE(error_of(bad).find("diad.rto_min_us: 20000 is above rto_max_us "
+                               "(16000)"),
+            std::string::npos)
+      << error_of(bad);
+  bad = config;
+  bad.mutable_diad()->set_fixed_rto(true);
+  EXPECT_NE(error_of(bad).find("diad.rto_min_us: is set but fixed_rto is "
+                               "true"),
+            std::string::npos)
+      << error_of(bad);
+  bad.mutable_diad()->clear_rto_min_us();
+  EXPECT_TRUE(ValidateConfig(bad).ok());
+  absl::StatusOr<DataplaneConfig> fixed = ToDataplaneConfig(bad);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_FALSE(fixed->transports.get<diad::DiadConfig>().channel.adaptive_rto);
+  bad = config;
+  // 1 + 2 + 4 + 8 + 16 + 4 x 16 ms: down after 95 ms.
+  bad.mutable_diad()->set_txn_deadline_ms(94);
+  EXPECT_NE(error_of(bad).find("diad.txn_deadline_ms: 94 is below down_after "
+                               "(95 ms with these timers)"),
+            std::string::npos)
+      << error_of(bad);
+  EXPECT_NE(error_of(bad).find("use at least 95, or 0 for 950"),
+            std::string::npos)
+      << error_of(bad);
+  bad.mutable_diad()->set_txn_deadline_ms(95);
+  EXPECT_TRUE(ValidateConfig(bad).ok());
+}
+
 }  // namespace
 }  // namespace spinnic
