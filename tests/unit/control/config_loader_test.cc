@@ -1026,6 +1026,49 @@ TEST(RoceConfigTest, Converted) {
   EXPECT_EQ(rc.port, 0);
 }
 
+// roce.min_ack_timeout_us and fixed_ack_timeout (issue 17 item 2).
+TEST(RoceConfigTest, AdaptiveAckTimeout) {
+  {
+    absl::StatusOr<ParsedConfig> parsed =
+        ParseConfigText(RoceWith(kRoceAddress, "path_mtu: 1024"), kSource);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const roce::RoceConfig& rc = dp->transports.get<roce::RoceConfig>();
+    EXPECT_TRUE(rc.adaptive_ack_timeout);
+    EXPECT_EQ(rc.min_ack_timeout_ns, 100'000u);
+  }
+  {
+    absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+        RoceWith(kRoceAddress, "min_ack_timeout_us: 40"), kSource);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    EXPECT_EQ(dp->transports.get<roce::RoceConfig>().min_ack_timeout_ns,
+              40'000u);
+  }
+  {
+    absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+        RoceWith(kRoceAddress, "fixed_ack_timeout: true"), kSource);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    EXPECT_FALSE(dp->transports.get<roce::RoceConfig>().adaptive_ack_timeout);
+  }
+  // Code 4: 65 us; a 100 us floor lies above the ceiling.
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress,
+                             "local_ack_timeout: 4 min_ack_timeout_us: 100")),
+              "t.textproto:4:29: roce.min_ack_timeout_us: ",
+              "100 is above the local ACK timeout (code 4, 65 us), the timer's "
+              "ceiling; use at most 65 or raise local_ack_timeout"));
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress,
+                             "min_ack_timeout_us: 50 fixed_ack_timeout: true")),
+              "t.textproto:4:8: roce.min_ack_timeout_us: ",
+              "is set but fixed_ack_timeout is true"));
+}
+
 TEST(RoceConfigTest, ServicePorts) {
   EXPECT_TRUE(ErrorIs(
       Check(RoceWith(kRoceAddress, "naaice_port: 7174 rping_port: 7174")),
