@@ -4,14 +4,20 @@
 // so the figures are exact and repeatable (no scheduler, no clock). Prints,
 // per loss rate, retransmitted packets per delivered packet, transmissions
 // per delivered packet, and goodput relative to the lossless run of the same
-// recovery mode and workload. Pure loss both ways (no reordering,
-// duplication or corruption: the tests cover those). Not a test: it asserts
-// nothing.
+// recovery mode, timer and workload, and the packets delivered per simulated
+// millisecond. Each table runs twice: with the paper's fixed retransmission
+// timer (adaptive_rto false: rto_ns after progress, as before issue 17 item
+// 2) and with the adaptive one (RFC 6298 estimate, the default). Pure loss
+// both ways (no reordering, duplication or corruption: the tests cover
+// those). Not a test: it asserts nothing.
 //
 //   build/bench/micro/diad_recovery_bench [transactions per side]
+//       [fixed|adaptive|both]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "dataplane/diad/channel.h"
 #include "tests/unit/diad/channel_sim.h"
@@ -46,18 +52,22 @@ Result RunOnce(const ChannelConfig& config, Recovery recovery, double loss,
   return r;
 }
 
-void Table(const char* name, const ChannelConfig& config,
-           uint64_t transactions) {
+void Table(const char* name, ChannelConfig config, uint64_t transactions,
+           bool adaptive) {
+  config.adaptive_rto = adaptive;
   static constexpr double kLoss[] = {0, 0.001, 0.01, 0.05};
   static constexpr uint64_t kSeeds[] = {1, 2, 3};
   std::printf(
-      "%s: window_packets %u, ack_every %u, rto %.1f ms, nack_interval "
-      "%.0f us, one-way delay %.0f us, %llu transactions each way, seeds 1-3\n",
-      name, config.window_packets, config.ack_every, config.rto_ns / 1e6,
-      config.nack_interval_ns / 1e3, Simulation::kDelayNs / 1e3,
+      "%s, %s timer: window_packets %u, ack_every %u, rto %.1f ms%s, "
+      "nack_interval %.0f us, one-way delay %.0f us, %llu transactions each "
+      "way, seeds 1-3\n",
+      name, adaptive ? "adaptive" : "fixed", config.window_packets,
+      config.ack_every, config.rto_ns / 1e6,
+      adaptive ? " first (then estimated)" : "", config.nack_interval_ns / 1e3,
+      Simulation::kDelayNs / 1e3,
       static_cast<unsigned long long>(transactions));
-  std::printf("%-10s %6s %12s %10s %10s %14s\n", "recovery", "loss",
-              "retx/deliv", "tx/deliv", "goodput", "timeouts/1000");
+  std::printf("%-10s %6s %12s %10s %10s %12s %14s\n", "recovery", "loss",
+              "retx/deliv", "tx/deliv", "goodput", "pkts/ms", "timeouts/1000");
   for (Recovery recovery : {Recovery::kGoBackN, Recovery::kSelective}) {
     double lossless_rate = 0;
     for (double loss : kLoss) {
@@ -78,11 +88,11 @@ void Table(const char* name, const ChannelConfig& config,
       // workload): goodput is packets per simulated second.
       const double rate = static_cast<double>(pushed) / time_ns;
       if (loss == 0) lossless_rate = rate;
-      std::printf("%-10s %5.1f%% %12.3f %10.3f %10.3f %14.2f%s\n",
+      std::printf("%-10s %5.1f%% %12.3f %10.3f %10.3f %12.1f %14.2f%s\n",
                   RecoveryName(recovery), loss * 100,
                   static_cast<double>(retransmitted) / pushed,
                   static_cast<double>(pushed + retransmitted) / pushed,
-                  rate / lossless_rate, 1000.0 * timeouts / pushed,
+                  rate / lossless_rate, rate * 1e6, 1000.0 * timeouts / pushed,
                   complete ? "" : "  (INCOMPLETE)");
     }
   }
@@ -96,6 +106,15 @@ int main(int argc, char** argv) {
   using spinnic::diad::ChannelConfig;
   const uint64_t transactions =
       argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 20'000;
+  const std::string timers = argc > 2 ? argv[2] : "both";
+  if (timers != "fixed" && timers != "adaptive" && timers != "both") {
+    std::fprintf(stderr, "usage: %s [transactions] [fixed|adaptive|both]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::vector<bool> modes;
+  if (timers != "adaptive") modes.push_back(false);
+  if (timers != "fixed") modes.push_back(true);
   // The unit test's configuration (tests/unit/diad/channel_test.cc
   // SimConfig).
   ChannelConfig small;
@@ -103,13 +122,18 @@ int main(int argc, char** argv) {
   small.window_bytes = 16 << 10;
   small.max_transactions = 16;
   small.ack_every = 8;
-  spinnic::diad::sim::Table("test configuration", small, transactions);
+  for (bool adaptive : modes) {
+    spinnic::diad::sim::Table("test configuration", small, transactions,
+                              adaptive);
+  }
   // The dataplane's defaults (diad.window_packets 256, 4 MiB, 16
   // transactions in flight; docs/diad.md), with as many transactions in
   // flight as the window can carry.
   ChannelConfig defaults;
   defaults.max_transactions = 256;
-  spinnic::diad::sim::Table("dataplane defaults, max_transactions 256",
-                            defaults, transactions);
+  for (bool adaptive : modes) {
+    spinnic::diad::sim::Table("dataplane defaults, max_transactions 256",
+                              defaults, transactions, adaptive);
+  }
   return 0;
 }

@@ -31,7 +31,8 @@ int RunPeers(Env& env, const ParsedArgs&) {
   }
   Table table({"NAME", "NODE", "MAC", "SLOT", "STATE", "CH_DOWN", "IN_FLIGHT",
                "TX_PACKETS", "TX_BYTES", "RX_PACKETS", "RX_BYTES", "RETRANS",
-               "DOWN_EVENTS", "RESETS", "OPS_OK", "OPS_FAILED", "RECOVERY"});
+               "DOWN_EVENTS", "RESETS", "OPS_OK", "OPS_FAILED", "RECOVERY",
+               "SRTT_US", "RTO_US"});
   for (const v1::PeerStatus& p : peers->peers()) {
     table.AddRow(
         {p.name(), p.node(), p.mac(), absl::StrCat(p.slot()),
@@ -41,7 +42,9 @@ int RunPeers(Env& env, const ParsedArgs&) {
          absl::StrCat(p.rx_bytes()), absl::StrCat(p.retransmits()),
          absl::StrCat(p.down_events()), absl::StrCat(p.resets()),
          absl::StrCat(p.ops_completed()), absl::StrCat(p.ops_failed()),
-         p.recovery() == v1::DiadPeer::SELECTIVE ? "selective" : "go_back_n"});
+         p.recovery() == v1::DiadPeer::SELECTIVE ? "selective" : "go_back_n",
+         absl::StrFormat("%.1f", p.srtt_ns() / 1e3),
+         absl::StrFormat("%.1f", p.rto_ns() / 1e3)});
   }
   table.Print(stdout);
   return kExitOk;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -154,6 +155,39 @@ absl::Status CheckDiadSection(const v1::Config& config, const Reporter& r) {
                    absl::StrCat(rto_max, " is below rto_us (", rto,
                                 "); the timeout only grows"));
   }
+  if (diad.rto_min_us() != 0 && diad.fixed_rto()) {
+    return r.Error(d.F("rto_min_us"),
+                   "is set but fixed_rto is true; the floor applies only to "
+                   "the adaptive timeout: remove rto_min_us, or fixed_rto");
+  }
+  if (diad.rto_min_us() > rto_max) {
+    return r.Error(
+        d.F("rto_min_us"),
+        absl::StrCat(diad.rto_min_us(), " is above rto_max_us (", rto_max,
+                     "); the adaptive timeout lies between them: "
+                     "use at most ",
+                     rto_max, ", or 0 for ", std::min<uint32_t>(100, rto)));
+  }
+  if (diad.txn_deadline_ms() != 0) {
+    // A transaction must outlive its channel's own loss recovery: below
+    // down_after it could expire while the transport still retransmits its
+    // request, and a silent peer is the channel's business (UNAVAILABLE).
+    diad::ChannelConfig timers;
+    timers.rto_ns = uint64_t{rto} * 1000;
+    timers.rto_max_ns = uint64_t{rto_max} * 1000;
+    timers.max_retries = diad.max_retries() != 0 ? diad.max_retries() : 8;
+    const uint64_t down_ms = (diad::DownAfterNs(timers) + 999'999) / 1'000'000;
+    if (diad.txn_deadline_ms() < down_ms) {
+      return r.Error(
+          d.F("txn_deadline_ms"),
+          absl::StrCat(
+              diad.txn_deadline_ms(), " is below down_after (", down_ms,
+              " ms with these timers): a transaction would expire "
+              "while its channel still recovers lost packets; use "
+              "at least ",
+              down_ms, ", or 0 for ", down_ms * diad::kTxnDeadlineDownAfters));
+    }
+  }
   std::array<uint8_t, 16> own{};
   ParseNode(config.addresses().diad_node(), &own);
   absl::flat_hash_map<std::string, int> names;
@@ -278,6 +312,12 @@ absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
   if (c.has_zero_copy_min_bytes()) {
     d.zero_copy_min_bytes = c.zero_copy_min_bytes();
   }
+  ch.adaptive_rto = !c.fixed_rto();
+  // The floor defaults to 100 us (a few round trips of a fast LAN path),
+  // never above the first timeout the operator chose.
+  ch.rto_min_ns = c.rto_min_us() != 0 ? uint64_t{c.rto_min_us()} * 1000
+                                      : std::min<uint64_t>(100'000, ch.rto_ns);
+  ch.txn_deadline_ns = uint64_t{c.txn_deadline_ms()} * 1'000'000;
   for (const v1::DiadPeer& peer : c.peers()) {
     d.peers.push_back(ConvertPeer(peer));
   }

@@ -46,6 +46,10 @@ void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {
   out->set_recovery(info.recovery == diad::Recovery::kSelective
                         ? v1::DiadPeer::SELECTIVE
                         : v1::DiadPeer::GO_BACK_N);
+  out->set_rtt_samples(info.rtt_samples);
+  out->set_srtt_ns(info.srtt_ns);
+  out->set_rto_ns(info.rto_ns);
+  out->set_txn_deadline_exceeded(info.txn_deadline_exceeded);
 }
 
 // A remote operation's common fields. A channel beyond what the wire can
@@ -192,6 +196,9 @@ void FillDiadInfo(const diad::DiadConfig& d, const v1::Config& config,
   diad->set_rto_max_us(static_cast<uint32_t>(d.channel.rto_max_ns / 1000));
   diad->set_max_retries(d.channel.max_retries);
   diad->set_down_after_us(diad::DownAfterNs(d.channel) / 1000);
+  diad->set_adaptive_rto(d.channel.adaptive_rto);
+  diad->set_rto_min_us(static_cast<uint32_t>(d.channel.rto_min_ns / 1000));
+  diad->set_txn_deadline_ms(diad::TxnDeadlineNs(d.channel) / 1'000'000);
 }
 
 // The name of one of Diad's event codes (v1::Event.name).

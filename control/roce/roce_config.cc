@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "dataplane/roce/ib_types.h"
+#include "dataplane/roce/requester.h"
 
 namespace spinnic::config_internal {
 namespace {
@@ -73,6 +74,29 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
         range("max_rd_atomic", roce.max_rd_atomic(), 1, 16, "16"),
         range("receive_depth", roce.receive_depth(), 1, 4096, "64")}) {
     if (!s.ok()) return s;
+  }
+  if (roce.min_ack_timeout_us() != 0) {
+    if (roce.fixed_ack_timeout()) {
+      return r.Error(d.F("min_ack_timeout_us"),
+                     "is set but fixed_ack_timeout is true; the floor "
+                     "applies only to the adaptive timer: remove "
+                     "min_ack_timeout_us, or fixed_ack_timeout");
+    }
+    // The local ACK timeout is the ceiling: a floor above it means nothing.
+    const uint32_t code =
+        roce.local_ack_timeout() != 0 ? roce.local_ack_timeout() : 14;
+    const uint64_t ceiling_us =
+        roce::LocalAckTimeoutNs(static_cast<uint8_t>(std::min(code, 31u))) /
+        1000;
+    if (roce.min_ack_timeout_us() > ceiling_us) {
+      return r.Error(
+          d.F("min_ack_timeout_us"),
+          absl::StrCat(roce.min_ack_timeout_us(),
+                       " is above the local ACK timeout (code ", code, ", ",
+                       ceiling_us, " us), the timer's ceiling; use at most ",
+                       ceiling_us,
+                       " or raise local_ack_timeout, or 0 for 100"));
+    }
   }
   {
     // One service per port: each of these selects what a connection does.
@@ -259,6 +283,10 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   rc.ack_every = or_default(c.ack_every(), rc.ack_every);
   rc.local_ack_timeout = static_cast<uint8_t>(
       or_default(c.local_ack_timeout(), rc.local_ack_timeout));
+  rc.adaptive_ack_timeout = !c.fixed_ack_timeout();
+  if (c.min_ack_timeout_us() != 0) {
+    rc.min_ack_timeout_ns = uint64_t{c.min_ack_timeout_us()} * 1000;
+  }
   if (c.has_retry_count()) {
     rc.retry_count = static_cast<uint8_t>(c.retry_count());
   }

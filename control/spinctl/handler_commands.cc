@@ -137,10 +137,15 @@ int RunInfo(Env& env, const ParsedArgs&) {
   diad.Add("window", absl::StrCat(d.window_packets(), " packets, ",
                                   d.window_bytes(), " bytes"));
   diad.Add("max_transactions", absl::StrCat(d.max_transactions()));
-  diad.Add("rto", absl::StrCat(d.rto_us(), " us, doubling to ", d.rto_max_us(),
-                               " us"));
+  diad.Add(
+      "rto",
+      absl::StrCat(d.rto_us(), " us first, doubling to ", d.rto_max_us(), " us",
+                   d.adaptive_rto()
+                       ? absl::StrCat(", adaptive from ", d.rto_min_us(), " us")
+                       : ", fixed"));
   diad.Add("max_retries", absl::StrCat(d.max_retries()));
   diad.Add("down_after", absl::StrCat(d.down_after_us(), " us"));
+  diad.Add("txn_deadline", absl::StrCat(d.txn_deadline_ms(), " ms"));
   diad.Print(stdout, "  ");
   return kExitOk;
 }

@@ -43,6 +43,14 @@ uint64_t DownAfterNs(const ChannelConfig& config) {
   return total;
 }
 
+uint64_t TxnDeadlineNs(const ChannelConfig& config) {
+  if (config.txn_deadline_ns != 0) return config.txn_deadline_ns;
+  const uint64_t down = DownAfterNs(config);
+  return down > UINT64_MAX / kTxnDeadlineDownAfters
+             ? UINT64_MAX
+             : down * kTxnDeadlineDownAfters;
+}
+
 // ---------------------------------------------------------------- sessions
 
 Session::Verdict Session::Check(uint32_t src_epoch, uint32_t dst_epoch) {

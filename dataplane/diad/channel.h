@@ -20,7 +20,9 @@
 //    receiver's next expected number (go-back-N). When the retransmission
 //    timer fires without progress the sender asks with an UNACK, and doubles
 //    the timeout (up to rto_max_ns); after `max_retries` expiries without
-//    progress the channel is down.
+//    progress (and DownAfterNs of silence) the channel is down. The timeout
+//    armed after progress is estimated from round-trip samples (RFC 6298,
+//    adaptive_rto), taken only from packets sent once (Karn).
 //  - Sessions: each side picks a random non-zero epoch per session. Packets
 //    carry (src_epoch, dst_epoch). A packet with dst_epoch 0 and an unknown
 //    src_epoch starts a new peer session (the peer restarted or reset): we
@@ -33,6 +35,7 @@
 #include <span>
 #include <vector>
 
+#include "dataplane/common/rtt_estimator.h"
 #include "dataplane/diad/wire.h"
 
 namespace spinnic::diad {
@@ -65,6 +68,13 @@ struct ChannelConfig {
   uint64_t ack_delay_ns = 20'000;
   uint64_t rto_ns = 1'000'000;  // first retransmission timeout
   uint64_t rto_max_ns = 16'000'000;
+  // Adaptive retransmission timeout (RFC 6298; docs/diad.md, "Adaptive
+  // timeout"): once a round trip was measured, the timeout armed after
+  // progress is SRTT + max(ack_delay_ns, 4 RTTVAR), clamped to [rto_min_ns,
+  // rto_max_ns]; rto_ns is only the first one. Expiries still double it up
+  // to rto_max_ns. false: the paper's fixed timer (rto_ns after progress).
+  bool adaptive_rto = true;
+  uint64_t rto_min_ns = 100'000;
   // Timer expiries in a row without progress before the channel is down.
   uint32_t max_retries = 8;
   // At most one NACK per gap, and one go-back-N retransmission per
@@ -78,11 +88,27 @@ struct ChannelConfig {
   // (their mbufs); beyond, they are dropped and counted. 0: twice
   // window_packets, all a SELECTIVE sender can have beyond a hole.
   uint32_t reorder_packets = 0;
+  // A read or write whose request went out whole and which got no response
+  // packet for this long fails with kDeadlineExceeded, releasing its
+  // transaction slot; the channel stays up (a peer that keeps ACKing but
+  // never answers one transaction). 0: kTxnDeadlineDownAfters times
+  // DownAfterNs (TxnDeadlineNs()).
+  uint64_t txn_deadline_ns = 0;
 };
 
 // Time after which an unanswered channel is declared down with `config`:
-// the sum of the timeouts of every retry.
+// the sum of the timeouts of every retry. With adaptive_rto the timeouts
+// may be shorter, but the channel is still not declared down before this
+// (SendWindow::OnTimer).
 uint64_t DownAfterNs(const ChannelConfig& config);
+
+// The default transaction deadline, in units of DownAfterNs: long enough
+// that a transaction only expires when its channel could have been declared
+// down several times over, had the peer stopped answering altogether.
+inline constexpr uint64_t kTxnDeadlineDownAfters = 10;
+// The transaction deadline in force with `config` (txn_deadline_ns, or its
+// default).
+uint64_t TxnDeadlineNs(const ChannelConfig& config);
 
 // ---------------------------------------------------------------- sessions
 
@@ -304,7 +330,10 @@ class SendWindow {
   };
   // A cumulative ack (from an ACK, NACK or any sequenced packet): every
   // held packet before `ack` is released through `release(handle, txn,
-  // completes_txn)`. Progress resets the retry count and the timeout.
+  // completes_txn)`. Progress resets the retry count and the timeout (to
+  // the estimate, adaptive_rto). It is a round-trip sample when no packet
+  // it releases was ever resent or SACKed (Karn: the ack then answers the
+  // one transmission of `ack` - 1).
   template <typename Release>
   AckVerdict OnAck(uint32_t ack, uint64_t now_ns, Release&& release);
 
@@ -336,7 +365,8 @@ class SendWindow {
   // it were SACKed, or nack_interval_ns later. An empty bitmap is allowed
   // (a probe reply when the receiver holds nothing). Returns how many were
   // resent; a resend re-arms the timer. New SACK information resets the
-  // retry count (the peer is alive).
+  // retry count (the peer is alive). The newest newly SACKed packet that
+  // was never resent is a round-trip sample (the receiver SACKs at once).
   template <typename Retransmit>
   uint32_t OnSack(uint32_t ack, std::span<const uint8_t> bitmap,
                   bool probe_reply, uint32_t probe_end, uint64_t now_ns,
@@ -347,7 +377,8 @@ class SendWindow {
   enum class TimerVerdict : uint8_t {
     kIdle,       // not due
     kSendUnack,  // timed out: send an UNACK (timeout doubled)
-    kDown,       // expiry max_retries + 1 without progress: the channel is
+    kDown,       // expiry max_retries + 1 without progress, and at least
+                 // DownAfterNs since the last progress: the channel is
                  // down (held packets stay held until Reset)
   };
   TimerVerdict OnTimer(uint64_t now_ns);
@@ -366,7 +397,18 @@ class SendWindow {
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   uint32_t base() const { return base_; }
   uint32_t retries() const { return retries_; }
+  // The timeout in force (backed off after expiries).
   uint64_t rto_ns() const { return rto_ns_; }
+  // The timeout armed after progress: the estimate (adaptive_rto, once
+  // sampled) or rto_ns.
+  uint64_t base_rto_ns() const {
+    return config_.adaptive_rto ? rtt_.rto_ns() : config_.rto_ns;
+  }
+  // The round-trip estimate (adaptive_rto); samples() counts what fed it.
+  const RttEstimator& rtt() const { return rtt_; }
+  // Acks that released packets but gave no sample because one of them was
+  // resent or SACKed (Karn), since construction.
+  uint64_t karn_skips() const { return karn_skips_; }
 
  private:
   friend class ChannelTestPeer;  // tests: sequence numbers near 2^32
@@ -376,19 +418,25 @@ class SendWindow {
     uint32_t payload_bytes = 0;
     uint32_t txn = 0;
     bool completes_txn = false;
+    // When it was first sent: a round-trip sample when it is acknowledged
+    // having been sent once (Karn).
+    uint64_t sent_ns = 0;
     // SELECTIVE: the receiver holds it; and when it was last resent. A
-    // resent packet gives no round-trip sample (Karn): DiAD takes none at
-    // all (the timeout is configured, not estimated), and an estimator
-    // added later must skip packets with `resent`.
+    // resent packet gives no round-trip sample (Karn): the ack may answer
+    // either copy.
     bool sacked = false;
     bool resent = false;
     uint64_t resent_ns = 0;
     uint32_t resent_next = 0;  // next_seq_ when it was last resent
   };
 
-  // Releases held packets in order until base_ == end.
+  // Releases held packets in order until base_ == end. Returns false when
+  // one of them was resent or SACKed (its ack is then no round-trip
+  // sample).
   template <typename Release>
-  void ReleaseUpTo(uint32_t end, Release& release);
+  bool ReleaseUpTo(uint32_t end, Release& release);
+  // A round-trip sample of a packet sent at `sent_ns`, acknowledged now.
+  void Sample(uint64_t sent_ns, uint64_t now_ns);
 
   ChannelConfig config_;
   std::vector<Slot> slots_;  // 2 * window_packets entries, seq & mask
@@ -399,6 +447,12 @@ class SendWindow {
   uint64_t rto_ns_;
   uint64_t deadline_ns_ = UINT64_MAX;
   uint32_t retries_ = 0;
+  RttEstimator rtt_;
+  uint64_t karn_skips_ = 0;
+  // The down decision (OnTimer): the last progress (or the first packet
+  // into an empty window), and DownAfterNs(config_).
+  uint64_t stall_start_ns_ = 0;
+  uint64_t down_after_ns_;
   // Go-back-N damping: last retransmission's start and time.
   uint32_t last_gbn_from_ = 0;
   uint64_t last_gbn_ns_ = 0;
@@ -436,6 +490,10 @@ class TransactionTable {
   // Ends every pending transaction, oldest first, through fn(txn, cookie).
   template <typename Fn>
   void EndAll(Fn&& fn);
+  // Calls fn(txn, cookie&) for every pending transaction, in slot order
+  // (not by age); fn may End() the transaction it is given, nothing else.
+  template <typename Fn>
+  void ForEach(Fn&& fn);
 
  private:
   friend class ChannelTestPeer;  // tests: ids near 2^32

@@ -36,7 +36,19 @@ SendWindow<Handle>::SendWindow(const ChannelConfig& config)
       // holds them) out of the window until the cumulative ack passes them.
       slots_(size_t{config.window_packets} * 2),
       mask_(config.window_packets * 2 - 1),
-      rto_ns_(config.rto_ns) {}
+      rto_ns_(config.rto_ns),
+      // G = the receiver's ACK coalescing delay: an ACK may be held that
+      // long on purpose, so the timeout never undercuts it.
+      rtt_(config.rto_ns, config.rto_min_ns, config.rto_max_ns,
+           config.ack_delay_ns),
+      down_after_ns_(DownAfterNs(config)) {}
+
+template <typename Handle>
+void SendWindow<Handle>::Sample(uint64_t sent_ns, uint64_t now_ns) {
+  // A clock that went backwards gives no sample rather than a huge one.
+  if (now_ns < sent_ns) return;
+  rtt_.OnSample(now_ns - sent_ns);
+}
 
 template <typename Handle>
 bool SendWindow<Handle>::CanSend(uint32_t payload_bytes) const {
@@ -59,9 +71,11 @@ void SendWindow<Handle>::Push(Handle handle, uint32_t payload_bytes,
                               uint64_t now_ns) {
   if (in_flight_packets() == 0) {
     deadline_ns_ = internal::SaturatingAdd(now_ns, rto_ns_);
+    stall_start_ns_ = now_ns;
   }
   Slot& slot = slots_[next_seq_ & mask_];
   slot.handle = std::move(handle);
+  slot.sent_ns = now_ns;
   slot.payload_bytes = payload_bytes;
   slot.txn = txn;
   slot.completes_txn = completes_txn;
@@ -85,9 +99,19 @@ typename SendWindow<Handle>::AckVerdict SendWindow<Handle>::OnAck(
   if (static_cast<uint32_t>(diff) > in_flight_packets()) {
     return AckVerdict::kInvalid;  // beyond next_seq: never sent
   }
-  ReleaseUpTo(ack, release);
+  // The newest packet released is the one whose arrival made the receiver
+  // send this ack (a cumulative ack moves when `ack` - 1 arrives), so its
+  // send time is the sample, unless some released packet went twice (or
+  // was held by the receiver: the ack then waited for a resent hole).
+  const uint64_t newest_sent_ns = slots_[(ack - 1) & mask_].sent_ns;
+  if (ReleaseUpTo(ack, release)) {
+    Sample(newest_sent_ns, now_ns);
+  } else {
+    ++karn_skips_;
+  }
   retries_ = 0;
-  rto_ns_ = config_.rto_ns;
+  stall_start_ns_ = now_ns;
+  rto_ns_ = base_rto_ns();
   deadline_ns_ = in_flight_packets() == 0
                      ? UINT64_MAX
                      : internal::SaturatingAdd(now_ns, rto_ns_);
@@ -162,6 +186,11 @@ uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
                                     uint64_t now_ns, Retransmit&& retransmit) {
   // Mark: only numbers still held (an old SACK may describe released ones).
   bool news = false;
+  // The newest packet this SACK reports first and that went out once: the
+  // receiver SACKs an out-of-order packet at once, so its send time is a
+  // round-trip sample (Karn: never a resent one).
+  bool sample = false;
+  uint64_t sample_sent_ns = 0;
   const uint32_t bits = static_cast<uint32_t>(bitmap.size()) * 8;
   for (uint32_t j = 1; j < bits; ++j) {
     if ((bitmap[j / 8] & (0x80u >> (j % 8))) == 0) continue;
@@ -177,13 +206,21 @@ uint32_t SendWindow<Handle>::OnSack(uint32_t ack,
       ++sacked_packets_;
       sacked_bytes_ += slot.payload_bytes;
       news = true;
+      if (!slot.resent) {
+        sample = true;
+        sample_sent_ns = slot.sent_ns;  // ascending j: the newest wins
+      }
     }
     if (!has_high_sacked_ || SeqDiff(seq, high_sacked_) > 0) {
       high_sacked_ = seq;
       has_high_sacked_ = true;
     }
   }
-  if (news) retries_ = 0;
+  if (news) {
+    retries_ = 0;
+    stall_start_ns_ = now_ns;
+  }
+  if (sample) Sample(sample_sent_ns, now_ns);
   if (has_high_sacked_ && SeqDiff(high_sacked_, base_) < 0) {
     has_high_sacked_ = false;  // everything SACKed was released since
   }
@@ -250,11 +287,24 @@ typename SendWindow<Handle>::TimerVerdict SendWindow<Handle>::OnTimer(
   if (in_flight_packets() == 0 || now_ns < deadline_ns_) {
     return TimerVerdict::kIdle;
   }
-  ++retries_;
-  // Stays down (the deadline is not moved) until the caller calls Reset.
-  if (retries_ > config_.max_retries) return TimerVerdict::kDown;
+  if (retries_ <= config_.max_retries) ++retries_;
+  // Down after max_retries + 1 expiries without progress, and never before
+  // DownAfterNs of silence: an adaptive timeout far below rto_ns expires
+  // sooner, but the peer keeps the time the configuration gives it. With the
+  // fixed timer the first condition implies the second. Stays down (the
+  // deadline is not moved) until the caller calls Reset.
+  const uint64_t down_at =
+      internal::SaturatingAdd(stall_start_ns_, down_after_ns_);
+  if (retries_ > config_.max_retries && now_ns >= down_at) {
+    return TimerVerdict::kDown;
+  }
   rto_ns_ = internal::NextRtoNs(rto_ns_, config_);
   deadline_ns_ = internal::SaturatingAdd(now_ns, rto_ns_);
+  // The expiry that may bring the channel down comes exactly at down_at.
+  if (config_.adaptive_rto && retries_ >= config_.max_retries &&
+      down_at > now_ns) {
+    deadline_ns_ = std::min(deadline_ns_, down_at);
+  }
   return TimerVerdict::kSendUnack;
 }
 
@@ -276,9 +326,11 @@ uint64_t SendWindow<Handle>::timer_deadline() const {
 
 template <typename Handle>
 template <typename Release>
-void SendWindow<Handle>::ReleaseUpTo(uint32_t end, Release& release) {
+bool SendWindow<Handle>::ReleaseUpTo(uint32_t end, Release& release) {
+  bool clean = true;
   while (base_ != end) {
     Slot& slot = slots_[base_ & mask_];
+    clean = clean && !slot.resent && !slot.sacked;
     Handle handle = std::move(slot.handle);
     const uint32_t txn = slot.txn;
     const bool completes_txn = slot.completes_txn;
@@ -291,6 +343,7 @@ void SendWindow<Handle>::ReleaseUpTo(uint32_t end, Release& release) {
     ++base_;
     release(handle, txn, completes_txn);
   }
+  return clean;
 }
 
 template <typename Handle>
@@ -300,9 +353,12 @@ void SendWindow<Handle>::Reset(Release&& release) {
   base_ = 0;
   next_seq_ = 0;
   in_flight_bytes_ = 0;
+  // A new session may take another path: measure afresh.
+  rtt_.Reset();
   rto_ns_ = config_.rto_ns;
   deadline_ns_ = UINT64_MAX;
   retries_ = 0;
+  stall_start_ns_ = 0;
   last_gbn_from_ = 0;
   last_gbn_ns_ = 0;
   gbn_done_ = false;
@@ -454,6 +510,14 @@ void TransactionTable<Cookie>::EndAll(Fn&& fn) {
     --count_;
     Cookie cookie = std::move(slot.cookie);
     fn(txn, cookie);
+  }
+}
+
+template <typename Cookie>
+template <typename Fn>
+void TransactionTable<Cookie>::ForEach(Fn&& fn) {
+  for (Slot& slot : slots_) {
+    if (slot.used) fn(slot.txn, slot.cookie);
   }
 }
 

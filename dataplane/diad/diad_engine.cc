@@ -129,6 +129,7 @@ DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
                      config_.node[14],
                      config_.node[15]};
   down_after_ns_ = DownAfterNs(config_.channel);
+  txn_deadline_ns_ = TxnDeadlineNs(config_.channel);
 }
 
 DiadEngine::~DiadEngine() { Shutdown(); }
@@ -180,6 +181,7 @@ void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
   }
   ch.response_head = 0;
   ch.response_count = 0;
+  ch.next_txn_deadline_ns = UINT64_MAX;
   RxMessage& m = ch.rx_message;
   if (m.active && m.ectx_id != kNoEctx && table != nullptr) {
     const Ectx* ectx = m.type == PacketType::kStream

@@ -114,6 +114,12 @@ struct alignas(64) DiadCounters {
   // ... and those that were meant to but were copied (no reference or
   // mbuf, or a region being deregistered).
   Counter zero_copy_fallbacks;
+  // Adaptive timeout: round-trip samples taken, and acks that released
+  // packets without giving one because one of them was resent (Karn).
+  Counter rtt_samples;
+  Counter rtt_karn_skips;
+  // Reads and writes failed with deadline_exceeded (answered never).
+  Counter txn_deadline_exceeded;
   std::array<Counter, kDiadDropCount> drops;
 
   void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
@@ -130,9 +136,16 @@ struct alignas(64) DiadPeerCounters {
   Counter resets;
   Counter ops_completed;
   Counter ops_failed;
+  Counter rtt_samples;
+  Counter txn_deadline_exceeded;
   // Channels of this peer on this HPU currently down (written by the HPU).
   std::atomic<uint32_t> channels_down{0};
   std::atomic<uint32_t> in_flight_packets{0};
+  // The round-trip estimate of the channel that took the last sample, and
+  // the timeout armed after progress (written by the HPU, 0 before any
+  // sample).
+  std::atomic<uint64_t> srtt_ns{0};
+  std::atomic<uint64_t> rto_ns{0};
 };
 
 // Event codes the transport raises (Event.data says more; docs/diad.md).
@@ -247,6 +260,9 @@ class DiadEngine final : public TransportEngine {
     uint32_t length = 0;    // a handler get's bytes
     uint32_t received = 0;  // a handler get's bytes placed
     uint32_t ectx_id = 0;   // the handler's ECTX
+    // A read or write fails with kDeadlineExceeded at this time: armed when
+    // its request went out whole, pushed back by each response packet.
+    uint64_t deadline_ns = UINT64_MAX;
   };
 
   struct Channel {
@@ -276,6 +292,9 @@ class DiadEngine final : public TransportEngine {
     uint64_t last_heard_ns = 0;
     uint64_t last_sent_ns = 0;
     uint64_t last_probe_ns = 0;
+    // No transaction's deadline comes before this (a lower bound: deadlines
+    // only move later, so it may be early; ExpireTransactions refreshes it).
+    uint64_t next_txn_deadline_ns = UINT64_MAX;
   };
 
   uint32_t NextEpoch();
@@ -346,6 +365,14 @@ class DiadEngine final : public TransportEngine {
   void Enqueue(Channel& ch, DiadOp* op);
   // Ends transaction `txn` (already out of the table) with `status`.
   void Finish(Channel& ch, uint32_t txn, const Txn& t, Status status);
+  // The read or write `txn` of `type` sent its request whole (or got a
+  // response packet) at `now`: its deadline is now + txn_deadline_ns_.
+  void ArmDeadline(Channel& ch, uint32_t txn, PacketType type, uint64_t now);
+  // Fails every transaction of `ch` past its deadline (kDeadlineExceeded);
+  // the channel stays up.
+  void ExpireTransactions(Channel& ch, uint64_t now);
+  // Publishes what the last ack did to the round-trip estimate.
+  void NoteRtt(Channel& ch, uint64_t samples_before, uint64_t skips_before);
   void Complete(Channel& ch, DiadOp* op, Status status);
   // A handler's put or get may start now on `ch`: no other message is
   // half sent, a transaction slot is free, and `packets`/`bytes` fit the
@@ -416,7 +443,8 @@ class DiadEngine final : public TransportEngine {
   Endpoint self_;
   // ff02::1:ffXX:XXXX for our node address: where solicitations for it go.
   NodeAddress solicited_node_{};
-  uint64_t down_after_ns_ = 0;  // DownAfterNs(config_.channel)
+  uint64_t down_after_ns_ = 0;    // DownAfterNs(config_.channel)
+  uint64_t txn_deadline_ns_ = 0;  // TxnDeadlineNs(config_.channel)
   DiadCounters counters_;
   std::vector<DiadPeerCounters> peer_counters_;
   // SendControl's SACK bitmap, written just before it is copied out.

@@ -76,6 +76,34 @@ void DiadEngine::Finish(Channel& ch, uint32_t txn, const Txn& t,
   RaiseChannelEvent(kEventDiadOpFailed, ch, txn, status, t.ectx_id);
 }
 
+void DiadEngine::ArmDeadline(Channel& ch, uint32_t txn, PacketType type,
+                             uint64_t now) {
+  Txn* t = ch.txns.Find(txn, type);
+  if (t == nullptr) return;
+  t->deadline_ns =
+      now > UINT64_MAX - txn_deadline_ns_ ? UINT64_MAX : now + txn_deadline_ns_;
+  ch.next_txn_deadline_ns = std::min(ch.next_txn_deadline_ns, t->deadline_ns);
+}
+
+void DiadEngine::ExpireTransactions(Channel& ch, uint64_t now) {
+  // Rare (a deadline passed, or a stale lower bound did): one walk over the
+  // table, which also finds the next deadline.
+  uint64_t next = UINT64_MAX;
+  ch.txns.ForEach([&](uint32_t txn, Txn& t) {
+    if (t.deadline_ns > now) {
+      next = std::min(next, t.deadline_ns);
+      return;
+    }
+    // The peer acknowledged the whole request long ago and keeps the
+    // channel alive, yet never answered: give the slot back, say why. A
+    // response arriving later finds no transaction (drop_unknown_txn).
+    counters_.txn_deadline_exceeded.Add();
+    peer_counters_[ch.slot].txn_deadline_exceeded.Add();
+    Finish(ch, txn, ch.txns.End(txn), Status::kDeadlineExceeded);
+  });
+  ch.next_txn_deadline_ns = next;
+}
+
 void DiadEngine::Complete(Channel& ch, DiadOp* op, Status status) {
   op->status = status;
   op->latency_ns = clock::TicksToNanos(clock::Ticks() - op->start_tsc);
@@ -150,6 +178,7 @@ bool DiadEngine::StartPut(Channel& ch, PeerPut::Kind kind, uint32_t key,
     }
     sent += size;
   }
+  if (type == PacketType::kWriteRequest) ArmDeadline(ch, txn, type, now);
   counters_.handler_puts.Add();
   return true;
 }
@@ -168,11 +197,13 @@ bool DiadEngine::StartGet(Channel& ch, const HandedAction& get) {
   h.key = get.key;
   h.address = get.address;
   h.msg_length = get.length;
-  if (!SendSequenced(ch, h, {}, txn, false, clock::NowNanos())) {
+  const uint64_t now = clock::NowNanos();
+  if (!SendSequenced(ch, h, {}, txn, false, now)) {
     Finish(ch, txn, ch.txns.End(txn), Status::kAborted);  // unpins dest
     counters_.handler_refused.Add();
     return false;
   }
+  ArmDeadline(ch, txn, PacketType::kReadRequest, now);
   counters_.handler_gets.Add();
   return true;
 }

@@ -216,8 +216,12 @@ void DiadEngine::OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
   }
   if (ApplyAck(ch, h.ack, /*go_back=*/false, now)) {
     if (sack) counters_.sacks_received.Add();
+    const uint64_t samples = ch.tx.rtt().samples();
     ch.tx.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, h.txn, now,
                  [&](rte_mbuf* held) { Retransmit(ch, held); });
+    if (ch.tx.rtt().samples() != samples) {
+      NoteRtt(ch, samples, ch.tx.karn_skips());
+    }
   }
   rte_pktmbuf_free(packet);
 }
@@ -294,10 +298,15 @@ bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
       Finish(ch, txn, ch.txns.End(txn), Status::kOk);
     }
   };
+  const uint64_t samples = ch.tx.rtt().samples();
+  const uint64_t skips = ch.tx.karn_skips();
   SendWindow<rte_mbuf*>::AckVerdict verdict = ch.tx.OnAck(ack, now, release);
   if (verdict == SendWindow<rte_mbuf*>::AckVerdict::kInvalid) {
     counters_.drops[static_cast<size_t>(DiadDrop::kInvalidAck)].Add();
     return false;
+  }
+  if (verdict == SendWindow<rte_mbuf*>::AckVerdict::kProgress) {
+    NoteRtt(ch, samples, skips);
   }
   // The ack is applied (and its packets released) above, so GoBackN's own
   // application of it changes nothing; it retransmits the rest.
@@ -307,6 +316,20 @@ bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
   pc.in_flight_packets.store(ch.tx.in_flight_packets(),
                              std::memory_order_relaxed);
   return true;
+}
+
+void DiadEngine::NoteRtt(Channel& ch, uint64_t samples_before,
+                         uint64_t skips_before) {
+  DiadPeerCounters& pc = peer_counters_[ch.slot];
+  const uint64_t samples = ch.tx.rtt().samples() - samples_before;
+  if (samples != 0) {
+    counters_.rtt_samples.Add(samples);
+    pc.rtt_samples.Add(samples);
+    pc.srtt_ns.store(ch.tx.rtt().srtt_ns(), std::memory_order_relaxed);
+    pc.rto_ns.store(ch.tx.base_rto_ns(), std::memory_order_relaxed);
+  }
+  const uint64_t skips = ch.tx.karn_skips() - skips_before;
+  if (skips != 0) counters_.rtt_karn_skips.Add(skips);
 }
 
 void DiadEngine::OnSequenced(Channel& ch, const Header& h, rte_mbuf* packet,
@@ -553,6 +576,14 @@ void DiadEngine::OnReadResponse(Channel& ch, const Header& h,
   }
   std::memcpy(dest.data() + h.msg_offset, payload, h.payload_length);
   received += h.payload_length;
+  // The answer is coming: a long read is not cut off while it flows.
+  // (Deadlines only move later, so the channel's lower bound stays valid.)
+  if (!h.last()) {
+    const uint64_t now = clock::NowNanos();
+    t->deadline_ns = now > UINT64_MAX - txn_deadline_ns_
+                         ? UINT64_MAX
+                         : now + txn_deadline_ns_;
+  }
   if (h.last()) {
     const bool whole = received == dest.size();
     Finish(ch, h.txn, ch.txns.End(h.txn),

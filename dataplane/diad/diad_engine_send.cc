@@ -54,6 +54,7 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
       counters_.unacks_sent.Add();
     }
   }
+  if (now >= ch.next_txn_deadline_ns) ExpireTransactions(ch, now);
   // Held packets a full response queue kept back.
   if (ch.reorder.count() > 0) DrainReorder(ch, table, now);
   // Responses first: they are what the peer's window waits on.
@@ -177,6 +178,14 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
         }
         op->sent += segment;
       }
+    }
+    // The request is out whole: from now on only the peer's answer is
+    // missing, and the deadline bounds the wait for it.
+    if (op->kind != DiadOp::Kind::kStream) {
+      ArmDeadline(ch, op->txn,
+                  op->kind == DiadOp::Kind::kRead ? PacketType::kReadRequest
+                                                  : PacketType::kWriteRequest,
+                  now);
     }
     ch.queue_head = op->next;
     if (ch.queue_head == nullptr) ch.queue_tail = nullptr;

@@ -72,6 +72,14 @@ absl::Status StatusOf(Status status, const DiadRequest& request,
     case Status::kAborted:
       return absl::AbortedError(absl::StrCat(
           where, ": aborted (peer removed or dataplane stopping)"));
+    case Status::kDeadlineExceeded:
+      // The channel is up (the peer acknowledges), but this transaction was
+      // never answered: its slot was released after diad.txn_deadline_ms.
+      return absl::DeadlineExceededError(absl::StrCat(
+          where,
+          ": the peer acknowledged the request but sent no response within "
+          "the transaction deadline (diad.txn_deadline_ms); it may or may "
+          "not have been carried out; check the peer's handlers and logs"));
   }
   return absl::InternalError(
       absl::StrCat(where, ": unknown status ", static_cast<int>(status)));
@@ -373,6 +381,12 @@ std::vector<PeerInfo> DiadModule::ListPeers() const {
       info.resets += c.resets.Get();
       info.ops_completed += c.ops_completed.Get();
       info.ops_failed += c.ops_failed.Get();
+      info.rtt_samples += c.rtt_samples.Get();
+      info.txn_deadline_exceeded += c.txn_deadline_exceeded.Get();
+      info.srtt_ns = std::max<uint64_t>(
+          info.srtt_ns, c.srtt_ns.load(std::memory_order_relaxed));
+      info.rto_ns = std::max<uint64_t>(
+          info.rto_ns, c.rto_ns.load(std::memory_order_relaxed));
     }
     info.up = info.channels_down == 0;
     list.push_back(std::move(info));
@@ -580,6 +594,9 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"reorder_held", &C::reorder_held},
       {"zero_copy_packets", &C::zero_copy_packets},
       {"zero_copy_fallbacks", &C::zero_copy_fallbacks},
+      {"rtt_samples", &C::rtt_samples},
+      {"rtt_karn_skips", &C::rtt_karn_skips},
+      {"txn_deadline_exceeded", &C::txn_deadline_exceeded},
   };
   for (const auto& [name, field] : kFields) {
     uint64_t sum = 0;

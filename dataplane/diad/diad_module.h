@@ -42,6 +42,11 @@ struct PeerInfo {
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   uint64_t retransmits = 0, down_events = 0, resets = 0;
   uint64_t ops_completed = 0, ops_failed = 0;
+  // Adaptive timeout: samples taken, and the largest smoothed round trip
+  // and timeout among its HPUs (each from the channel sampled last; 0
+  // before any sample). Transactions failed by their deadline.
+  uint64_t rtt_samples = 0, srtt_ns = 0, rto_ns = 0;
+  uint64_t txn_deadline_exceeded = 0;
 };
 
 // A remote operation for DiadExecute: a write or stream message of `data`,

@@ -41,6 +41,11 @@ std::vector<TelemetryCommand> DiadModule::TelemetryCommands() const {
            rte_tel_data_add_dict_u64(d, "resets", p.resets);
            rte_tel_data_add_dict_u64(d, "ops_completed", p.ops_completed);
            rte_tel_data_add_dict_u64(d, "ops_failed", p.ops_failed);
+           rte_tel_data_add_dict_u64(d, "rtt_samples", p.rtt_samples);
+           rte_tel_data_add_dict_u64(d, "srtt_ns", p.srtt_ns);
+           rte_tel_data_add_dict_u64(d, "rto_ns", p.rto_ns);
+           rte_tel_data_add_dict_u64(d, "txn_deadline_exceeded",
+                                     p.txn_deadline_exceeded);
            return 0;
          }
          return -EINVAL;

@@ -94,6 +94,8 @@ const char* StatusName(Status status) {
       return "peer_reset";
     case Status::kAborted:
       return "aborted";
+    case Status::kDeadlineExceeded:
+      return "deadline_exceeded";
   }
   return "unknown";
 }

@@ -87,6 +87,10 @@ enum class Status : uint8_t {
   kPeerDown = 0x80,   // retries exhausted; the transaction failed locally
   kPeerReset = 0x81,  // the peer restarted (new epoch) before it answered
   kAborted = 0x82,    // the initiator gave up (shutdown, deregistration)
+  // No response within the transaction deadline (ChannelConfig::
+  // txn_deadline_ns) although the peer acknowledged the request: the
+  // transaction's slot is released, the channel stays up.
+  kDeadlineExceeded = 0x83,
 };
 const char* StatusName(Status status);
 

@@ -91,9 +91,21 @@ Requester::Requester(const RequesterConfig& config) : config_(config) {
   sent_end_psn_ = config_.initial_psn;
   retries_left_ = config_.retry_count;
   rnr_retries_left_ = config_.rnr_retry;
+  timeout_ns_ = config_.ack_timeout_ns;
+  // The negotiated timeout is both the first value and the ceiling; G = 0
+  // (the responder's ACK coalescing shows up in the samples and their
+  // variance, and the floor covers the rest).
+  rtt_ = RttEstimator(config_.ack_timeout_ns, config_.min_ack_timeout_ns,
+                      config_.ack_timeout_ns, 0);
 }
 
 Requester::~Requester() = default;
+
+void Requester::ArmTimer(uint64_t now) {
+  if (config_.ack_timeout_ns == 0) return;
+  timer_armed_ = true;
+  timer_deadline_ = now + timeout_ns_;
+}
 
 Requester::Wqe& Requester::SlotOf(uint64_t index) {
   return wqes_[index & (config_.sq_depth - 1)];
@@ -236,10 +248,14 @@ bool Requester::NextPacket(uint64_t now, PacketPlan* out) {
   if (PsnDiff(end_psn, sent_end_psn_) > 0) sent_end_psn_ = end_psn;
   ++counters_.packets_sent;
   if (retransmission) ++counters_.packets_retransmitted;
-  if (!timer_armed_ && config_.ack_timeout_ns != 0) {
-    timer_armed_ = true;
-    timer_deadline_ = now + config_.ack_timeout_ns;
+  // Time a new packet the responder answers at once (AckReq), one at a
+  // time. Its first PSN: a READ's first response packet answers it.
+  if (config_.adaptive_timeout && !timing_ && !retransmission && plan.ack_req) {
+    timing_ = true;
+    timed_psn_ = psn;
+    timed_at_ = now;
   }
+  if (!timer_armed_) ArmTimer(now);
   *out = plan;
   return true;
 }
@@ -291,6 +307,17 @@ void Requester::Progress(uint64_t now) {
   retries_left_ = config_.retry_count;
   rnr_retries_left_ = config_.rnr_retry;
   retry_pending_ = false;
+  if (timing_ && PsnBefore(timed_psn_, una_psn_)) {
+    timing_ = false;
+    // A clock that went backwards gives no sample.
+    if (now >= timed_at_) {
+      rtt_.OnSample(now - timed_at_);
+      ++counters_.rtt_samples;
+    }
+  }
+  // Progress resets the backoff: the estimate (or the negotiated timeout
+  // before any sample, or with the fixed timer).
+  if (config_.adaptive_timeout) timeout_ns_ = rtt_.rto_ns();
   // A late ACK can overtake a go-back: never resend what is acknowledged.
   if (cursor_ == head_ && head_ < assigned_) {
     const int32_t acked_packets = PsnDiff(una_psn_, SlotOf(head_).first_psn);
@@ -299,8 +326,7 @@ void Requester::Progress(uint64_t now) {
     }
   }
   if (una_psn_ != sent_end_psn_ && config_.ack_timeout_ns != 0) {
-    timer_armed_ = true;
-    timer_deadline_ = now + config_.ack_timeout_ns;
+    ArmTimer(now);
   } else {
     timer_armed_ = false;
   }
@@ -332,6 +358,8 @@ Requester::Stop Requester::AcknowledgeThrough(uint32_t acked_psn,
 }
 
 void Requester::Rewind() {
+  // Karn: what is resent from here gives no round-trip sample.
+  timing_ = false;
   cursor_ = head_;
   cursor_packet_ = 0;
   if (head_ < assigned_) {
@@ -340,19 +368,18 @@ void Requester::Rewind() {
   }
 }
 
-bool Requester::StartRetry(uint64_t now) {
+bool Requester::StartRetry(uint64_t now, bool charge) {
   ++counters_.retries;
-  if (retries_left_ == 0) {
-    Fail(CompletionStatus::kRetryExceeded, head_);
-    return false;
+  if (charge) {
+    if (retries_left_ == 0) {
+      Fail(CompletionStatus::kRetryExceeded, head_);
+      return false;
+    }
+    --retries_left_;
   }
-  --retries_left_;
   Rewind();
   retry_pending_ = true;
-  if (config_.ack_timeout_ns != 0) {
-    timer_armed_ = true;
-    timer_deadline_ = now + config_.ack_timeout_ns;
-  }
+  ArmTimer(now);
   return true;
 }
 
@@ -381,7 +408,17 @@ bool Requester::OnTimer(uint64_t now) {
   // A timeout always goes back, even when a NAK's go-back is pending: that
   // go-back's packets may themselves have been lost.
   retry_pending_ = false;
-  StartRetry(now);
+  // An adaptive timer shorter than the negotiated timeout is our own early
+  // guess: it goes back, but is charged to retry_count only once it has
+  // backed off to the negotiated timeout. The client thus still sees at
+  // least retry_count + 1 negotiated timeouts of silence before
+  // kRetryExceeded, as IB promises it.
+  const bool charge = timeout_ns_ >= config_.ack_timeout_ns;
+  if (!charge) ++counters_.fast_timeouts;
+  timeout_ns_ = timeout_ns_ > config_.ack_timeout_ns / 2
+                    ? config_.ack_timeout_ns
+                    : 2 * timeout_ns_;
+  StartRetry(now, charge);
   return true;
 }
 

@@ -17,6 +17,10 @@
 //    sequence error, a lost READ response, the local ACK timeout), counted
 //    against retry_count; RNR NAKs wait the NAK's timer and count against
 //    rnr_retry (7 = forever); any forward progress resets both counters.
+//  - The ACK timer is adaptive (RFC 6298 over measured ACK/response round
+//    trips, Karn's rule), never above the negotiated local ACK timeout; an
+//    expiry before it has backed off to that timeout goes back without
+//    costing a retry, so retry_count keeps the meaning the client knows.
 //  - A fatal NAK completes the WR it names with its status, every later WR
 //    is flushed and the QP is in the error state.
 #ifndef SPINNIC_DATAPLANE_ROCE_REQUESTER_H_
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "dataplane/common/rtt_estimator.h"
 #include "dataplane/roce/ib_types.h"
 
 namespace spinnic::roce {
@@ -60,6 +65,14 @@ struct RequesterConfig {
   uint8_t rnr_retry = 7;    // 0..7; 7 is infinite
   // 0 disables the timer (IB timeout code 0).
   uint64_t ack_timeout_ns = LocalAckTimeoutNs(14);
+  // Adaptive ACK timer (docs/roce-requester.md, "Adaptive timeout"): after
+  // progress the timer is armed with an RFC 6298 estimate over measured
+  // ACK/response round trips, clamped to [min_ack_timeout_ns,
+  // ack_timeout_ns], and doubled on each expiry up to ack_timeout_ns.
+  // Expiries shorter than ack_timeout_ns go back but are not charged to
+  // retry_count. false: always ack_timeout_ns (the IB timer as is).
+  bool adaptive_timeout = true;
+  uint64_t min_ack_timeout_ns = 100'000;
   // PSNs outstanding (sent, not acknowledged; a READ counts the response
   // packets it asks for): 1..kMaxInflightPsns. A READ larger than the
   // window goes when nothing else is outstanding.
@@ -197,6 +210,11 @@ struct RequesterCounters {
   uint64_t unexpected = 0;
   uint64_t bad_length = 0;
   uint64_t retries = 0;  // go-backs started (sequence NAK, implied, timer)
+  // Adaptive timer: round-trip samples taken, and expiries of a timer
+  // shorter than ack_timeout_ns (go-backs not charged to retry_count; also
+  // counted in timeouts).
+  uint64_t rtt_samples = 0;
+  uint64_t fast_timeouts = 0;
   uint64_t window_stalls = 0;     // NextPacket held back by the window
   uint64_t rd_atomic_stalls = 0;  // held back by max_rd_atomic
   // Completions by CompletionStatus value, including unsignaled successes.
@@ -246,6 +264,10 @@ class Requester {
   uint32_t oldest_unacked_psn() const { return una_psn_; }
   // WRs posted and not yet completed.
   uint32_t outstanding() const { return static_cast<uint32_t>(tail_ - head_); }
+  // The ACK timeout armed next (the estimate after progress, backed off
+  // after expiries); the round-trip estimate behind it.
+  uint64_t ack_timeout_ns() const { return timeout_ns_; }
+  const RttEstimator& rtt() const { return rtt_; }
 
  private:
   struct Wqe;
@@ -260,8 +282,11 @@ class Requester {
   void CompleteHead(CompletionStatus status, uint64_t atomic_original);
   void Progress(uint64_t now);
   // Go-back-N to una_psn_; false (and the QP in error) when retries are
-  // exhausted.
-  bool StartRetry(uint64_t now);
+  // exhausted. `charge`: counts against retry_count (all but an early
+  // expiry of the adaptive timer).
+  bool StartRetry(uint64_t now, bool charge = true);
+  // Arms the ACK timer for timeout_ns_ from now (if the QP has a timer).
+  void ArmTimer(uint64_t now);
   void Rewind();
   // The error state: the WR at index `target` completes with `status`,
   // every other one not completed with kFlushed.
@@ -311,6 +336,16 @@ class Requester {
 
   bool timer_armed_ = false;
   uint64_t timer_deadline_ = 0;
+  // The adaptive timer: the timeout armed next, and the estimate.
+  uint64_t timeout_ns_ = 0;
+  RttEstimator rtt_;
+  // The one PSN being timed (TCP-style, one sample per round trip): sent
+  // at timed_at_ as a new packet that asked for an ACK; the sample is taken
+  // when una_psn_ passes it, and dropped when anything goes back (Karn:
+  // the PSN may then be sent again, and its answer would be ambiguous).
+  bool timing_ = false;
+  uint32_t timed_psn_ = 0;
+  uint64_t timed_at_ = 0;
   bool rnr_waiting_ = false;
   uint64_t rnr_until_ = 0;
 

@@ -40,6 +40,10 @@ struct RoceConfig {
   std::vector<uint16_t> listen_ports;
   uint32_t ack_every = 16;
   uint8_t local_ack_timeout = 14;
+  // The requester's adaptive ACK timer (RequesterConfig::adaptive_timeout,
+  // min_ack_timeout_ns).
+  bool adaptive_ack_timeout = true;
+  uint64_t min_ack_timeout_ns = 100'000;
   uint8_t retry_count = 7;
   uint8_t rnr_retry = 7;
   uint8_t min_rnr_timer = 12;

@@ -510,6 +510,8 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   req.retry_count = std::min<uint8_t>(spec.retry_count, 7);
   req.rnr_retry = std::min<uint8_t>(spec.rnr_retry, 7);
   req.ack_timeout_ns = LocalAckTimeoutNs(config_.local_ack_timeout);
+  req.adaptive_timeout = config_.adaptive_ack_timeout;
+  req.min_ack_timeout_ns = config_.min_ack_timeout_ns;
   // Created with the QP, on the control path (a QP is created far less
   // often than a packet arrives); its tables are fixed from here on.
   qp.requester = std::make_unique<Requester>(req);

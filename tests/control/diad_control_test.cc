@@ -463,6 +463,12 @@ TEST_F(DiadControlTest, GetInfoReportsDiad) {
   EXPECT_EQ(d.down_after_us(),
             diad::DownAfterNs(DiadOptions().diad.channel) / 1000);
   EXPECT_GT(d.down_after_us(), 0u);
+  // The adaptive timeout (on by default, ChannelConfig's 100 us floor) and
+  // the transaction deadline in force (10 x down_after by default).
+  EXPECT_TRUE(d.adaptive_rto());
+  EXPECT_EQ(d.rto_min_us(), 100u);
+  EXPECT_EQ(d.txn_deadline_ms(),
+            diad::TxnDeadlineNs(DiadOptions().diad.channel) / 1'000'000);
   EXPECT_EQ(info.addresses().diad_node(), "fd00:d1ad::1");
 }
 

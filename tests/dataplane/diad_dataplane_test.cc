@@ -1302,12 +1302,17 @@ TEST_F(DiadDataplaneTest, HandlerPutsAndGetsReachEveryHpusChannels) {
 // The peer as a thread: answers writes and reads, acknowledges everything
 // in order, answers UNACKs, re-ACKs duplicates. kSilent answers nothing;
 // kAckOnly acknowledges what arrives but never responds to a request nor
-// answers an UNACK (a peer that died right after acknowledging).
+// answers an UNACK (a peer that died right after acknowledging). In kAnswer
+// mode, requests to `ignored_key` are acknowledged and never answered (a
+// live peer that loses one transaction).
 class ScriptedPeerThread {
  public:
   enum Mode { kAnswer, kSilent, kAckOnly };
-  ScriptedPeerThread(TestPeer* peer, Mode mode)
-      : peer_(peer), mode_(mode), thread_([this] { Run(); }) {}
+  ScriptedPeerThread(TestPeer* peer, Mode mode, uint32_t ignored_key = 0)
+      : peer_(peer),
+        mode_(mode),
+        ignored_key_(ignored_key),
+        thread_([this] { Run(); }) {}
   ~ScriptedPeerThread() { Stop(); }
   void Stop() {
     stop_.store(true);
@@ -1339,6 +1344,11 @@ class ScriptedPeerThread {
         ++expected;
         ack = true;
         if (mode_ == kAckOnly) continue;
+        if (ignored_key_ != 0 && h.key == ignored_key_ &&
+            (h.type == PacketType::kReadRequest ||
+             h.type == PacketType::kWriteRequest)) {
+          continue;
+        }
         if (h.type == PacketType::kWriteRequest ||
             h.type == PacketType::kStream) {
           if (h.first()) current.clear();
@@ -1383,6 +1393,7 @@ class ScriptedPeerThread {
 
   TestPeer* peer_;
   Mode mode_;
+  uint32_t ignored_key_;
   std::atomic<bool> stop_{false};
   std::map<uint32_t, Bytes> writes_;
   std::vector<Bytes> streams_;
@@ -1583,6 +1594,135 @@ TEST_F(DiadDataplaneTest, OperationsCompleteThroughATinyPacerQueue) {
   // the room check the refused data packets outnumbered the paced frames
   // eight to one here (1894 to 225) and the run took ten times as long.
   EXPECT_LT(wire.transport_refused, wire.transport_paced);
+}
+
+TEST_F(DiadDataplaneTest, UnansweredTransactionExpiresAndTheChannelStaysUp) {
+  // The peer acknowledges everything and answers UNACKs (it is alive), but
+  // never answers requests to rkey 666. Those fail with DEADLINE_EXCEEDED
+  // after txn_deadline_ns, freeing their slots; the channel is never
+  // declared down, and other transactions, before and after, succeed.
+  RingDataplaneOptions options = DefaultOptions();
+  // Timers long enough for a peer thread that a busy machine may not run
+  // for milliseconds: down after 300 ms of silence.
+  options.diad.channel.rto_ns = 20'000'000;
+  options.diad.channel.rto_max_ns = 200'000'000;
+  options.diad.channel.max_retries = 3;
+  options.diad.channel.txn_deadline_ns = 600'000'000;
+  options.diad.channel.max_transactions = 4;
+  Build(options);
+  ASSERT_TRUE(dataplane().Start().ok());
+  DiadRequest lost_read;
+  lost_read.kind = diad::DiadOp::Kind::kRead;
+  lost_read.peer = "b";
+  lost_read.key = 666;
+  lost_read.read_length = 64;
+  DiadRequest lost_write;
+  lost_write.kind = diad::DiadOp::Kind::kWrite;
+  lost_write.peer = "b";
+  lost_write.key = 666;
+  lost_write.data = "acknowledged, never answered";
+  DiadRequest read = lost_read;
+  read.key = 42;
+  read.read_length = 3000;
+  DiadRequest write = lost_write;
+  write.key = 42;
+  write.data = "answered";
+  auto* module = dataplane().transport<diad::DiadModule>();
+  absl::StatusOr<std::vector<DiadResult>> first;
+  absl::StatusOr<std::vector<DiadResult>> second;
+  absl::Duration took;
+  {
+    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAnswer, 666);
+    const absl::Time start = absl::Now();
+    first = module->Execute({lost_read, read, lost_write, write},
+                            absl::Seconds(20));
+    took = absl::Now() - start;
+    // Later transactions on the same channel: more than the slots the lost
+    // ones would have left (max_transactions 4).
+    second =
+        module->Execute({read, write, read, write, read}, absl::Seconds(20));
+  }
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    EXPECT_EQ((*first)[i].status.code(), absl::StatusCode::kDeadlineExceeded)
+        << (*first)[i].status;
+    EXPECT_NE(std::string((*first)[i].status.message())
+                  .find("no response within the transaction deadline"),
+              std::string::npos)
+        << (*first)[i].status;
+  }
+  EXPECT_TRUE((*first)[1].status.ok()) << (*first)[1].status;
+  EXPECT_TRUE((*first)[3].status.ok()) << (*first)[3].status;
+  EXPECT_EQ((*first)[1].data.size(), 3000u);
+  for (const DiadResult& result : *second) {
+    EXPECT_TRUE(result.status.ok()) << result.status;
+  }
+  // Released at the deadline, not long after it.
+  EXPECT_GE(took, absl::Milliseconds(600));
+  EXPECT_LT(took, absl::Seconds(10));
+  EXPECT_EQ(DiadCounter(dataplane(), "txn_deadline_exceeded"), 2u);
+  EXPECT_EQ(DiadCounter(dataplane(), "channel_down"), 0u);
+  std::vector<PeerInfo> peers = module->ListPeers();
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_TRUE(peers[0].up);
+  EXPECT_EQ(peers[0].down_events, 0u);
+  EXPECT_EQ(peers[0].ops_failed, 2u);
+  EXPECT_EQ(peers[0].ops_completed, 7u);
+  EXPECT_EQ(peers[0].txn_deadline_exceeded, 2u);
+  // The events say which transactions and why.
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  int expired = 0;
+  for (const Event& e : events) {
+    if (e.code == diad::kEventDiadOpFailed && e.length >= 11 &&
+        e.data[10] == static_cast<uint8_t>(diad::Status::kDeadlineExceeded)) {
+      ++expired;
+    }
+    EXPECT_NE(e.code, diad::kEventDiadChannelDown);
+  }
+  EXPECT_EQ(expired, 2);
+  dataplane().Stop();
+}
+
+TEST_F(DiadDataplaneTest, AdaptiveTimeoutMeasuresTheRoundTrip) {
+  // The peer thread answers within microseconds to milliseconds (it is
+  // scheduled as it comes): the channel samples the round trip, publishes
+  // its estimate per peer, and keeps the timeout within its bounds.
+  RingDataplaneOptions options = DefaultOptions();
+  options.diad.channel.rto_ns = 20'000'000;
+  options.diad.channel.rto_max_ns = 200'000'000;
+  options.diad.channel.rto_min_ns = 100'000;
+  Build(options);
+  ASSERT_TRUE(dataplane().Start().ok());
+  std::vector<DiadRequest> requests;
+  for (int i = 0; i < 50; ++i) {
+    DiadRequest write;
+    write.kind = diad::DiadOp::Kind::kWrite;
+    write.peer = "b";
+    write.key = 42;
+    write.data = "sample";
+    requests.push_back(write);
+  }
+  absl::StatusOr<std::vector<DiadResult>> results;
+  {
+    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAnswer);
+    results = dataplane().transport<diad::DiadModule>()->Execute(
+        requests, absl::Seconds(20));
+  }
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (const DiadResult& result : *results) {
+    EXPECT_TRUE(result.status.ok()) << result.status;
+  }
+  EXPECT_GT(DiadCounter(dataplane(), "rtt_samples"), 0u);
+  std::vector<PeerInfo> peers =
+      dataplane().transport<diad::DiadModule>()->ListPeers();
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_GT(peers[0].rtt_samples, 0u);
+  EXPECT_GT(peers[0].srtt_ns, 0u);
+  EXPECT_GE(peers[0].rto_ns, options.diad.channel.rto_min_ns);
+  EXPECT_LE(peers[0].rto_ns, options.diad.channel.rto_max_ns);
+  dataplane().Stop();
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ bool SameHeader(const Header& a, const Header& b) {
 }
 
 // The sender's side of a parsed SACK. SendWindow is header-only logic
-// (channel_impl.h): nothing else of channel.cc is linked in.
+// (channel_impl.h) but for DownAfterNs, from channel.cc.
 void CheckSackAgainstWindow(const Header& h, const uint8_t* bitmap) {
   ChannelConfig config;
   config.window_packets = 1024;

@@ -1071,6 +1071,49 @@ TEST(RoceConfigTest, Converted) {
   EXPECT_EQ(rc.port, 0);
 }
 
+// roce.min_ack_timeout_us and fixed_ack_timeout (issue 17 item 2).
+TEST(RoceConfigTest, AdaptiveAckTimeout) {
+  {
+    absl::StatusOr<ParsedConfig> parsed =
+        ParseConfigText(RoceWith(kRoceAddress, "path_mtu: 1024"), kSource);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const roce::RoceConfig& rc = dp->transports.get<roce::RoceConfig>();
+    EXPECT_TRUE(rc.adaptive_ack_timeout);
+    EXPECT_EQ(rc.min_ack_timeout_ns, 100'000u);
+  }
+  {
+    absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+        RoceWith(kRoceAddress, "min_ack_timeout_us: 40"), kSource);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    EXPECT_EQ(dp->transports.get<roce::RoceConfig>().min_ack_timeout_ns,
+              40'000u);
+  }
+  {
+    absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+        RoceWith(kRoceAddress, "fixed_ack_timeout: true"), kSource);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    EXPECT_FALSE(dp->transports.get<roce::RoceConfig>().adaptive_ack_timeout);
+  }
+  // Code 4: 65 us; a 100 us floor lies above the ceiling.
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress,
+                             "local_ack_timeout: 4 min_ack_timeout_us: 100")),
+              "t.textproto:4:29: roce.min_ack_timeout_us: ",
+              "100 is above the local ACK timeout (code 4, 65 us), the timer's "
+              "ceiling; use at most 65 or raise local_ack_timeout"));
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress,
+                             "min_ack_timeout_us: 50 fixed_ack_timeout: true")),
+              "t.textproto:4:8: roce.min_ack_timeout_us: ",
+              "is set but fixed_ack_timeout is true"));
+}
+
 TEST(RoceConfigTest, ServicePorts) {
   EXPECT_TRUE(ErrorIs(
       Check(RoceWith(kRoceAddress, "naaice_port: 7174 rping_port: 7174")),
@@ -1567,6 +1610,70 @@ TEST(DiadZeroCopyTest, ThresholdDefaultsOffAndBounds) {
                       "packet's payload; use 0..65535"),
             std::string::npos)
       << too_large;
+}
+
+// diad.rto_min_us, fixed_rto and txn_deadline_ms (issue 17 items 2 and 5):
+// adaptive by default with a 100 us floor, converted, and refused with a
+// message that says what to write instead.
+TEST(DiadTimersTest, AdaptiveTimeoutAndDeadlineAreCheckedAndConverted) {
+  v1::Config config = RunningConfig();
+  config.clear_handlers();
+  {
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const diad::ChannelConfig& ch =
+        dp->transports.get<diad::DiadConfig>().channel;
+    EXPECT_TRUE(ch.adaptive_rto);
+    EXPECT_EQ(ch.rto_min_ns, std::min<uint64_t>(100'000, ch.rto_ns));
+    EXPECT_EQ(ch.txn_deadline_ns, 0u);  // the default, 10 x down_after
+    EXPECT_EQ(diad::TxnDeadlineNs(ch), 10 * diad::DownAfterNs(ch));
+  }
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(rto_us: 1000 rto_max_us: 16000 rto_min_us: 50 txn_deadline_ms: 2000)",
+      config.mutable_diad()));
+  {
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(config);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const diad::ChannelConfig& ch =
+        dp->transports.get<diad::DiadConfig>().channel;
+    EXPECT_EQ(ch.rto_min_ns, 50'000u);
+    EXPECT_EQ(ch.txn_deadline_ns, 2'000'000'000u);
+    EXPECT_EQ(diad::TxnDeadlineNs(ch), 2'000'000'000u);
+  }
+  auto error_of = [](const v1::Config& c) {
+    absl::Status s = ValidateConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    return std::string(s.message());
+  };
+  v1::Config bad = config;
+  bad.mutable_diad()->set_rto_min_us(20000);
+  EXPECT_NE(error_of(bad).find("diad.rto_min_us: 20000 is above rto_max_us "
+                               "(16000)"),
+            std::string::npos)
+      << error_of(bad);
+  bad = config;
+  bad.mutable_diad()->set_fixed_rto(true);
+  EXPECT_NE(error_of(bad).find("diad.rto_min_us: is set but fixed_rto is "
+                               "true"),
+            std::string::npos)
+      << error_of(bad);
+  bad.mutable_diad()->clear_rto_min_us();
+  EXPECT_TRUE(ValidateConfig(bad).ok());
+  absl::StatusOr<DataplaneConfig> fixed = ToDataplaneConfig(bad);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_FALSE(fixed->transports.get<diad::DiadConfig>().channel.adaptive_rto);
+  bad = config;
+  // 1 + 2 + 4 + 8 + 16 + 4 x 16 ms: down after 95 ms.
+  bad.mutable_diad()->set_txn_deadline_ms(94);
+  EXPECT_NE(error_of(bad).find("diad.txn_deadline_ms: 94 is below down_after "
+                               "(95 ms with these timers)"),
+            std::string::npos)
+      << error_of(bad);
+  EXPECT_NE(error_of(bad).find("use at least 95, or 0 for 950"),
+            std::string::npos)
+      << error_of(bad);
+  bad.mutable_diad()->set_txn_deadline_ms(95);
+  EXPECT_TRUE(ValidateConfig(bad).ok());
 }
 
 }  // namespace

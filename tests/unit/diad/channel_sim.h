@@ -23,6 +23,7 @@
 #include <queue>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "dataplane/diad/channel.h"
@@ -327,7 +328,7 @@ class Simulation {
     uint64_t& link = link_free_[from];
     const uint64_t departure = std::max(now, link);
     link = departure + 20 + frame.length;  // ~8 Gbit/s with overhead
-    if (Chance(impairments_.loss)) {
+    if ((drop_ && drop_(from, frame)) || Chance(impairments_.loss)) {
       ++net_.lost;
       pool_.Free(f);
       return;
@@ -394,6 +395,11 @@ class Simulation {
   uint64_t events() const { return events_; }
   size_t queued() const { return queue_.size(); }
   void Kill(int i) { alive_[i] = false; }
+  // Loses every frame `drop(from, frame)` picks, besides the random loss
+  // (a test's targeted loss); an empty function picks none.
+  void SetDrop(std::function<bool(int, const Frame&)> drop) {
+    drop_ = std::move(drop);
+  }
   bool Alive(int i) const { return alive_[i]; }
   std::mt19937_64& rng() { return rng_; }
 
@@ -455,6 +461,7 @@ class Simulation {
   uint64_t events_ = 0;
   bool started_ = false;
   NetStats net_;
+  std::function<bool(int, const Frame&)> drop_;
 };
 
 // ------------------------------------------------------------ Endpoint

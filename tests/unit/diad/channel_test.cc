@@ -58,6 +58,17 @@ ChannelConfig SmallConfig() {
   config.max_retries = 5;
   config.nack_interval_ns = 500;
   config.receive_span = 1000;
+  // The rule-by-rule tests below check the fixed timer; the adaptive one
+  // has its own (AdaptiveConfig).
+  config.adaptive_rto = false;
+  return config;
+}
+
+// SmallConfig with the adaptive timeout: floor 2 us, G = ack_delay 1 us.
+ChannelConfig AdaptiveConfig() {
+  ChannelConfig config = SmallConfig();
+  config.adaptive_rto = true;
+  config.rto_min_ns = 2'000;
   return config;
 }
 
@@ -879,6 +890,203 @@ TEST(SendWindowTest, GoBackNSkipsSackedPackets) {
   EXPECT_EQ(resent, (std::vector<int>{0, 2, 3}));
 }
 
+// ---------------------------------------------------------------- adaptive
+
+TEST(RttEstimatorTest, FollowsRfc6298) {
+  RttEstimator e(1'000'000, 10'000, 5'000'000, 2'000);
+  EXPECT_EQ(e.rto_ns(), 1'000'000u);  // before any sample: the initial one
+  e.OnSample(40'000);
+  EXPECT_EQ(e.srtt_ns(), 40'000u);
+  EXPECT_EQ(e.rttvar_ns(), 20'000u);
+  EXPECT_EQ(e.rto_ns(), 40'000u + 4 * 20'000u);
+  e.OnSample(48'000);
+  // RTTVAR = 3/4 20000 + 1/4 |40000 - 48000|; SRTT = 7/8 40000 + 1/8 48000.
+  EXPECT_EQ(e.rttvar_ns(), 17'000u);
+  EXPECT_EQ(e.srtt_ns(), 41'000u);
+  EXPECT_EQ(e.rto_ns(), 41'000u + 68'000u);
+  // A steady round trip: RTTVAR decays, G (2 us) then the floor hold.
+  for (int i = 0; i < 200; ++i) e.OnSample(41'000);
+  EXPECT_EQ(e.srtt_ns(), 41'000u);
+  EXPECT_EQ(e.rto_ns(), 43'000u);  // SRTT + G
+  for (int i = 0; i < 200; ++i) e.OnSample(1'000);
+  EXPECT_EQ(e.rto_ns(), 10'000u);  // the floor
+  EXPECT_EQ(e.samples(), 402u);
+  e.Reset();
+  EXPECT_EQ(e.rto_ns(), 1'000'000u);
+}
+
+TEST(RttEstimatorTest, AbsurdSamplesStayWithinTheBounds) {
+  RttEstimator e(1'000'000, 10'000, 5'000'000, 0);
+  e.OnSample(UINT64_MAX);  // a broken clock: clamped, no overflow
+  EXPECT_EQ(e.srtt_ns(), RttEstimator::kMaxSampleNs);
+  EXPECT_EQ(e.rto_ns(), 5'000'000u);  // the ceiling
+  for (int i = 0; i < 1000; ++i) e.OnSample(i % 2 == 0 ? UINT64_MAX : 0);
+  EXPECT_LE(e.rto_ns(), 5'000'000u);
+  EXPECT_GE(e.rto_ns(), 10'000u);
+  for (int i = 0; i < 1000; ++i) e.OnSample(0);
+  EXPECT_EQ(e.rto_ns(), 10'000u);
+  RttEstimator inverted(1'000, 9'000, 5'000, 0);  // min above max: max wins
+  inverted.OnSample(1);
+  EXPECT_EQ(inverted.rto_ns(), 5'000u);
+}
+
+TEST(SendWindowTest, AdaptiveTimeoutFollowsTheMeasuredRoundTrip) {
+  const ChannelConfig config = AdaptiveConfig();  // 10 us first, 80 us max
+  Window w(config);
+  PushN(w, 0, 2, 1, 1'000);
+  EXPECT_EQ(w.timer_deadline(), 1'000 + config.rto_ns);  // no sample yet
+  auto release = [](int, uint32_t, bool) {};
+  // Packet 0 acknowledged 3 us after it left: SRTT 3, RTTVAR 1.5 us; RTO =
+  // 3 + max(1, 6) = 9 us.
+  ASSERT_EQ(w.OnAck(1, 4'000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.rtt().samples(), 1u);
+  EXPECT_EQ(w.rtt().srtt_ns(), 3'000u);
+  EXPECT_EQ(w.rto_ns(), 9'000u);
+  EXPECT_EQ(w.timer_deadline(), 4'000u + 9'000u);
+  // Many 3 us round trips: the timeout settles at SRTT + G, 4 us, well
+  // below the configured 10 us, above the 2 us floor.
+  uint64_t now = 4'000;
+  for (int i = 0; i < 100; ++i) {
+    w.Push(100 + i, 1, 0, false, now);
+    now += 3'000;
+    ASSERT_EQ(w.OnAck(w.next_seq(), now, release), AckVerdict::kProgress);
+  }
+  EXPECT_EQ(w.rtt().srtt_ns(), 3'000u);
+  EXPECT_EQ(w.rto_ns(), 4'000u);
+  // Expiry doubles it (up to rto_max_ns); progress resets it to the
+  // estimate, not to rto_ns.
+  w.Push(1, 1, 0, false, now);
+  ASSERT_EQ(w.timer_deadline(), now + 4'000);
+  now += 4'000;
+  ASSERT_EQ(w.OnTimer(now), TimerVerdict::kSendUnack);
+  EXPECT_EQ(w.rto_ns(), 8'000u);
+  now += 8'000;
+  ASSERT_EQ(w.OnTimer(now), TimerVerdict::kSendUnack);
+  EXPECT_EQ(w.rto_ns(), 16'000u);
+  // The ack after the stall is a (long) sample: the packet went once.
+  ASSERT_EQ(w.OnAck(w.next_seq(), now + 1'000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.retries(), 0u);
+  EXPECT_EQ(w.rto_ns(), w.rtt().rto_ns());
+  EXPECT_LT(w.rto_ns(), config.rto_max_ns);
+}
+
+TEST(SendWindowTest, TimeoutStaysWithinItsBounds) {
+  ChannelConfig config = AdaptiveConfig();  // [2 us, 80 us]
+  Window w(config);
+  auto release = [](int, uint32_t, bool) {};
+  uint64_t now = 0;
+  // Round trips of 1 ms: the estimate would be 1 ms and more; the ceiling
+  // holds.
+  for (int i = 0; i < 20; ++i) {
+    w.Push(i, 1, 0, false, now);
+    now += 1'000'000;
+    ASSERT_EQ(w.OnAck(w.next_seq(), now, release), AckVerdict::kProgress);
+    EXPECT_LE(w.rto_ns(), config.rto_max_ns);
+  }
+  EXPECT_EQ(w.rto_ns(), config.rto_max_ns);
+  // Instant acks (0 ns: a peer acknowledging what has not arrived yet): the
+  // floor holds.
+  for (int i = 0; i < 200; ++i) {
+    w.Push(i, 1, 0, false, now);
+    ASSERT_EQ(w.OnAck(w.next_seq(), now, release), AckVerdict::kProgress);
+    EXPECT_GE(w.rto_ns(), config.rto_min_ns);
+  }
+  // SRTT and RTTVAR went to 0: G (1 us) is below the floor (2 us).
+  EXPECT_EQ(w.rto_ns(), config.rto_min_ns);
+  // Bogus acks change nothing: never sent, far behind.
+  const uint64_t samples = w.rtt().samples();
+  const uint64_t rto = w.rto_ns();
+  w.Push(0, 1, 0, false, now);
+  EXPECT_EQ(w.OnAck(w.next_seq() + 5, now + 1, release), AckVerdict::kInvalid);
+  EXPECT_EQ(w.OnAck(w.base() - 100, now + 1, release), AckVerdict::kInvalid);
+  EXPECT_EQ(w.rtt().samples(), samples);
+  EXPECT_EQ(w.rto_ns(), rto);
+  // An ack "before" the packet left (a clock that went backwards): no
+  // sample, still progress.
+  EXPECT_EQ(w.OnAck(w.next_seq(), now - 10, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.rtt().samples(), samples);
+}
+
+TEST(SendWindowTest, KarnNoSampleFromResentPackets) {
+  const ChannelConfig config = AdaptiveConfig();
+  Window w(config);
+  auto release = [](int, uint32_t, bool) {};
+  PushN(w, 0, 4, 1, 0);
+  // Go-back-N resends 0..3: their ack may answer either copy.
+  ASSERT_EQ(w.GoBackN(0, 50'000, [](int) {}), 4u);
+  ASSERT_EQ(w.OnAck(4, 51'000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.rtt().samples(), 0u);
+  EXPECT_EQ(w.karn_skips(), 1u);
+  EXPECT_EQ(w.rto_ns(), config.rto_ns);  // still the first timeout
+  // An ack releasing a resent packet and a fresh one: the fresh one may
+  // have waited behind the hole at the receiver, so no sample either.
+  PushN(w, 4, 2, 1, 60'000);
+  ASSERT_EQ(w.GoBackN(4, 61'000, [](int) {}), 2u);
+  w.Push(6, 1, 0, false, 62'000);
+  ASSERT_EQ(w.OnAck(7, 63'000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.rtt().samples(), 0u);
+  EXPECT_EQ(w.karn_skips(), 2u);
+  // A packet sent once and acknowledged alone: a sample.
+  w.Push(7, 1, 0, false, 70'000);
+  ASSERT_EQ(w.OnAck(8, 72'000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.rtt().samples(), 1u);
+  EXPECT_EQ(w.rtt().srtt_ns(), 2'000u);
+  // SELECTIVE: a SACK of a packet sent once is a sample; of a resent one,
+  // not; the cumulative ack releasing SACKed packets is none.
+  PushN(w, 8, 8, 1, 80'000);       // 8..15
+  const uint8_t first[] = {0x40};  // 9 arrived, 3 us later
+  w.OnSack(8, first, false, 0, 83'000, [](int) {});
+  EXPECT_EQ(w.rtt().samples(), 2u);
+  ASSERT_EQ(w.GoBackN(10, 84'000, [](int) {}), 6u);  // 10..15 resent
+  const uint8_t resent[] = {0x70};                   // 9, 10, 11
+  w.OnSack(8, resent, false, 0, 85'000, [](int) {});
+  EXPECT_EQ(w.rtt().samples(), 2u);
+  ASSERT_EQ(w.OnAck(16, 86'000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.rtt().samples(), 2u);
+}
+
+TEST(SendWindowTest, AdaptiveChannelIsNotDownBeforeDownAfter) {
+  // A 3 us round trip makes the timeout 4 us; expiries come fast, but the
+  // channel goes down only DownAfterNs after the last progress, exactly
+  // then, having sent more UNACKs than max_retries.
+  const ChannelConfig config = AdaptiveConfig();
+  Window w(config);
+  auto release = [](int, uint32_t, bool) {};
+  uint64_t now = 0;
+  for (int i = 0; i < 50; ++i) {
+    w.Push(i, 1, 0, false, now);
+    now += 3'000;
+    ASSERT_EQ(w.OnAck(w.next_seq(), now, release), AckVerdict::kProgress);
+  }
+  ASSERT_LT(w.rto_ns(), config.rto_ns);
+  w.Push(1, 1, 0, false, now);
+  const uint64_t start = now;
+  uint32_t unacks = 0;
+  for (;;) {
+    ASSERT_LT(unacks, 100u);
+    now = w.timer_deadline();
+    const TimerVerdict verdict = w.OnTimer(now);
+    if (verdict == TimerVerdict::kDown) break;
+    ASSERT_EQ(verdict, TimerVerdict::kSendUnack);
+    ++unacks;
+  }
+  EXPECT_EQ(now - start, DownAfterNs(config));
+  EXPECT_GT(unacks, config.max_retries);
+}
+
+TEST(TransactionTableTest, ForEachMayEndWhatItIsGiven) {
+  TransactionTable<int> table(8);
+  for (int i = 0; i < 5; ++i) table.Begin(PacketType::kReadRequest, i);
+  std::vector<int> seen;
+  table.ForEach([&](uint32_t txn, int& cookie) {
+    seen.push_back(cookie);
+    if (cookie % 2 == 0) table.End(txn);
+  });
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(table.count(), 2u);
+}
+
 TEST(TransactionTableTest, BeginFindEnd) {
   TransactionTable<int> table(4);
   EXPECT_EQ(table.count(), 0u);
@@ -1151,6 +1359,80 @@ TEST_P(ChannelSimTest, PeerThatDisappearsIsDeclaredDown) {
   std::printf("seed %llu: down %.3f ms after the peer vanished (bound %.3f)\n",
               static_cast<unsigned long long>(GetParam()), down_after / 1e6,
               (DownAfterNs(config) + config.rto_ns) / 1e6);
+}
+
+// The adaptive timeout in the simulation: after a lossless warm-up the
+// estimate sits near the simulated round trip (5 us each way, plus the
+// sender's FIFO and the receiver's ACK coalescing), far below the configured
+// 1 ms; then one lost packet that only the timer can recover (nothing sent
+// behind it to reveal the gap) is repaired in a few round trips. With the
+// fixed timer the same loss costs the whole configured timeout.
+struct RepairResult {
+  uint64_t srtt_ns = 0;
+  uint64_t rto_ns = 0;
+  uint64_t samples = 0;
+  uint64_t repair_ns = 0;
+};
+
+RepairResult LoseOneTailPacket(uint64_t seed, bool adaptive) {
+  ChannelConfig config = SimConfig();
+  config.adaptive_rto = adaptive;
+  config.rto_min_ns = 1'000;  // let the estimate show
+  Simulation sim(seed, config, Impairments{}, 300);
+  Endpoint& a = sim.ep(0);
+  sim.Run(UINT64_MAX);  // to idle: every transaction done
+  EXPECT_TRUE(a.Idle());
+  RepairResult r;
+  r.srtt_ns = a.tx().rtt().srtt_ns();
+  r.rto_ns = a.tx().base_rto_ns();
+  r.samples = a.tx().rtt().samples();
+  // One more transaction from A; its first packet is lost.
+  bool dropped = false;
+  sim.SetDrop([&dropped](int from, const Frame& f) {
+    // The last packet of its message: nothing behind it reveals the gap.
+    if (from != 0 || dropped || !IsSequenced(f.hdr.type) || !f.hdr.last()) {
+      return false;
+    }
+    dropped = true;
+    return true;
+  });
+  const uint64_t ok = a.stats().txn_ok;
+  const uint64_t start = sim.now();
+  a.AddTransactions(1);
+  a.Pump(start);
+  sim.Run(UINT64_MAX, [&] { return a.stats().txn_ok > ok; });
+  EXPECT_TRUE(dropped);
+  EXPECT_EQ(a.stats().txn_ok, ok + 1);
+  EXPECT_EQ(a.stats().errors, 0u);
+  r.repair_ns = sim.now() - start;
+  return r;
+}
+
+TEST_P(ChannelSimTest, AdaptiveTimeoutConvergesAndRepairsALossInAFewRtts) {
+  const ChannelConfig config = SimConfig();
+  const RepairResult adaptive = LoseOneTailPacket(GetParam(), true);
+  const RepairResult fixed = LoseOneTailPacket(GetParam(), false);
+  // Near the simulated round trip: at least the 10 us of propagation, at
+  // most that plus the ACK delay (20 us) and a FIFO of 16 KiB (16 us).
+  EXPECT_GT(adaptive.samples, 100u);
+  EXPECT_GE(adaptive.srtt_ns, 2 * Simulation::kDelayNs);
+  EXPECT_LE(adaptive.srtt_ns, 2 * Simulation::kDelayNs + 40'000);
+  // The timeout: SRTT plus at least the ACK delay, within the bounds, far
+  // below the configured first timeout.
+  EXPECT_GE(adaptive.rto_ns, adaptive.srtt_ns + config.ack_delay_ns);
+  EXPECT_LE(adaptive.rto_ns, config.rto_ns / 4);
+  EXPECT_EQ(fixed.rto_ns, config.rto_ns);
+  // Repaired in a few round trips (timeout, UNACK, probe reply, resend,
+  // response), not after the configured timeout.
+  EXPECT_LE(adaptive.repair_ns, adaptive.rto_ns + 6 * adaptive.srtt_ns);
+  EXPECT_LT(adaptive.repair_ns, config.rto_ns / 4);
+  EXPECT_GE(fixed.repair_ns, config.rto_ns);
+  std::printf(
+      "seed %llu: SRTT %.1f us after %llu samples, RTO %.1f us; one tail "
+      "loss repaired in %.1f us (fixed timer: %.1f us)\n",
+      static_cast<unsigned long long>(GetParam()), adaptive.srtt_ns / 1e3,
+      static_cast<unsigned long long>(adaptive.samples), adaptive.rto_ns / 1e3,
+      adaptive.repair_ns / 1e3, fixed.repair_ns / 1e3);
 }
 
 TEST_P(ChannelSimTest, PeerRestartResynchronises) {

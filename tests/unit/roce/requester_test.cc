@@ -32,6 +32,10 @@ RequesterConfig TestConfig() {
   config.rnr_retry = 7;
   config.ack_timeout_ns = 1'000'000;
   config.max_inflight_psns = 1024;
+  // The rule-by-rule tests check the IB timer as specified; the adaptive
+  // one has its own tests (RequesterAdaptiveTimer) and runs in the
+  // simulations.
+  config.adaptive_timeout = false;
   return config;
 }
 
@@ -853,6 +857,172 @@ TEST(RequesterTimer, LateAckAfterGoBackSkipsAcknowledgedPackets) {
   ASSERT_TRUE(requester.NextPacket(1001, &plan));
   EXPECT_EQ(plan.psn, 106u);
   EXPECT_EQ(plan.opcode, Opcode::kRcSendMiddle);
+}
+
+// ------------------------------------------------------------ adaptive
+
+// TestConfig with the adaptive timer, the default negotiated timeout (code
+// 14, 67 ms) as its ceiling and a 10 us floor.
+RequesterConfig AdaptiveConfig() {
+  RequesterConfig config = TestConfig();
+  config.adaptive_timeout = true;
+  config.ack_timeout_ns = LocalAckTimeoutNs(14);
+  config.min_ack_timeout_ns = 10'000;
+  return config;
+}
+
+// Sends one 10-byte SEND at `now`, acknowledged `rtt` later.
+void SendAndAck(Requester& requester, uint64_t wr_id, uint64_t now,
+                uint64_t rtt) {
+  ASSERT_EQ(requester.Post(Wr(wr_id, Kind::kSend, 10)), PostResult::kOk);
+  const std::vector<PacketPlan> plans = Drain(requester, now);
+  ASSERT_EQ(plans.size(), 1u);
+  ASSERT_TRUE(plans[0].ack_req);
+  ASSERT_EQ(Respond(requester, Ack(plans[0].psn), now + rtt),
+            ResponseVerdict::kAck);
+  ASSERT_EQ(Completions(requester).size(), 1u);
+}
+
+TEST(RequesterAdaptiveTimer, AdaptsBelowTheNegotiatedTimeout) {
+  const RequesterConfig config = AdaptiveConfig();
+  Requester requester(config);
+  EXPECT_EQ(requester.ack_timeout_ns(), config.ack_timeout_ns);
+  uint64_t now = 0;
+  for (uint64_t i = 0; i < 50; ++i, now += 100'000) {
+    SendAndAck(requester, i, now, 20'000);
+  }
+  EXPECT_EQ(requester.counters().rtt_samples, 50u);
+  EXPECT_EQ(requester.rtt().srtt_ns(), 20'000u);
+  // SRTT + 4 RTTVAR with RTTVAR decayed: just above 20 us, three thousand
+  // times below the negotiated 67 ms.
+  EXPECT_GE(requester.ack_timeout_ns(), 20'000u);
+  EXPECT_LT(requester.ack_timeout_ns(), 25'000u);
+  // A lost READ response is asked for again after that, not after 67 ms.
+  ASSERT_EQ(requester.Post(Wr(100, Kind::kRead, 4096)), PostResult::kOk);
+  const std::vector<PacketPlan> read = Drain(requester, now);
+  ASSERT_EQ(read.size(), 1u);
+  const uint64_t timeout = requester.ack_timeout_ns();
+  EXPECT_EQ(requester.NextDeadline(), now + timeout);
+  ASSERT_TRUE(requester.OnTimer(now + timeout));
+  const std::vector<PacketPlan> again = Drain(requester, now + timeout);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].opcode, Opcode::kRcReadRequest);
+  EXPECT_TRUE(again[0].retransmission);
+  EXPECT_EQ(requester.counters().fast_timeouts, 1u);
+  // Backoff: the next expiry waits twice as long.
+  EXPECT_EQ(requester.ack_timeout_ns(), 2 * timeout);
+  EXPECT_EQ(requester.NextDeadline(), now + 3 * timeout);
+  // The re-asked READ's answer is no sample (Karn), but it is progress:
+  // the timer goes back to the estimate.
+  const uint64_t samples = requester.counters().rtt_samples;
+  for (uint32_t i = 0; i < 4; ++i) {
+    const Opcode op = i == 0   ? Opcode::kRcReadResponseFirst
+                      : i == 3 ? Opcode::kRcReadResponseLast
+                               : Opcode::kRcReadResponseMiddle;
+    ASSERT_EQ(Respond(requester, ReadResponse(op, read[0].psn + i, 1024),
+                      now + timeout + 20'000),
+              ResponseVerdict::kReadData);
+  }
+  EXPECT_EQ(requester.counters().rtt_samples, samples);
+  EXPECT_EQ(requester.ack_timeout_ns(), timeout);
+  EXPECT_EQ(requester.state(), QpState::kRts);
+}
+
+TEST(RequesterAdaptiveTimer, NeverAboveTheNegotiatedTimeout) {
+  RequesterConfig config = AdaptiveConfig();
+  config.ack_timeout_ns = LocalAckTimeoutNs(8);  // 1.05 ms
+  Requester requester(config);
+  uint64_t now = 0;
+  // Round trips of 5 ms: the estimate would be far above; the negotiated
+  // timeout caps it.
+  for (uint64_t i = 0; i < 20; ++i, now += 10'000'000) {
+    SendAndAck(requester, i, now, 5'000'000);
+    EXPECT_LE(requester.ack_timeout_ns(), config.ack_timeout_ns);
+  }
+  EXPECT_EQ(requester.ack_timeout_ns(), config.ack_timeout_ns);
+  // Instant answers: the floor holds.
+  for (uint64_t i = 0; i < 100; ++i, now += 1'000) {
+    SendAndAck(requester, 100 + i, now, 0);
+    EXPECT_GE(requester.ack_timeout_ns(), config.min_ack_timeout_ns);
+  }
+  EXPECT_EQ(requester.ack_timeout_ns(), config.min_ack_timeout_ns);
+}
+
+TEST(RequesterAdaptiveTimer, KarnNoSampleFromAResentPsn) {
+  Requester requester(AdaptiveConfig());
+  ASSERT_EQ(requester.Post(Wr(1, Kind::kSend, 10)), PostResult::kOk);
+  ASSERT_EQ(Drain(requester, 0).size(), 1u);
+  // A sequence NAK for it: it goes again; its ACK may answer either copy.
+  ASSERT_EQ(Respond(requester, Nak(NakCode::kPsnSequenceError, 100), 5'000),
+            ResponseVerdict::kNakSequence);
+  const std::vector<PacketPlan> resent = Drain(requester, 5'000);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_TRUE(resent[0].retransmission);
+  ASSERT_EQ(Respond(requester, Ack(100), 9'000), ResponseVerdict::kAck);
+  ASSERT_EQ(Completions(requester).size(), 1u);
+  EXPECT_EQ(requester.counters().rtt_samples, 0u);
+  EXPECT_EQ(requester.ack_timeout_ns(), LocalAckTimeoutNs(14));
+  // The next new packet is timed again.
+  SendAndAck(requester, 2, 10'000, 30'000);
+  EXPECT_EQ(requester.counters().rtt_samples, 1u);
+  EXPECT_EQ(requester.rtt().srtt_ns(), 30'000u);
+}
+
+TEST(RequesterAdaptiveTimer, EarlyExpiriesBackOffAndDoNotSpendRetries) {
+  // A silent responder: the adaptive timer expires after 20-odd us, then
+  // doubles up to the negotiated timeout; only expiries at that timeout
+  // count against retry_count, so the QP fails no sooner than retry_count
+  // + 1 negotiated timeouts after it went silent, as with the IB timer.
+  RequesterConfig config = AdaptiveConfig();
+  config.ack_timeout_ns = LocalAckTimeoutNs(8);  // 1.05 ms
+  config.retry_count = 2;
+  Requester requester(config);
+  uint64_t now = 0;
+  for (uint64_t i = 0; i < 30; ++i, now += 100'000) {
+    SendAndAck(requester, i, now, 20'000);
+  }
+  uint64_t timeout = requester.ack_timeout_ns();
+  ASSERT_LT(timeout, config.ack_timeout_ns / 16);
+  ASSERT_EQ(requester.Post(Wr(99, Kind::kSend, 10)), PostResult::kOk);
+  ASSERT_EQ(Drain(requester, now).size(), 1u);
+  const uint64_t silent_from = now;
+  uint32_t expiries = 0;
+  while (requester.state() == QpState::kRts) {
+    ASSERT_LT(expiries, 50u);
+    const uint64_t deadline = requester.NextDeadline();
+    ASSERT_EQ(deadline, now + timeout) << expiries;
+    EXPECT_FALSE(requester.OnTimer(deadline - 1));
+    now = deadline;
+    ASSERT_TRUE(requester.OnTimer(now));
+    ++expiries;
+    if (requester.state() != QpState::kRts) break;
+    ASSERT_EQ(Drain(requester, now).size(), 1u);  // resent
+    // Doubled, up to the negotiated timeout.
+    EXPECT_EQ(requester.ack_timeout_ns(),
+              std::min(2 * timeout, config.ack_timeout_ns));
+    timeout = requester.ack_timeout_ns();
+  }
+  const std::vector<Completion> done = Completions(requester);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, CompletionStatus::kRetryExceeded);
+  const RequesterCounters& c = requester.counters();
+  EXPECT_GT(c.fast_timeouts, 0u);
+  EXPECT_EQ(c.timeouts - c.fast_timeouts, config.retry_count + 1u);
+  // The early expiries add less than two negotiated timeouts (a doubling
+  // series that stops below the timeout).
+  EXPECT_GE(now - silent_from,
+            (config.retry_count + 1u) * config.ack_timeout_ns);
+  EXPECT_LT(now - silent_from,
+            (config.retry_count + 3u) * config.ack_timeout_ns);
+}
+
+TEST(RequesterAdaptiveTimer, FixedTimerKeepsTheNegotiatedTimeout) {
+  RequesterConfig config = AdaptiveConfig();
+  config.adaptive_timeout = false;
+  Requester requester(config);
+  for (uint64_t i = 0; i < 10; ++i) SendAndAck(requester, i, i * 1000, 20);
+  EXPECT_EQ(requester.counters().rtt_samples, 0u);
+  EXPECT_EQ(requester.ack_timeout_ns(), config.ack_timeout_ns);
 }
 
 TEST(RequesterError, SetErrorFlushesEverything) {
