@@ -60,6 +60,10 @@ ABSL_FLAG(uint32_t, tx_ring_slots, 1024,
 ABSL_FLAG(uint32_t, host_every, 1,
           "A host frame enters A's host port every this many ticks");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the impairment");
+ABSL_FLAG(int32_t, pacer_share, -1,
+          "With 0..99: a transport pacer on both wire ports keeping this "
+          "percent of a congested TX queue for passthrough (ports[]."
+          "transport_pacer); -1: no pacer");
 ABSL_FLAG(bool, smoke, false,
           "CI form: 16 operations of 16 KiB at loss 0 and 0.05, every path");
 
@@ -125,6 +129,11 @@ std::unique_ptr<LossRig> MakeRig(const std::string& name,
         PairConfig(node, absl::StrCat("_", name, is_a ? "a" : "b"), is_a);
     config.transports.get<diad::DiadConfig>().peers[0].recovery =
         is_a ? recovery_a : recovery_b;
+    if (const int32_t share = absl::GetFlag(FLAGS_pacer_share); share >= 0) {
+      TxPacerConfig& pacer = config.ports[0].transport_pacer;
+      pacer.enabled = true;
+      pacer.passthrough_share_percent = static_cast<uint32_t>(share);
+    }
     CreateNode(node, config);
   }
   const uint32_t access = kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite;
@@ -455,10 +464,15 @@ int Main() {
   std::printf(
       "loss_bench: %u x %u-byte writes per run, median goodput of %u runs; "
       "link %u frames/tick each way; TX ring %u; a %zu-byte host frame "
-      "every %u ticks\n",
+      "every %u ticks; %s\n",
       ops, op_bytes, repetitions, absl::GetFlag(FLAGS_link_frames),
       absl::GetFlag(FLAGS_tx_ring_slots), kHostFrameBytes,
-      absl::GetFlag(FLAGS_host_every));
+      absl::GetFlag(FLAGS_host_every),
+      absl::GetFlag(FLAGS_pacer_share) < 0
+          ? "no pacer"
+          : absl::StrCat("pacer keeping ", absl::GetFlag(FLAGS_pacer_share),
+                         " % for passthrough")
+                .c_str());
   std::printf(
       "| path | loss | tx/delivered | retx/delivered | goodput MB/s | "
       "vs lossless | host loss | tx_full | rx_missed |\n"

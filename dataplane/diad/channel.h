@@ -351,6 +351,16 @@ class SendWindow {
   template <typename Release, typename Retransmit>
   uint32_t GoBackN(uint32_t ack, uint64_t now_ns, Release&& release,
                    Retransmit&& retransmit);
+  // GO_BACK_N, the ACK answering our UNACK: as GoBackN, but only the
+  // packets sent before that UNACK. On a path that keeps order they reached
+  // the receiver before it, so the ones from `ack` on are lost; the ones
+  // sent after it are still on their way and are not resent (doing so cost
+  // about one retransmission per delivered packet with a full window and no
+  // loss at all). Answers to the oldest UNACK not yet answered; a reply
+  // with none outstanding (a duplicate) resends nothing.
+  template <typename Retransmit>
+  uint32_t GoBackNOnProbeReply(uint32_t ack, uint64_t now_ns,
+                               Retransmit&& retransmit);
 
   // SELECTIVE: checks a SACK (ack and bitmap as received; OnAck(ack) did
   // not call it invalid).
@@ -459,6 +469,13 @@ class SendWindow {
   bool gbn_done_ = false;
   uint64_t last_unack_ns_ = 0;
   bool unack_sent_ = false;
+  // The oldest UNACK not answered yet: our next_seq_ when it left.
+  uint32_t probe_end_ = 0;
+  bool probe_outstanding_ = false;
+  // GoBackN's work for [ack, end), end at most next_seq_.
+  template <typename Retransmit>
+  uint32_t GoBackNBefore(uint32_t ack, uint32_t end, uint64_t now_ns,
+                         Retransmit& retransmit);
   // SELECTIVE: the highest SACKed sequence number, when has_high_sacked_
   // (stale once base_ passed it).
   uint32_t high_sacked_ = 0;

@@ -122,12 +122,36 @@ template <typename Handle>
 template <typename Retransmit>
 uint32_t SendWindow<Handle>::GoBackN(uint32_t ack, uint64_t now_ns,
                                      Retransmit&& retransmit) {
-  // Only a start inside [base, next_seq) has anything to resend; an older
-  // report (reordered) or one at or past next_seq has not.
+  return GoBackNBefore(ack, next_seq_, now_ns, retransmit);
+}
+
+template <typename Handle>
+template <typename Retransmit>
+uint32_t SendWindow<Handle>::GoBackNOnProbeReply(uint32_t ack, uint64_t now_ns,
+                                                 Retransmit&& retransmit) {
+  if (!probe_outstanding_) return 0;
+  probe_outstanding_ = false;
+  return GoBackNBefore(ack, probe_end_, now_ns, retransmit);
+}
+
+template <typename Handle>
+template <typename Retransmit>
+uint32_t SendWindow<Handle>::GoBackNBefore(uint32_t ack, uint32_t end,
+                                           uint64_t now_ns,
+                                           Retransmit& retransmit) {
+  // Only a start inside [base, end) has anything to resend; an older
+  // report (reordered) or one at or past the end has not.
   const int32_t from_base = SeqDiff(ack, base_);
+  const int32_t end_from_base = SeqDiff(end, base_);
   if (from_base < 0 ||
-      static_cast<uint32_t>(from_base) >= in_flight_packets()) {
+      static_cast<uint32_t>(from_base) >= in_flight_packets() ||
+      end_from_base <= from_base) {
     return 0;
+  }
+  // The end is taken once: a packet pushed by the callback (it should not)
+  // went out once already and is not resent.
+  if (static_cast<uint32_t>(end_from_base) > in_flight_packets()) {
+    end = next_seq_;
   }
   if (gbn_done_ && last_gbn_from_ == ack &&
       now_ns <
@@ -139,9 +163,6 @@ uint32_t SendWindow<Handle>::GoBackN(uint32_t ack, uint64_t now_ns,
   last_gbn_ns_ = now_ns;
   deadline_ns_ = internal::SaturatingAdd(now_ns, rto_ns_);
   uint32_t count = 0;
-  // The end is taken once: a packet pushed by the callback (it should not)
-  // went out once already and is not resent.
-  const uint32_t end = next_seq_;
   for (uint32_t seq = ack; seq != end; ++seq) {
     Slot& slot = slots_[seq & mask_];
     // The receiver holds a SACKed packet (SELECTIVE only; it never
@@ -305,6 +326,10 @@ typename SendWindow<Handle>::TimerVerdict SendWindow<Handle>::OnTimer(
       down_at > now_ns) {
     deadline_ns_ = std::min(deadline_ns_, down_at);
   }
+  // The timer's UNACK starts a new probe: what was sent before it and is
+  // still unacknowledged after a whole timeout is what its reply speaks for.
+  probe_end_ = next_seq_;
+  probe_outstanding_ = true;
   return TimerVerdict::kSendUnack;
 }
 
@@ -316,6 +341,10 @@ bool SendWindow<Handle>::UnackDueOnFullWindow(uint64_t now_ns) {
   }
   unack_sent_ = true;
   last_unack_ns_ = now_ns;
+  if (!probe_outstanding_) {
+    probe_end_ = next_seq_;
+    probe_outstanding_ = true;
+  }
   return true;
 }
 
@@ -364,6 +393,7 @@ void SendWindow<Handle>::Reset(Release&& release) {
   gbn_done_ = false;
   last_unack_ns_ = 0;
   unack_sent_ = false;
+  probe_outstanding_ = false;
   sacked_packets_ = 0;
   sacked_bytes_ = 0;
   high_sacked_ = 0;

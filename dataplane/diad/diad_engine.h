@@ -326,7 +326,13 @@ class DiadEngine final : public TransportEngine {
                    uint32_t payload_offset, uint16_t in_port);
   // Applies a cumulative ack (and a go-back-N resend); false when the ack
   // is invalid (counted).
-  bool ApplyAck(Channel& ch, uint32_t ack, bool go_back, uint64_t now);
+  // What an ACK-carrying packet asks of the sender besides the ack.
+  enum class GoBack : uint8_t {
+    kNo,
+    kNack,        // resend from the ack on
+    kProbeReply,  // resend from the ack what was sent before our UNACK
+  };
+  bool ApplyAck(Channel& ch, uint32_t ack, GoBack go_back, uint64_t now);
   // An unsequenced control packet (ACK, NACK, UNACK) applied and consumed;
   // false for a sequenced packet, which the caller goes on with.
   bool OnControl(Channel& ch, const Header& h, rte_mbuf* packet,

@@ -112,7 +112,7 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   if (OnControl(*ch, h, packet, payload_offset, now)) return;
   // A sequenced packet: its piggybacked ack first (valid or not, the
   // packet's own sequence number is judged on its own).
-  ApplyAck(*ch, h.ack, /*go_back=*/false, now);
+  ApplyAck(*ch, h.ack, GoBack::kNo, now);
 
   // A request that will need a response slot waits (unaccepted: the sender
   // retransmits) while the response queue is full.
@@ -170,13 +170,16 @@ bool DiadEngine::OnControl(Channel& ch, const Header& h, rte_mbuf* packet,
         OnSelectiveAck(ch, h, packet, payload_offset, now);
         return true;
       }
-      ApplyAck(ch, h.ack, (h.flags & kFlagProbeReply) != 0, now);
+      ApplyAck(
+          ch, h.ack,
+          (h.flags & kFlagProbeReply) != 0 ? GoBack::kProbeReply : GoBack::kNo,
+          now);
       rte_pktmbuf_free(packet);
       return true;
     case PacketType::kNack:
       counters_.nacks_received.Add();
       LearnRecovery(ch, h.key);
-      ApplyAck(ch, h.ack, /*go_back=*/true, now);
+      ApplyAck(ch, h.ack, GoBack::kNack, now);
       rte_pktmbuf_free(packet);
       return true;
     case PacketType::kUnack:
@@ -214,7 +217,7 @@ void DiadEngine::OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
       Drop(packet, DiadDrop::kSackNeverSent);
       return;
   }
-  if (ApplyAck(ch, h.ack, /*go_back=*/false, now)) {
+  if (ApplyAck(ch, h.ack, GoBack::kNo, now)) {
     if (sack) counters_.sacks_received.Add();
     const uint64_t samples = ch.tx.rtt().samples();
     ch.tx.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, h.txn, now,
@@ -289,7 +292,7 @@ void DiadEngine::DrainReorder(Channel& ch, const EctxTable& table,
   if (drained) ch.rx.RequestSack();
 }
 
-bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
+bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, GoBack go_back,
                           uint64_t now) {
   DiadPeerCounters& pc = peer_counters_[ch.slot];
   auto release = [&](rte_mbuf* held, uint32_t txn, bool completes_txn) {
@@ -310,8 +313,11 @@ bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, bool go_back,
   }
   // The ack is applied (and its packets released) above, so GoBackN's own
   // application of it changes nothing; it retransmits the rest.
-  if (go_back) {
-    ch.tx.GoBackN(ack, now, [&](rte_mbuf* held) { Retransmit(ch, held); });
+  auto retransmit = [&](rte_mbuf* held) { Retransmit(ch, held); };
+  if (go_back == GoBack::kNack) {
+    ch.tx.GoBackN(ack, now, retransmit);
+  } else if (go_back == GoBack::kProbeReply) {
+    ch.tx.GoBackNOnProbeReply(ack, now, retransmit);
   }
   pc.in_flight_packets.store(ch.tx.in_flight_packets(),
                              std::memory_order_relaxed);

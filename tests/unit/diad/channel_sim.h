@@ -798,7 +798,7 @@ inline void Endpoint::OnFrame(uint32_t f, uint64_t now) {
     case PacketType::kAck:
       ++stats_.acks_rx;
       if ((h.flags & kFlagProbeReply) != 0) {
-        tx_.GoBackN(h.ack, now, retransmit);
+        tx_.GoBackNOnProbeReply(h.ack, now, retransmit);
       }
       break;
     case PacketType::kUnack:

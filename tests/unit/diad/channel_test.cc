@@ -569,6 +569,34 @@ TEST(SendWindowTest, TimerBackoff) {
   EXPECT_EQ(w.rto_ns(), config.rto_ns);
 }
 
+// The reply to a window-full UNACK speaks only for what was sent before the
+// UNACK: packets sent after it are on their way, not lost.
+TEST(SendWindowTest, ProbeReplyResendsOnlyWhatWentBeforeTheUnack) {
+  const ChannelConfig config = SmallConfig();
+  Window w(config);
+  PushN(w, 0, 6, 1, 0);
+  ASSERT_TRUE(w.UnackDueOnFullWindow(100));  // the UNACK leaves after 0..5
+  PushN(w, 6, 2, 1, 200);                    // 6 and 7 after it
+  std::vector<int> resent;
+  auto retransmit = [&](int h) { resent.push_back(h); };
+  auto release = [](int, uint32_t, bool) {};
+  ASSERT_EQ(w.OnAck(3, 1000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.GoBackNOnProbeReply(3, 1000, retransmit), 3u);
+  EXPECT_EQ(resent, (std::vector<int>{3, 4, 5}));
+  // A duplicate reply (nothing outstanding) resends nothing.
+  resent.clear();
+  EXPECT_EQ(
+      w.GoBackNOnProbeReply(3, 1000 + config.nack_interval_ns, retransmit), 0u);
+  // A reply whose ack covers everything before the UNACK: nothing lost.
+  ASSERT_TRUE(w.UnackDueOnFullWindow(1000 + config.nack_interval_ns));
+  ASSERT_EQ(w.OnAck(8, 2000, release), AckVerdict::kProgress);
+  EXPECT_EQ(w.GoBackNOnProbeReply(8, 2000, retransmit), 0u);
+  EXPECT_TRUE(resent.empty());
+  // A NACK still goes back over everything in flight.
+  PushN(w, 8, 3, 1, 3000);
+  EXPECT_EQ(w.GoBackN(8, 3000, retransmit), 3u);
+}
+
 TEST(SendWindowTest, GoBackNRetransmitsFromTheReportedNumber) {
   const ChannelConfig config = SmallConfig();
   Window w(config);
