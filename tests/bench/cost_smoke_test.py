@@ -21,6 +21,7 @@ BENCHMARKS = [
     "BM_DiadWrite",
     "BM_DiadStream",
     "BM_DiadRead",
+    "BM_DiadRead4k",
     "BM_RoceWrite",
     "BM_RoceRead",
     "BM_NaaiceRpc",

@@ -1400,6 +1400,35 @@ class ScriptedPeerThread {
   std::thread thread_;
 };
 
+// `count` stream messages to "b", stream 7, of 100 + 97 i bytes each.
+void AddStreams(std::vector<DiadRequest>& requests, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    DiadRequest stream;
+    stream.kind = diad::DiadOp::Kind::kStream;
+    stream.peer = "b";
+    stream.key = 7;
+    Bytes message = Pattern(100 + 97 * i, i);
+    stream.data.assign(message.begin(), message.end());
+    requests.push_back(stream);
+  }
+}
+
+// Runs `requests` (DiadModule::Execute) while a scripted peer answers them;
+// what the peer received is returned in `writes` and `streams`.
+absl::StatusOr<std::vector<DiadResult>> ExecuteAgainstAnsweringPeer(
+    Dataplane& dataplane, TestPeer* peer,
+    const std::vector<DiadRequest>& requests, std::map<uint32_t, Bytes>* writes,
+    std::vector<Bytes>* streams) {
+  ScriptedPeerThread b(peer, ScriptedPeerThread::kAnswer);
+  absl::StatusOr<std::vector<DiadResult>> results =
+      dataplane.transport<diad::DiadModule>()->Execute(requests,
+                                                       absl::Seconds(20));
+  b.Stop();
+  *writes = b.writes();
+  *streams = b.streams();
+  return results;
+}
+
 TEST_F(DiadDataplaneTest, InitiatesWritesReadsAndStreamsToAPeer) {
   RingDataplaneOptions options = DefaultOptions();
   options.diad.channel.rto_ns = 20'000'000;
@@ -1422,26 +1451,11 @@ TEST_F(DiadDataplaneTest, InitiatesWritesReadsAndStreamsToAPeer) {
   read.address = 0x1000;
   read.read_length = 2500;
   requests.push_back(read);
-  for (uint32_t i = 0; i < 40; ++i) {
-    DiadRequest stream;
-    stream.kind = diad::DiadOp::Kind::kStream;
-    stream.peer = "b";
-    stream.key = 7;
-    Bytes message = Pattern(100 + 97 * i, i);
-    stream.data.assign(message.begin(), message.end());
-    requests.push_back(stream);
-  }
-  absl::StatusOr<std::vector<DiadResult>> results;
+  AddStreams(requests, 40);
   std::vector<Bytes> streams;
   std::map<uint32_t, Bytes> writes;
-  {
-    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAnswer);
-    results = dataplane().transport<diad::DiadModule>()->Execute(
-        requests, absl::Seconds(20));
-    b.Stop();
-    writes = b.writes();
-    streams = b.streams();
-  }
+  absl::StatusOr<std::vector<DiadResult>> results = ExecuteAgainstAnsweringPeer(
+      dataplane(), peer_.get(), requests, &writes, &streams);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), requests.size());
   for (size_t i = 0; i < results->size(); ++i) {
@@ -1556,26 +1570,11 @@ TEST_F(DiadDataplaneTest, OperationsCompleteThroughATinyPacerQueue) {
   const Bytes data = Pattern(64 << 10, 5);
   write.data.assign(data.begin(), data.end());
   requests.push_back(write);
-  for (uint32_t i = 0; i < 40; ++i) {
-    DiadRequest stream;
-    stream.kind = diad::DiadOp::Kind::kStream;
-    stream.peer = "b";
-    stream.key = 7;
-    Bytes message = Pattern(100 + 97 * i, i);
-    stream.data.assign(message.begin(), message.end());
-    requests.push_back(stream);
-  }
-  absl::StatusOr<std::vector<DiadResult>> results;
+  AddStreams(requests, 40);
   std::vector<Bytes> streams;
   std::map<uint32_t, Bytes> writes;
-  {
-    ScriptedPeerThread b(peer_.get(), ScriptedPeerThread::kAnswer);
-    results = dataplane().transport<diad::DiadModule>()->Execute(
-        requests, absl::Seconds(20));
-    b.Stop();
-    writes = b.writes();
-    streams = b.streams();
-  }
+  absl::StatusOr<std::vector<DiadResult>> results = ExecuteAgainstAnsweringPeer(
+      dataplane(), peer_.get(), requests, &writes, &streams);
   ASSERT_TRUE(results.ok()) << results.status();
   for (size_t i = 0; i < results->size(); ++i) {
     EXPECT_TRUE((*results)[i].status.ok()) << i << ": " << (*results)[i].status;
