@@ -366,8 +366,8 @@ struct PairRig {
   uint32_t qp_a = 0;         // A's QP (the requester), to B's
 };
 
-// --diad_zero_copy_min_bytes=N (main() takes it out of argv): B's DiAD
-// zero-copy threshold; -1 keeps the default.
+// --zero_copy_min_bytes=N (main() takes it out of argv): the DiAD and RoCE
+// zero-copy threshold of both ends; -1 keeps the default.
 int64_t g_zero_copy_min_bytes = -1;
 
 // A pair whose timers never fire while the bench steps: nothing is lost
@@ -383,6 +383,8 @@ DataplaneConfig QuietPairConfig(Node& node, const std::string& suffix,
   config.transports.get<roce::RoceConfig>().local_ack_timeout = 31;
   if (g_zero_copy_min_bytes >= 0) {
     dc.zero_copy_min_bytes = static_cast<uint32_t>(g_zero_copy_min_bytes);
+    config.transports.get<roce::RoceConfig>().zero_copy_min_bytes =
+        static_cast<uint32_t>(g_zero_copy_min_bytes);
   }
   return config;
 }
@@ -596,7 +598,7 @@ void BM_DiadRead(benchmark::State& state) {
 BENCHMARK(BM_DiadRead)->Apply(bench::FixedIterationsIfRequested);
 
 // A 4 KiB read: B's responses go out zero-copy from its region (docs/diad.md,
-// "Zero-copy READ responses") unless --diad_zero_copy_min_bytes=0.
+// "Zero-copy READ responses") unless --zero_copy_min_bytes=0.
 void BM_DiadRead4k(benchmark::State& state) {
   RunDiad(state, diad::DiadOp::Kind::kRead, kOpBytes);
 }
@@ -1065,7 +1067,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Our own flag, taken out before Google Benchmark sees the rest.
-  constexpr std::string_view kZeroCopyFlag = "--diad_zero_copy_min_bytes=";
+  constexpr std::string_view kZeroCopyFlag = "--zero_copy_min_bytes=";
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
