@@ -200,6 +200,28 @@ uint64_t WireTxFull(Dataplane& dataplane) {
   Fail("no port wire0");
 }
 
+// One tick: A polls, the link carries A's frames to B, B polls, the link
+// carries B's back; the host frames that reached B's host port are counted
+// (and freed, as is whatever reached A's: nothing is addressed to it).
+void Tick(LossRig& rig, uint32_t link, RunResult& result) {
+  rig.a.hpu().PollOnce();
+  const uint64_t now = rte_rdtsc();
+  Carry(rig, rig.a_out, *rig.a_to_b, rig.b_in, link, now);
+  rig.b.hpu().PollOnce();
+  Carry(rig, rig.b_out, *rig.b_to_a, rig.a_in, link, now);
+  void* arrived[32];
+  unsigned n;
+  while ((n = rte_ring_sc_dequeue_burst(rig.b.host_tx, arrived, 32, nullptr)) !=
+         0) {
+    for (unsigned i = 0; i < n; ++i) {
+      rte_mbuf* m = static_cast<rte_mbuf*>(arrived[i]);
+      if (m->pkt_len == kHostFrameBytes) ++result.host_received;
+      rte_pktmbuf_free(m);
+    }
+  }
+  DrainRing(rig.a.host_tx);
+}
+
 // Ticks the pair, with host traffic from A's host port to B's, until
 // `done`; counts the host frames sent and received in `result`.
 void TickUntil(LossRig& rig, const std::function<bool()>& done,
@@ -230,38 +252,10 @@ void TickUntil(LossRig& rig, const std::function<bool()>& done,
         }
       }
     }
-    rig.a.hpu().PollOnce();
-    const uint64_t now = rte_rdtsc();
-    Carry(rig, rig.a_out, *rig.a_to_b, rig.b_in, link, now);
-    rig.b.hpu().PollOnce();
-    Carry(rig, rig.b_out, *rig.b_to_a, rig.a_in, link, now);
-    void* arrived[32];
-    unsigned n;
-    while ((n = rte_ring_sc_dequeue_burst(rig.b.host_tx, arrived, 32,
-                                          nullptr)) != 0) {
-      for (unsigned i = 0; i < n; ++i) {
-        rte_mbuf* m = static_cast<rte_mbuf*>(arrived[i]);
-        if (m->pkt_len == kHostFrameBytes) ++result.host_received;
-        rte_pktmbuf_free(m);
-      }
-    }
-    DrainRing(rig.a.host_tx);  // nothing is addressed to A's host
+    Tick(rig, link, result);
   }
   // The last host frames still on their way are not lost: let them land.
-  for (int i = 0; i < 64; ++i) {
-    const uint64_t now = rte_rdtsc();
-    rig.a.hpu().PollOnce();
-    Carry(rig, rig.a_out, *rig.a_to_b, rig.b_in, link, now);
-    rig.b.hpu().PollOnce();
-    Carry(rig, rig.b_out, *rig.b_to_a, rig.a_in, link, now);
-    void* m;
-    while (rte_ring_sc_dequeue(rig.b.host_tx, &m) == 0) {
-      if (static_cast<rte_mbuf*>(m)->pkt_len == kHostFrameBytes) {
-        ++result.host_received;
-      }
-      rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
-    }
-  }
+  for (int i = 0; i < 64; ++i) Tick(rig, link, result);
 }
 
 uint32_t Slots(uint32_t op_bytes) { return kRegionBytes / op_bytes; }

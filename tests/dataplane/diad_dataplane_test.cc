@@ -214,6 +214,18 @@ class DiadDataplaneTest : public ::testing::Test {
     return region.ok() ? *region : RegionInfo();
   }
 
+  // A one-packet READ request for `length` bytes at `address`.
+  static Header ReadRequest(uint32_t txn, uint32_t rkey, uint64_t address,
+                            uint32_t length) {
+    Header read;
+    read.type = PacketType::kReadRequest;
+    read.flags = diad::kFlagFirst | diad::kFlagLast;
+    read.txn = txn;
+    read.key = rkey;
+    read.address = address;
+    read.msg_length = length;
+    return read;
+  }
   // Segments `data` into packets of at most `max_payload` bytes of one
   // message of `type`, with FIRST/LAST and offsets set.
   std::vector<std::pair<Header, Bytes>> Segments(PacketType type, uint32_t txn,
@@ -350,13 +362,8 @@ TEST_F(DiadDataplaneTest, SegmentedWriteLandsAndReadReturnsIt) {
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
 
-  Header read;
-  read.type = PacketType::kReadRequest;
-  read.flags = diad::kFlagFirst | diad::kFlagLast;
-  read.txn = 6;
-  read.key = region.rkey;
-  read.address = region.base_address + 100;
-  read.msg_length = static_cast<uint32_t>(data.size());
+  Header read = ReadRequest(6, region.rkey, region.base_address + 100,
+                            static_cast<uint32_t>(data.size()));
   ASSERT_TRUE(peer_->Send(read));
   Poll();
   std::vector<Received> parts =
@@ -383,13 +390,8 @@ TEST_F(DiadDataplaneTest, ReadResponsesGoOutZeroCopyAndDeregistrationWaits) {
   RegionInfo region = Region(8192, kRemoteRead | kLocalRead | kLocalWrite);
   const Bytes data = Pattern(4000, 9);  // 1404 + 1404 + 1192
   ASSERT_TRUE(dataplane().WriteRegion(region.id, 64, data).ok());
-  Header read;
-  read.type = PacketType::kReadRequest;
-  read.flags = diad::kFlagFirst | diad::kFlagLast;
-  read.txn = 7;
-  read.key = region.rkey;
-  read.address = region.base_address + 64;
-  read.msg_length = static_cast<uint32_t>(data.size());
+  Header read = ReadRequest(7, region.rkey, region.base_address + 64,
+                            static_cast<uint32_t>(data.size()));
   ASSERT_TRUE(peer_->Send(read));
   Poll();
   std::vector<rte_mbuf*> queued;  // as if still in the TX queue
@@ -452,13 +454,7 @@ TEST_F(DiadDataplaneTest, ReadResponsesGoOutZeroCopyAndDeregistrationWaits) {
 // after its wait and says why, and the region stays usable.
 TEST_F(DiadDataplaneTest, DeregistrationGivesUpOnAPacketThatIsNeverSent) {
   RegionInfo region = Region(8192, kRemoteRead | kLocalRead | kLocalWrite);
-  Header read;
-  read.type = PacketType::kReadRequest;
-  read.flags = diad::kFlagFirst | diad::kFlagLast;
-  read.txn = 9;
-  read.key = region.rkey;
-  read.address = region.base_address;
-  read.msg_length = 2048;
+  Header read = ReadRequest(9, region.rkey, region.base_address, 2048);
   ASSERT_TRUE(peer_->Send(read));
   Poll();
   std::vector<rte_mbuf*> queued;
@@ -516,13 +512,7 @@ TEST_F(DiadDataplaneTest, BadAccessesWriteNothingAndSayWhy) {
                             [](char c) { return c == 0; }));
   }
   // Reads need remote_read.
-  Header read;
-  read.type = PacketType::kReadRequest;
-  read.flags = diad::kFlagFirst | diad::kFlagLast;
-  read.txn = 99;
-  read.key = writable.rkey;
-  read.address = writable.base_address;
-  read.msg_length = 16;
+  Header read = ReadRequest(99, writable.rkey, writable.base_address, 16);
   ASSERT_TRUE(peer_->Send(read));
   Poll();
   std::vector<Received> parts =
