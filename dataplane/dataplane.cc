@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "dataplane/common/checksum.h"
 #include "dataplane/rcu_table.h"
 
 namespace spinnic {
@@ -66,6 +67,9 @@ absl::Status InitEal(const std::vector<std::string>& args) {
 absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Create(
     const DataplaneConfig& config) {
   std::unique_ptr<Dataplane> dataplane(new Dataplane());
+  // The checksum kernel is chosen at its first call: make that here, on the
+  // control thread, rather than on an HPU's first long datagram.
+  (void)checksum::KernelName();
   const size_t workers = config.worker_cores.size();
   if (workers == 0) {
     return absl::InvalidArgumentError(

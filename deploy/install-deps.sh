@@ -16,6 +16,9 @@ packages=(
   # and tests load at run time are named explicitly)
   dpdk dpdk-dev libdpdk-dev
   librte-net-af-packet23 librte-net-null23 librte-net-ring23 librte-mempool-ring23
+  # ISA-L's CRC32 (the RoCEv2 ICRC); libdpdk-dev pulls it, named because we
+  # include its headers
+  libisal-dev
   # control plane, config schema
   libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   # net_pcap, unit tests, micro-benchmarks

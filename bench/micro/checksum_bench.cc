@@ -33,6 +33,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#if SPINNIC_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
 #include "bench/micro/bench_util.h"
 #include "dataplane/common/checksum.h"
 #include "dataplane/dataplane.h"
@@ -73,7 +76,7 @@ void Sizes(benchmark::internal::Benchmark* b) {
 
 // An IPv4 header (20), a small packet, a full one and a jumbo.
 void ChecksumSizes(benchmark::internal::Benchmark* b) {
-  b->Arg(20)->Arg(64)->Arg(1500)->Arg(9216);
+  b->Arg(20)->Arg(64)->Arg(256)->Arg(1500)->Arg(4096)->Arg(9216);
   bench::FixedIterationsIfRequested(b);
 }
 
@@ -85,6 +88,63 @@ void BM_Checksum(benchmark::State& state) {
   ReportBytes(state, bytes.size());
 }
 BENCHMARK(BM_Checksum)->Apply(ChecksumSizes);
+
+// Each kernel of checksum::Add on its own (Compute above picks the widest
+// from 256 bytes on).
+void BM_ChecksumKernel(benchmark::State& state,
+                       checksum::internal::Kernel kernel) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(checksum::internal::AddWith<false>(
+        kernel, 0, nullptr, bytes.data(), bytes.size()));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK_CAPTURE(BM_ChecksumKernel, scalar,
+                  checksum::internal::Kernel::kScalar)
+    ->Apply(ChecksumSizes);
+BENCHMARK_CAPTURE(BM_ChecksumKernel, avx2, checksum::internal::Kernel::kAvx2)
+    ->Apply(ChecksumSizes);
+BENCHMARK_CAPTURE(BM_ChecksumKernel, avx512,
+                  checksum::internal::Kernel::kAvx512)
+    ->Apply(ChecksumSizes);
+
+// A sender's copy of a payload into its frame plus the checksum over it:
+// memcpy then Add (two passes) against AddCopy (one).
+void BM_CopyThenChecksum(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  std::vector<uint8_t> frame(bytes.size() + 64);
+  for (auto _ : state) {
+    std::memcpy(frame.data() + 62, bytes.data(), bytes.size());
+    benchmark::DoNotOptimize(checksum::Add(0, frame.data() + 62, bytes.size()));
+    benchmark::ClobberMemory();
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_CopyThenChecksum)->Apply(ChecksumSizes);
+
+void BM_ChecksumCopy(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  std::vector<uint8_t> frame(bytes.size() + 64);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        checksum::AddCopy(0, frame.data() + 62, bytes.data(), bytes.size()));
+    benchmark::ClobberMemory();
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_ChecksumCopy)->Apply(ChecksumSizes);
+
+void BM_Memcpy(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  std::vector<uint8_t> frame(bytes.size() + 64);
+  for (auto _ : state) {
+    std::memcpy(frame.data() + 62, bytes.data(), bytes.size());
+    benchmark::ClobberMemory();
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_Memcpy)->Apply(ChecksumSizes);
 
 void BM_NetChecksum(benchmark::State& state) {
   const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
@@ -189,6 +249,20 @@ void BM_RteNetCrc32Eth(benchmark::State& state, rte_net_crc_alg alg) {
 BENCHMARK_CAPTURE(BM_RteNetCrc32Eth, scalar, RTE_NET_CRC_SCALAR)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_RteNetCrc32Eth, sse42, RTE_NET_CRC_SSE42)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_RteNetCrc32Eth, avx512, RTE_NET_CRC_AVX512)->Apply(Sizes);
+
+#if SPINNIC_HAVE_ISAL
+// The same CRC from ISA-L (a libdpdk-dev dependency), which picks its own
+// widest kernel at the first call (VPCLMULQDQ where the CPU has it,
+// whatever the EAL's SIMD limit).
+void BM_IsalCrc32GzipRefl(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = RandomBytes(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(crc32_gzip_refl(0, bytes.data(), bytes.size()));
+  }
+  ReportBytes(state, bytes.size());
+}
+BENCHMARK(BM_IsalCrc32GzipRefl)->Apply(Sizes);
+#endif
 
 BENCHMARK(bench::BM_EmptyLoop)->Apply(bench::FixedIterationsIfRequested);
 

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/clock.h"
 #include "control/grpc/service_internal.h"
+#include "dataplane/common/checksum.h"
 #include "dataplane/spin_engine.h"
 
 namespace spinnic {
@@ -51,6 +52,7 @@ grpc::Status SpinnicService::GetInfo(grpc::ServerContext*,
                                      v1::GetInfoResponse* response) {
   response->set_version(SPINNIC_VERSION);
   response->set_dpdk_version(rte_version());
+  response->set_checksum_algorithm(checksum::KernelName());
   StatsSnapshot snapshot = dataplane_->Snapshot(Dataplane::StateCopy::kOmit);
   for (int i = 0; i < config_.ports_size(); ++i) {
     const v1::Port& configured = config_.ports(i);

@@ -71,6 +71,7 @@ int RunInfo(Env& env, const ParsedArgs&) {
   fields.Add("max_handlers", absl::StrCat(info->max_handlers()));
   fields.Add("max_state_size", absl::StrCat(info->max_state_size()));
   fields.Add("max_region_bytes", absl::StrCat(info->max_region_bytes()));
+  fields.Add("checksum", info->checksum_algorithm());
   const v1::Addresses& addresses = info->addresses();
   fields.Add("mac", Or(addresses.mac(), "(first wire port's)"));
   fields.Add("ipv4", Or(absl::StrJoin(addresses.ipv4(), ", "), "-"));

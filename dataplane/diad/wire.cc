@@ -267,6 +267,26 @@ void WriteFrameHeaders(const Endpoint& src, const Endpoint& dst,
   StoreHeader(copy, u + kUdpBytes);
 }
 
+// The checksum sum of the pseudo-header and the UDP and DiAD headers that
+// WriteFrameHeaders wrote at `out` (checksum field 0). The headers are an
+// even number of bytes, so the payload's words continue the sum.
+uint64_t HeadersSum(const uint8_t* out) {
+  static_assert((kUdpBytes + kHeaderBytes) % 2 == 0);
+  const uint8_t* ip6 = out + kEthernetBytes;
+  const uint8_t* u = ip6 + kIpv6Bytes;
+  uint64_t sum = checksum::Add(0, ip6 + 8, 32);
+  sum = checksum::AddBe32(sum, LoadBe16(u + 4));
+  sum = checksum::AddBe32(sum, net::kProtoUdp);
+  return checksum::Add(sum, u, kUdpBytes + kHeaderBytes);
+}
+
+// Stores the checksum of `sum` in the UDP header at `out`.
+void StoreUdpChecksum(uint8_t* out, uint64_t sum) {
+  const uint16_t value = static_cast<uint16_t>(~checksum::Fold(sum));
+  // A computed 0 goes out as 0xffff: 0 would mean "no checksum".
+  StoreBe16(out + kEthernetBytes + kIpv6Bytes + 6, value == 0 ? 0xffff : value);
+}
+
 bool Buildable(const Header& header, std::span<const uint8_t> payload) {
   return payload.size() <= kMaxPayloadBytes && header.channel < kMaxChannels;
 }
@@ -280,14 +300,23 @@ uint32_t BuildFrame(const Endpoint& src, const Endpoint& dst, uint16_t udp_port,
   const uint32_t payload_bytes = static_cast<uint32_t>(payload.size());
   WriteFrameHeaders(src, dst, udp_port, header, payload_bytes, out);
   uint8_t* body = out + kFrameOverhead;
-  if (payload_bytes != 0 && payload.data() != body) {
-    // memmove: a payload that overlaps the frame (a header rebuilt in
-    // front of bytes already in the buffer) is still copied right.
-    std::memmove(body, payload.data(), payload_bytes);
+  uint64_t sum = HeadersSum(out);
+  const uint8_t* from = payload.data();
+  const bool overlaps = payload_bytes != 0 && from < body + payload_bytes &&
+                        body < from + payload_bytes;
+  if (payload_bytes == 0 || from == body) {
+    sum = checksum::Add(sum, body, payload_bytes);
+  } else if (overlaps) {
+    // A payload that overlaps the frame (a header rebuilt in front of bytes
+    // already in the buffer) is moved, then summed.
+    std::memmove(body, from, payload_bytes);
+    sum = checksum::Add(sum, body, payload_bytes);
+  } else {
+    // The usual case: one pass copies and sums (checksum::AddCopy).
+    sum = checksum::AddCopy(sum, body, from, payload_bytes);
   }
-  const uint32_t length = static_cast<uint32_t>(kFrameOverhead) + payload_bytes;
-  SetUdpChecksum(out, length);
-  return length;
+  StoreUdpChecksum(out, sum);
+  return static_cast<uint32_t>(kFrameOverhead) + payload_bytes;
 }
 
 uint32_t BuildFrameHeaders(const Endpoint& src, const Endpoint& dst,
@@ -296,20 +325,8 @@ uint32_t BuildFrameHeaders(const Endpoint& src, const Endpoint& dst,
   if (!Buildable(header, payload)) return 0;
   WriteFrameHeaders(src, dst, udp_port, header,
                     static_cast<uint32_t>(payload.size()), out);
-  uint8_t* ip6 = out + kEthernetBytes;
-  uint8_t* u = ip6 + kIpv6Bytes;
-  // The UDP and DiAD headers are an even number of bytes, so the payload's
-  // words continue the sum where they end.
-  static_assert((kUdpBytes + kHeaderBytes) % 2 == 0);
-  const uint32_t udp_length = LoadBe16(u + 4);
-  uint64_t sum = checksum::Add(0, ip6 + 8, 32);
-  sum = checksum::AddBe32(sum, udp_length);
-  sum = checksum::AddBe32(sum, net::kProtoUdp);
-  sum = checksum::Add(sum, u, kUdpBytes + kHeaderBytes);
-  sum = checksum::Add(sum, payload.data(), payload.size());
-  const uint16_t value = static_cast<uint16_t>(~checksum::Fold(sum));
-  // A computed 0 goes out as 0xffff: 0 would mean "no checksum".
-  StoreBe16(u + 6, value == 0 ? 0xffff : value);
+  StoreUdpChecksum(
+      out, checksum::Add(HeadersSum(out), payload.data(), payload.size()));
   return static_cast<uint32_t>(kFrameOverhead);
 }
 
