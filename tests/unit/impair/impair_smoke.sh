@@ -32,7 +32,9 @@ path, lo, hi = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 stats = json.load(open(path))
 keys = ["in", "out", "lost", "duplicated", "reordered", "corrupted", "delayed",
         "held_max", "queue_full_drops", "no_buffer", "reorder_skipped",
-        "flushed", "tx_dropped"]
+        "flushed", "tx_dropped", "tail_drops", "ecn_marked", "ecn_not_ect",
+        "ecn_already_ce", "queue_max", "queue_p50", "queue_p99",
+        "queue_depths"]
 ok = True
 for direction in ("a_to_b", "b_to_a"):
     c = stats[direction]
@@ -45,7 +47,8 @@ for direction in ("a_to_b", "b_to_a"):
     print(f"{direction}: in {c['in']} lost {c['lost']} ratio {ratio:.5f}")
     if not lo <= ratio <= hi:
         print(f"{direction}: loss ratio {ratio} outside [{lo}, {hi}]"); ok = False
-    if c["out"] + c["queue_full_drops"] != c["in"] - c["lost"] + c["duplicated"]:
+    if (c["out"] + c["queue_full_drops"] + c["tail_drops"]
+            != c["in"] - c["lost"] + c["duplicated"]):
         print(f"{direction}: counters do not add up: {c}"); ok = False
 for port in ("a", "b"):
     if "opackets" not in stats["ports"][port]:
