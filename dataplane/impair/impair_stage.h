@@ -3,7 +3,14 @@
 // lost packets are freed, duplicates are real copies (rte_pktmbuf_copy),
 // corrupted copies get one bit flipped in place, reordered and delayed copies
 // wait in bounded hold structures released by TSC time (and, for reordered
-// copies, by the number of packets that passed them). docs/impair.md.
+// copies, by the number of packets that passed them). With a bottleneck
+// (ImpairConfig::rate_bps), what survives then waits in one bounded FIFO
+// that drains at the configured rate, ECN-marking or tail-dropping as a
+// congested switch port does. docs/impair.md.
+//
+// Several senders can share one bottleneck (incast): call Process once per
+// input with the same `now`; every call feeds the same queue, and whatever
+// is due leaves through the output array of whichever call comes next.
 //
 // Single-threaded by design: one lcore owns a stage; no locks, no allocation
 // per packet besides mbufs (the hold structures are sized at construction).
@@ -39,6 +46,12 @@ struct ImpairCounters {
   // went on without being reordered.
   uint64_t reorder_skipped = 0;
   uint64_t flushed = 0;  // emitted early by Flush (also counted in out)
+  // The bottleneck (all 0 without one).
+  uint64_t tail_drops = 0;      // frames that found the queue full
+  uint64_t ecn_marked = 0;      // ECT frames that got CE
+  uint64_t ecn_not_ect = 0;     // would have been marked, but not ECT (or IP)
+  uint64_t ecn_already_ce = 0;  // would have been marked, were CE already
+  uint64_t queue_max = 0;       // deepest the bottleneck queue was, frames
 };
 
 struct StageOptions {
@@ -75,7 +88,14 @@ class ImpairStage {
   // then reorder slots). Call until held() == 0.
   uint16_t Flush(rte_mbuf** out, uint16_t out_cap);
 
-  size_t held() const { return heap_size_ + reorder_count_; }
+  size_t held() const {
+    return heap_size_ + reorder_count_ + bottleneck_count_;
+  }
+  // Frames in the bottleneck queue (including the one on the wire).
+  uint32_t queue_depth() const { return bottleneck_count_; }
+  // The depth each frame found when it reached the bottleneck (tail-dropped
+  // ones included: they found it full).
+  const DepthHistogram& queue_depths() const { return queue_depths_; }
   const ImpairCounters& counters() const { return counters_; }
   const ImpairmentModel& model() const { return model_; }
   uint64_t MicrosToTsc(uint64_t us) const { return us * tsc_hz_ / 1000000; }
@@ -93,6 +113,10 @@ class ImpairStage {
     uint64_t deadline;    // due + reorder_timeout
     uint64_t release_at;  // value of passed_ that releases it
   };
+  struct Queued {
+    rte_mbuf* mbuf;
+    uint64_t departs;  // TSC: the end of its transmission
+  };
   struct Output {
     rte_mbuf** out;
     uint16_t cap;
@@ -100,6 +124,17 @@ class ImpairStage {
   };
 
   void HandleCopy(rte_mbuf* m, uint64_t now, Output& o);
+  // The bottleneck: queues m (or drops it at the tail), marking it when the
+  // depth it finds says so.
+  void Enqueue(rte_mbuf* m, uint64_t now);
+  // Emits the queued frames whose transmission has ended by `now`.
+  void Drain(uint64_t now, Output& o);
+  // Sets CE on an ECT frame (a private copy when the data is shared).
+  rte_mbuf* Mark(rte_mbuf* m);
+  // Makes m safe to change: when others see its bytes, replaces it with a
+  // private copy (the original freed). false, m untouched and no_buffer
+  // counted, when that copy cannot be made.
+  bool MakeWritable(rte_mbuf*& m);
   // Emits m, or holds it (due at once) when the output is full.
   void Emit(rte_mbuf* m, bool pass, uint64_t now, Output& o);
   void ReleaseDue(uint64_t now, Output& o);
@@ -129,6 +164,13 @@ class ImpairStage {
   uint32_t reorder_count_ = 0;
   uint64_t passed_ = 0;  // packets that passed (for reorder release)
   uint64_t seq_ = 0;
+  // The bottleneck: a ring of bottleneck_frames entries (empty without one).
+  const bool bottleneck_;
+  LinkClock link_;
+  std::vector<Queued> bottleneck_queue_;
+  uint32_t bottleneck_head_ = 0;
+  uint32_t bottleneck_count_ = 0;
+  DepthHistogram queue_depths_;
   ImpairCounters counters_;
 };
 

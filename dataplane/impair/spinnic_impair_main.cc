@@ -1,7 +1,8 @@
 // spinnic-impair: an impairment stage between two DPDK ports (netem does not
 // exist here). Per direction it applies seeded loss, duplication, corruption,
-// reordering and delay with jitter (dataplane/impair/impair_stage.h), with
-// its own counters. One lcore polls both ports in both directions.
+// reordering and delay with jitter, and optionally a bottleneck (a rate
+// limit, a bounded queue, ECN marking) (dataplane/impair/impair_stage.h),
+// with its own counters. One lcore polls both ports in both directions.
 //
 //   spinnic-impair --port_a VDEV --port_b VDEV [flags] [-- EAL arguments]
 //
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +40,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "dataplane/common/log.h"
 #include "dataplane/impair/impair_stage.h"
@@ -76,6 +79,20 @@ ABSL_FLAG(uint64_t, a_to_b_delay_us, 0, "--delay_us for A->B only");
 ABSL_FLAG(uint64_t, b_to_a_delay_us, 0, "--delay_us for B->A only");
 ABSL_FLAG(uint64_t, a_to_b_jitter_us, 0, "--jitter_us for A->B only");
 ABSL_FLAG(uint64_t, b_to_a_jitter_us, 0, "--jitter_us for B->A only");
+ABSL_FLAG(double, rate_bps, 0,
+          "Bottleneck rate, bits per second (e.g. 10e9); 0: no bottleneck");
+ABSL_FLAG(double, a_to_b_rate_bps, -1, "--rate_bps for A->B only");
+ABSL_FLAG(double, b_to_a_rate_bps, -1, "--rate_bps for B->A only");
+ABSL_FLAG(uint32_t, bottleneck_frames, 1024,
+          "Frames the bottleneck queue holds; one more is a tail drop");
+ABSL_FLAG(uint32_t, frame_overhead_bytes, 24,
+          "Wire bytes per frame besides its length (preamble, FCS, gap)");
+ABSL_FLAG(uint32_t, ecn_min_frames, 0,
+          "ECN: no CE mark with fewer frames queued");
+ABSL_FLAG(uint32_t, ecn_max_frames, 0,
+          "ECN: CE on every ECT frame with this many queued (0: no marking)");
+ABSL_FLAG(double, ecn_max_probability, 1.0,
+          "ECN: marking probability just below ecn_max_frames (RED's Pmax)");
 ABSL_FLAG(int64_t, duration_s, 0,
           "Stop after this many seconds (0: at "
           "SIGINT/SIGTERM)");
@@ -134,6 +151,14 @@ constexpr FlagSpec kFlags[] = {
     {"b_to_a_delay_us", "microseconds, an unsigned integer"},
     {"a_to_b_jitter_us", "microseconds, an unsigned integer"},
     {"b_to_a_jitter_us", "microseconds, an unsigned integer"},
+    {"rate_bps", "bits per second, e.g. 10e9, or 0 for no bottleneck"},
+    {"a_to_b_rate_bps", "bits per second, e.g. 10e9"},
+    {"b_to_a_rate_bps", "bits per second, e.g. 10e9"},
+    {"bottleneck_frames", "an integer 1..1048576"},
+    {"frame_overhead_bytes", "bytes, an integer 0..1024"},
+    {"ecn_min_frames", "frames, an unsigned integer"},
+    {"ecn_max_frames", "frames, an unsigned integer (0: no marking)"},
+    {"ecn_max_probability", "a probability in (0, 1], e.g. 0.2"},
     {"duration_s", "seconds, 0 to run until SIGINT/SIGTERM"},
     {"stats_json", "a file path"},
     {"stats_interval_s", "seconds, 0 for none"},
@@ -154,7 +179,8 @@ void PrintUsage() {
   std::printf(
       "usage: %s --port_a VDEV --port_b VDEV [flags] [-- EAL arguments]\n"
       "Impairs traffic between two DPDK ports, per direction, seeded: loss, "
-      "duplication, corruption, reordering, delay and jitter. "
+      "duplication, corruption, reordering, delay and jitter, and a "
+      "bottleneck (rate, queue, ECN marking). "
       "docs/impair.md.\n\nflags (--name=value or --name value):\n",
       kProgram);
   for (const FlagSpec& spec : kFlags) {
@@ -241,6 +267,18 @@ absl::Status FlagError(absl::string_view flag, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", what));
 }
 
+// A rate flag's value as whole bits per second, or the flag's error.
+absl::StatusOr<uint64_t> RateFromFlag(absl::string_view flag, double value) {
+  if (!std::isfinite(value) || value < 0 ||
+      value > static_cast<double>(kMaxRateBps)) {
+    return FlagError(flag, absl::StrFormat("%g is out of range; write bits per "
+                                           "second up to 1e12, e.g. 10e9, or "
+                                           "0 for no bottleneck",
+                                           value));
+  }
+  return static_cast<uint64_t>(std::llround(value));
+}
+
 absl::StatusOr<Settings> SettingsFromFlags(const ParsedArgs& args) {
   Settings s;
   s.port[0] = absl::GetFlag(FLAGS_port_a);
@@ -272,7 +310,26 @@ absl::StatusOr<Settings> SettingsFromFlags(const ParsedArgs& args) {
   base.corrupt_from = absl::GetFlag(FLAGS_corrupt_from);
   base.delay_us = absl::GetFlag(FLAGS_delay_us);
   base.jitter_us = absl::GetFlag(FLAGS_jitter_us);
-  if (absl::Status st = ValidateImpairConfig(base, "--"); !st.ok()) return st;
+  absl::StatusOr<uint64_t> rate =
+      RateFromFlag("rate_bps", absl::GetFlag(FLAGS_rate_bps));
+  if (!rate.ok()) return rate.status();
+  base.rate_bps = *rate;
+  base.bottleneck_frames = absl::GetFlag(FLAGS_bottleneck_frames);
+  base.frame_overhead_bytes = absl::GetFlag(FLAGS_frame_overhead_bytes);
+  base.ecn_min_frames = absl::GetFlag(FLAGS_ecn_min_frames);
+  base.ecn_max_frames = absl::GetFlag(FLAGS_ecn_max_frames);
+  base.ecn_max_probability = absl::GetFlag(FLAGS_ecn_max_probability);
+  // With a bottleneck on one direction only (--a_to_b_rate_bps), the
+  // general ECN flags are that direction's: check them as if the general
+  // rate were set.
+  ImpairConfig base_check = base;
+  if (base_check.rate_bps == 0 && (args.set.count("a_to_b_rate_bps") != 0 ||
+                                   args.set.count("b_to_a_rate_bps") != 0)) {
+    base_check.rate_bps = 1;
+  }
+  if (absl::Status st = ValidateImpairConfig(base_check, "--"); !st.ok()) {
+    return st;
+  }
 
   const absl::Flag<double>* prob[2][4] = {
       {&FLAGS_a_to_b_loss, &FLAGS_a_to_b_duplicate, &FLAGS_a_to_b_reorder,
@@ -299,6 +356,20 @@ absl::StatusOr<Settings> SettingsFromFlags(const ParsedArgs& args) {
       if (args.set.count(absl::StrCat(prefix, micro_names[k])) != 0) {
         *micro_fields[k] = absl::GetFlag(*micros[d][k]);
       }
+    }
+    const absl::Flag<double>& rate_flag =
+        d == 0 ? FLAGS_a_to_b_rate_bps : FLAGS_b_to_a_rate_bps;
+    const std::string rate_name = absl::StrCat(prefix, "rate_bps");
+    if (args.set.count(rate_name) != 0) {
+      absl::StatusOr<uint64_t> direction_rate =
+          RateFromFlag(rate_name, absl::GetFlag(rate_flag));
+      if (!direction_rate.ok()) return direction_rate.status();
+      c.rate_bps = *direction_rate;
+    }
+    if (c.rate_bps == 0) {
+      // No bottleneck this way: its ECN settings have no queue to act on.
+      c.ecn_min_frames = 0;
+      c.ecn_max_frames = 0;
     }
     if (absl::Status st = ValidateImpairConfig(c, absl::StrCat("--", prefix));
         !st.ok()) {
@@ -429,15 +500,23 @@ void ClosePort(OpenedPort& port) {
   if (port.probed && device != nullptr) rte_dev_remove(device);
 }
 
-std::string CountersJson(const ImpairCounters& c, uint64_t tx_dropped) {
+std::string CountersJson(const ImpairStage& stage, uint64_t tx_dropped) {
+  const ImpairCounters& c = stage.counters();
+  const DepthHistogram& depths = stage.queue_depths();
   return absl::StrFormat(
       "{\"in\": %u, \"out\": %u, \"lost\": %u, \"duplicated\": %u, "
       "\"reordered\": %u, \"corrupted\": %u, \"delayed\": %u, "
       "\"held_max\": %u, \"queue_full_drops\": %u, \"no_buffer\": %u, "
-      "\"reorder_skipped\": %u, \"flushed\": %u, \"tx_dropped\": %u}",
+      "\"reorder_skipped\": %u, \"flushed\": %u, \"tx_dropped\": %u, "
+      "\"tail_drops\": %u, \"ecn_marked\": %u, \"ecn_not_ect\": %u, "
+      "\"ecn_already_ce\": %u, \"queue_max\": %u, \"queue_p50\": %u, "
+      "\"queue_p99\": %u, \"queue_depths\": {\"bucket_frames\": %u, "
+      "\"counts\": [%s]}}",
       c.in, c.out, c.lost, c.duplicated, c.reordered, c.corrupted, c.delayed,
       c.held_max, c.queue_full_drops, c.no_buffer, c.reorder_skipped, c.flushed,
-      tx_dropped);
+      tx_dropped, c.tail_drops, c.ecn_marked, c.ecn_not_ect, c.ecn_already_ce,
+      c.queue_max, depths.Percentile(0.5), depths.Percentile(0.99),
+      depths.bucket_width(), absl::StrJoin(depths.counts(), ", "));
 }
 
 std::string ConfigJson(const ImpairConfig& c) {
@@ -445,9 +524,13 @@ std::string ConfigJson(const ImpairConfig& c) {
       "{\"seed\": %u, \"loss\": %.17g, \"duplicate\": %.17g, "
       "\"reorder\": %.17g, \"reorder_depth\": %u, \"reorder_timeout_us\": %u, "
       "\"corrupt\": %.17g, \"corrupt_from\": %u, \"delay_us\": %u, "
-      "\"jitter_us\": %u}",
+      "\"jitter_us\": %u, \"rate_bps\": %u, \"bottleneck_frames\": %u, "
+      "\"frame_overhead_bytes\": %u, \"ecn_min_frames\": %u, "
+      "\"ecn_max_frames\": %u, \"ecn_max_probability\": %.17g}",
       c.seed, c.loss, c.duplicate, c.reorder, c.reorder_depth,
-      c.reorder_timeout_us, c.corrupt, c.corrupt_from, c.delay_us, c.jitter_us);
+      c.reorder_timeout_us, c.corrupt, c.corrupt_from, c.delay_us, c.jitter_us,
+      c.rate_bps, c.bottleneck_frames, c.frame_overhead_bytes, c.ecn_min_frames,
+      c.ecn_max_frames, c.ecn_max_probability);
 }
 
 std::string PortJson(uint16_t port_id) {
@@ -463,13 +546,22 @@ std::string PortJson(uint16_t port_id) {
 
 std::string CountersLine(const char* name, const Direction& d) {
   const ImpairCounters& c = d.stage->counters();
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "%s: in %u out %u lost %u duplicated %u reordered %u corrupted %u "
       "delayed %u held_max %u queue_full_drops %u no_buffer %u "
       "reorder_skipped %u flushed %u tx_dropped %u",
       name, c.in, c.out, c.lost, c.duplicated, c.reordered, c.corrupted,
       c.delayed, c.held_max, c.queue_full_drops, c.no_buffer, c.reorder_skipped,
       c.flushed, d.tx_dropped);
+  if (!HasBottleneck(d.stage->model().config())) return line;
+  const DepthHistogram& depths = d.stage->queue_depths();
+  return absl::StrCat(
+      line, absl::StrFormat(" tail_drops %u ecn_marked %u ecn_not_ect %u "
+                            "ecn_already_ce %u queue_max %u queue_p50 %u "
+                            "queue_p99 %u",
+                            c.tail_drops, c.ecn_marked, c.ecn_not_ect,
+                            c.ecn_already_ce, c.queue_max,
+                            depths.Percentile(0.5), depths.Percentile(0.99)));
 }
 
 // Run's forwarding loop: both directions through their stages until the
@@ -538,10 +630,9 @@ bool WriteStatsJson(const Settings& s, double seconds,
   std::string json = absl::StrCat(
       "{\n  \"duration_s\": ", absl::StrFormat("%.3f", seconds),
       ",\n  \"config\": {\"a_to_b\": ", ConfigJson(s.config[0]),
-      ", \"b_to_a\": ", ConfigJson(s.config[1]), "},\n  \"a_to_b\": ",
-      CountersJson(dirs[0].stage->counters(), dirs[0].tx_dropped),
-      ",\n  \"b_to_a\": ",
-      CountersJson(dirs[1].stage->counters(), dirs[1].tx_dropped),
+      ", \"b_to_a\": ", ConfigJson(s.config[1]),
+      "},\n  \"a_to_b\": ", CountersJson(*dirs[0].stage, dirs[0].tx_dropped),
+      ",\n  \"b_to_a\": ", CountersJson(*dirs[1].stage, dirs[1].tx_dropped),
       ",\n  \"ports\": {\"a\": ", PortJson(ports[0].id),
       ", \"b\": ", PortJson(ports[1].id), "}\n}\n");
   std::ofstream file(s.stats_json, std::ios::trunc);
@@ -597,10 +688,13 @@ int Run(int argc, char** argv) {
       static_cast<uint16_t>(std::max<uint32_t>(2u * s.burst, 64u));
   uint32_t mbufs = s.mbufs;
   if (mbufs == 0) {
-    // Both directions' hold structures (and their duplicates), the rings of
-    // both ports, the pending arrays, slack.
+    // Both directions' hold structures (and their duplicates), their
+    // bottleneck queues, the rings of both ports, the pending arrays, slack.
     mbufs =
         2 * (s.queue_capacity + 64) + 4u * s.descriptors + 4u * out_cap + 2048;
+    for (const ImpairConfig& c : s.config) {
+      if (HasBottleneck(c)) mbufs += c.bottleneck_frames;
+    }
   }
   rte_mempool* pool = rte_pktmbuf_pool_create(
       "impair_pool", mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,

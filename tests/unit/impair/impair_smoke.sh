@@ -32,7 +32,9 @@ path, lo, hi = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 stats = json.load(open(path))
 keys = ["in", "out", "lost", "duplicated", "reordered", "corrupted", "delayed",
         "held_max", "queue_full_drops", "no_buffer", "reorder_skipped",
-        "flushed", "tx_dropped"]
+        "flushed", "tx_dropped", "tail_drops", "ecn_marked", "ecn_not_ect",
+        "ecn_already_ce", "queue_max", "queue_p50", "queue_p99",
+        "queue_depths"]
 ok = True
 for direction in ("a_to_b", "b_to_a"):
     c = stats[direction]
@@ -45,7 +47,8 @@ for direction in ("a_to_b", "b_to_a"):
     print(f"{direction}: in {c['in']} lost {c['lost']} ratio {ratio:.5f}")
     if not lo <= ratio <= hi:
         print(f"{direction}: loss ratio {ratio} outside [{lo}, {hi}]"); ok = False
-    if c["out"] + c["queue_full_drops"] != c["in"] - c["lost"] + c["duplicated"]:
+    if (c["out"] + c["queue_full_drops"] + c["tail_drops"]
+            != c["in"] - c["lost"] + c["duplicated"]):
         print(f"{direction}: counters do not add up: {c}"); ok = False
 for port in ("a", "b"):
     if "opackets" not in stats["ports"][port]:
@@ -105,6 +108,51 @@ else
   cat "$tmp/stats.json" 2>/dev/null
 fi
 
+# 2b. A bottleneck on A->B only (100 Mb/s, 64 frames, ECN from 8 to 32
+# frames): it tail-drops, never sends faster than the rate (its own TSC
+# clock; the exit flush may add one queue), the net_null frames (not IP)
+# count as not ECT, and B->A is untouched.
+rm -f "$tmp/stats3.json"
+"$bin" --port_a net_null0 --port_b net_null1 --a_to_b_rate_bps 1e8 \
+  --frame_overhead_bytes 0 --bottleneck_frames 64 --ecn_min_frames 8 \
+  --ecn_max_frames 32 --ecn_max_probability 0.5 --duration_s 1 \
+  --stats_json "$tmp/stats3.json" -- "${eal[@]}" \
+  >"$tmp/out3.txt" 2>"$tmp/err3.txt" &
+pid=$!
+rc=""
+for _ in $(seq 1 300); do  # 30 s at most
+  if ! kill -0 "$pid" 2>/dev/null; then wait "$pid"; rc=$?; break; fi
+  sleep 0.1
+done
+pid=""
+if [[ "$rc" == "0" ]] && python3 - "$tmp/stats3.json" <<'PY'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+a, b = stats["a_to_b"], stats["b_to_a"]
+frame_bits = 64 * 8  # net_null frames are 64 bytes; overhead 0
+bound = 1e8 * stats["duration_s"] / frame_bits + 64 + 1
+checks = {
+    "tail drops": a["tail_drops"] > 0,
+    "conservation": a["out"] + a["queue_full_drops"] + a["tail_drops"]
+                    == a["in"] - a["lost"] + a["duplicated"],
+    "rate bound": a["out"] <= bound,
+    "queue bound": a["queue_max"] <= 64 and a["queue_p99"] <= 64,
+    "not ECT counted": a["ecn_not_ect"] > 0 and a["ecn_marked"] == 0,
+    "histogram": sum(a["queue_depths"]["counts"]) > 0,
+    "B->A untouched": b["tail_drops"] == 0 and b["out"] == b["in"],
+    "config": stats["config"]["a_to_b"]["rate_bps"] == 100000000
+              and stats["config"]["b_to_a"]["rate_bps"] == 0,
+}
+print({k: v for k, v in checks.items()}, "out", a["out"], "bound", int(bound))
+sys.exit(0 if all(checks.values()) else 1)
+PY
+then
+  pass "bottleneck A->B: tail drops, rate and queue bounds, counters"
+else
+  fail "bottleneck A->B: exit code '${rc:-timeout}'"; tail -5 "$tmp/out3.txt" "$tmp/err3.txt"
+  cat "$tmp/stats3.json" 2>/dev/null
+fi
+
 # 3. Bad flags: exit 2, one line naming the flag, nothing on stdout.
 bad_flag() {
   local name=$1; shift
@@ -128,6 +176,11 @@ bad_flag --bogus "${ports[@]}" --bogus=1
 bad_flag --port_b --port_a net_null0
 bad_flag --burst "${ports[@]}" --burst 0
 bad_flag --duration_s "${ports[@]}" --duration_s
+bad_flag --rate_bps "${ports[@]}" --rate_bps=-1
+bad_flag --a_to_b_rate_bps "${ports[@]}" --a_to_b_rate_bps=abc
+bad_flag --ecn_max_frames "${ports[@]}" --ecn_max_frames 10
+bad_flag --ecn_max_frames "${ports[@]}" --rate_bps 1e9 --ecn_max_frames 2000
+bad_flag --bottleneck_frames "${ports[@]}" --rate_bps 1e9 --bottleneck_frames 0
 
 if ls /var/run/dpdk/"$prefix" "${XDG_RUNTIME_DIR:-/nonexistent}/dpdk/$prefix" >/dev/null 2>&1; then
   echo "note: the runtime directory of $prefix was left behind (removed now)"
