@@ -16,7 +16,7 @@ packages=(
   # and tests load at run time are named explicitly)
   dpdk dpdk-dev libdpdk-dev
   librte-net-af-packet23 librte-net-null23 librte-net-ring23 librte-mempool-ring23
-  # ISA-L's CRC32 (the RoCEv2 ICRC); libdpdk-dev pulls it, named because we
+  # ISA-L's CRC32 (the zero-copy ICRC); libdpdk-dev pulls it, named because we
   # include its headers
   libisal-dev
   # control plane, config schema

@@ -1,17 +1,24 @@
 // The RoCEv2 ICRC (dataplane/roce/icrc.h) per frame, for frames of 64 B ..
 // 4 KiB (IPv4 RC SEND ONLY, the whole frame counted):
-//   - ComputeIcrc, the dataplane's: the masked headers copied to a small
-//     buffer, ISA-L's crc32_gzip_refl continued over the rest in place;
-//   - ComputeIcrcOver, the zero-copy frame's: the same with the payload in
-//     another buffer (one more continuation);
-//   - the same ICRC with zlib's crc32 (when zlib is installed);
+//   - ComputeIcrc, the dataplane's: masks the variant fields in place and
+//     makes one rte_net_crc_calc(RTE_NET_CRC32_ETH) pass, with each of
+//     librte_net's algorithms (scalar tables, SSE4.2 + PCLMULQDQ, AVX-512 +
+//     VPCLMULQDQ);
+//   - ComputeIcrcOver, the zero-copy frame's: the payload in a buffer of its
+//     own, the headers' CRC continued over it with ISA-L;
+//   - the same ICRC with zlib's crc32 (when zlib is installed), which can
+//     continue a CRC and so needs no in-place masking: the masked headers
+//     are copied to a small buffer, the rest is read where it is;
 //   - ComputeIcrcReference, the byte-at-a-time table of the unit tests.
-// time/KiB is the CPU time per KiB of frame. The raw CRC of ISA-L against
-// DPDK's rte_net_crc algorithms is in checksum_bench.
+// time/KiB is the CPU time per KiB of frame.
+//
+// rte_net_crc allows an algorithm only up to the EAL's maximum SIMD width,
+// so main() initialises the EAL with --force-max-simd-bitwidth=512.
 // Run: build/bench/micro/icrc_bench (see bench/micro/README.md).
 #include <benchmark/benchmark.h>
 #include <rte_cpuflags.h>
 #include <rte_eal.h>
+#include <rte_net_crc.h>
 
 #include <array>
 #include <cstdint>
@@ -86,9 +93,36 @@ void Sizes(benchmark::internal::Benchmark* b) {
   bench::FixedIterationsIfRequested(b);
 }
 
-void BM_Icrc(benchmark::State& state) {
+// Whether rte_net_crc_set_alg(alg) really gets `alg` here (librte_net
+// silently falls back otherwise); the checks of DPDK's net_crc_sse.c and
+// net_crc_avx512.c.
+bool NetCrcAlgAvailable(rte_net_crc_alg alg) {
+  auto has = [](rte_cpu_flag_t flag) {
+    return rte_cpu_get_flag_enabled(flag) > 0;
+  };
+  const bool sse42 = has(RTE_CPUFLAG_SSE4_2) && has(RTE_CPUFLAG_PCLMULQDQ);
+  switch (alg) {
+    case RTE_NET_CRC_SCALAR:
+      return true;
+    case RTE_NET_CRC_SSE42:
+      return sse42;
+    case RTE_NET_CRC_AVX512:
+      return sse42 && has(RTE_CPUFLAG_AVX512F) && has(RTE_CPUFLAG_AVX512BW) &&
+             has(RTE_CPUFLAG_AVX512DQ) && has(RTE_CPUFLAG_AVX512VL) &&
+             has(RTE_CPUFLAG_VPCLMULQDQ);
+    default:
+      return false;
+  }
+}
+
+void BM_Icrc(benchmark::State& state, rte_net_crc_alg alg) {
+  if (!NetCrcAlgAvailable(alg)) {
+    state.SkipWithError("this CPU lacks the instructions it needs");
+    return;
+  }
   std::vector<uint8_t> frame = MakeFrame(state.range(0));
   const IcrcSpan span = SpanOf(frame);
+  rte_net_crc_set_alg(alg);
   for (auto _ : state) {
     uint32_t icrc = 0;
     ComputeIcrc(frame.data(), frame.size(), span, &icrc);
@@ -96,13 +130,17 @@ void BM_Icrc(benchmark::State& state) {
   }
   ReportBytes(state, frame.size());
 }
-BENCHMARK(BM_Icrc)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Icrc, rte_scalar, RTE_NET_CRC_SCALAR)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Icrc, rte_sse42, RTE_NET_CRC_SSE42)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Icrc, rte_avx512, RTE_NET_CRC_AVX512)->Apply(Sizes);
 
-// The payload (all after the BTH) in a buffer of its own.
+// The payload (all after the BTH) in a buffer of its own, with librte_net's
+// widest algorithm for the headers.
 void BM_IcrcOver(benchmark::State& state) {
   std::vector<uint8_t> frame = MakeFrame(state.range(0));
   const std::vector<uint8_t> payload(frame.begin() + kHeaders, frame.end() - 4);
   const IcrcSpan span{kIpOffset, kUdpOffset, kHeaders};
+  rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
   for (auto _ : state) {
     uint32_t icrc = 0;
     ComputeIcrcOver(frame.data(), kHeaders + kIcrcBytes, span, payload, {},
@@ -158,12 +196,17 @@ bool SelfCheck() {
     std::vector<uint8_t> frame = MakeFrame(size);
     uint32_t want = 0;
     ComputeIcrcReference(frame.data(), size, SpanOf(frame), &want);
-    uint32_t got = 0;
-    ComputeIcrc(frame.data(), size, SpanOf(frame), &got);
-    if (got != want || !VerifyIcrc(frame.data(), size, SpanOf(frame))) {
-      std::fprintf(stderr, "self-check: size %u: 0x%08x want 0x%08x\n", size,
-                   got, want);
-      ok = false;
+    for (rte_net_crc_alg alg :
+         {RTE_NET_CRC_SCALAR, RTE_NET_CRC_SSE42, RTE_NET_CRC_AVX512}) {
+      if (!NetCrcAlgAvailable(alg)) continue;
+      rte_net_crc_set_alg(alg);
+      uint32_t got = 0;
+      ComputeIcrc(frame.data(), size, SpanOf(frame), &got);
+      if (got != want || !VerifyIcrc(frame.data(), size, SpanOf(frame))) {
+        std::fprintf(stderr, "self-check: alg %d size %u: 0x%08x want 0x%08x\n",
+                     alg, size, got, want);
+        ok = false;
+      }
     }
 #if SPINNIC_HAVE_ZLIB
     if (IcrcZlib(frame.data(), size) != want) {
@@ -189,7 +232,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(eal.message()).c_str());
     return 1;
   }
-  spinnic::roce::InitIcrc();
   if (!spinnic::roce::SelfCheck()) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

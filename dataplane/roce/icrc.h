@@ -15,20 +15,30 @@
 //
 // Copy-free: ComputeIcrc writes 0xff over the 8 bytes in front of the IP
 // header (the tail of the Ethernet header or VLAN tag) and over the variant
-// fields, runs one CRC pass over the contiguous span, then puts every byte
-// back. The frame is therefore briefly modified: it must not be read
-// concurrently (it never is: one lcore owns a frame) and must be one
-// contiguous buffer; a frame whose payload lies elsewhere (zero-copy) is
-// ComputeIcrcOver's, which continues the CRC over the other parts.
+// fields, runs one rte_net_crc_calc(RTE_NET_CRC32_ETH) pass over the
+// contiguous span, then puts every byte back. The frame is therefore briefly
+// modified: it must not be read concurrently (it never is: one lcore owns a
+// frame) and must be one contiguous buffer -- multi-segment mbufs have to be
+// linearised by the caller first (rte_pktmbuf_linearize).
 //
-// The CRC is ISA-L's crc32_gzip_refl, not DPDK's rte_net_crc: the same raw
-// speed on this CPU (VPCLMULQDQ both, 32 ns/KiB at 1 KiB,
-// bench/micro/checksum_bench), but ISA-L continues a CRC from a seed, so a
-// zero-copy frame needs no zlib crc32_combine per part and no EAL SIMD
-// limit has to be raised for the choice. ComputeIcrc per 4 KiB frame: 121
-// against 163 ns with rte_net_crc AVX-512; 64 B frames alike (28 ns;
-// bench/micro/icrc_bench, docs/primitives.md). ISA-L picks its kernel at the
-// first call; InitIcrc makes that call on the main lcore before any worker.
+// A zero-copy frame (ComputeIcrcOver) continues the headers' CRC over the
+// payload where it lies with ISA-L's crc32_gzip_refl, which takes a CRC so
+// far as its seed; rte_net_crc cannot. Why not ISA-L for everything: its raw
+// speed equals rte_net_crc's AVX-512 kernel (32 vs 33 ns/KiB at 1 KiB,
+// bench/micro/checksum_bench), but in the cost model's NAAICE RPC every
+// packet cost 90 cycles more with it (721-737 against 637-656,
+// bench/cost/cost_bench; instructions fewer), so each library does what it
+// measured best at: docs/roce-wire.md.
+//
+// rte_net_crc without the EAL (unit tests, fuzz targets): the first call
+// reads rte_vect_get_max_simd_bitwidth(), which is 0 before rte_eal_init, so
+// the table (scalar) algorithm is chosen -- correct, only slower. After
+// rte_eal_init it picks SSE4.2+PCLMULQDQ, or AVX-512+VPCLMULQDQ when the SIMD
+// limit allows 512 bits (InitIcrc raises it for the choice). librte_net keeps
+// the first choice for good, and while choosing it briefly has no handler, so
+// two lcores making their first call at once could crash: the dataplane calls
+// InitIcrc() once on the main lcore after rte_eal_init, before any worker
+// starts.
 #ifndef SPINNIC_DATAPLANE_ROCE_ICRC_H_
 #define SPINNIC_DATAPLANE_ROCE_ICRC_H_
 
@@ -50,28 +60,33 @@ struct IcrcSpan {
 };
 
 // True when `span` is one ComputeIcrc accepts for a frame of `length` bytes:
-// ip_offset >= 8 (a RoCEv2 frame has at least its Ethernet header in front
-// of IP), an IPv4 or IPv6 version nibble at
+// ip_offset >= 8 (the in-place trick writes the 8 bytes before the IP
+// header; Ethernet always has them), an IPv4 or IPv6 version nibble at
 // ip_offset, an IP header of a possible size, room for UDP + BTH before
 // icrc_offset and the 4 ICRC bytes inside the frame.
 bool IcrcSpanValid(const uint8_t* frame, uint32_t length, const IcrcSpan& span);
 
-// Resolves ISA-L's CRC kernel once, on the calling thread (see above).
-// Idempotent; ComputeIcrc works without it (the first call resolves).
+// Initialises librte_net's CRC choice once (see above), allowing its
+// AVX-512 algorithm where the CPU has it even under the EAL's default
+// 256-bit SIMD limit. Call after rte_eal_init on the main lcore; harmless
+// without the EAL (scalar).
 void InitIcrc();
-// The kernel ISA-L runs on this CPU: "isa-l avx512-vpclmulqdq",
-// "isa-l pclmulqdq" or "isa-l table" (GetInfo's roce.icrc_algorithm).
+// The algorithm InitIcrc chose: "avx512", "sse42" or "scalar" (GetInfo's
+// roce.icrc_algorithm).
 const char* IcrcAlgorithm();
 
 // The ICRC of the frame, the value whose little-endian bytes go at
-// icrc_offset. Returns false (and computes nothing) when !IcrcSpanValid.
+// icrc_offset. Returns false (and computes nothing) when !IcrcSpanValid. The
+// frame is modified while the CRC runs and restored byte for byte before
+// returning.
 bool ComputeIcrc(uint8_t* frame, uint32_t length, const IcrcSpan& span,
                  uint32_t* icrc);
 
 // The ICRC of a frame whose bytes after the headers lie elsewhere
 // (zero-copy): ComputeIcrc over `headers` up to span.icrc_offset (the end
 // of the headers; `length` counts 4 more bytes after it, as ComputeIcrc
-// wants), continued over `payload`, then `pad`. False for an invalid span.
+// wants), continued over `payload`, then `pad` (ISA-L). False for an
+// invalid span.
 bool ComputeIcrcOver(uint8_t* headers, uint32_t length, const IcrcSpan& span,
                      std::span<const uint8_t> payload,
                      std::span<const uint8_t> pad, uint32_t* icrc);

@@ -65,8 +65,8 @@ namespace spinnic::roce {
 
 absl::StatusOr<std::unique_ptr<TransportModule>> RoceModule::Make(
     const DataplaneConfig& config) {
-  // ISA-L picks its CRC kernel on first use: let that happen now, on the
-  // control thread, before any HPU computes an ICRC.
+  // rte_net_crc picks its algorithm on first use, by the EAL's SIMD width:
+  // choose now, on the control thread, before any HPU computes an ICRC.
   InitIcrc();
   return std::unique_ptr<TransportModule>(
       new RoceModule(config.transports.get<RoceConfig>()));
