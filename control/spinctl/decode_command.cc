@@ -1,4 +1,5 @@
-// spinctl decode: a RoCEv2 decoder for pcap captures (docs/roce-decode.md).
+// spinctl decode: a RoCEv2 decoder for pcap and pcapng captures
+// (docs/roce-decode.md).
 // Every frame goes through the dataplane's own parsers -- the classifier
 // for offsets, roce::ParseFrame for the checks and headers, the CM's and
 // MRSP's parsers for QP1 MADs and SEND payloads -- so that what it prints
