@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "control/config_loader.h"
 #include "control/grpc/control_server.h"
+#include "control/memif_socket.h"
 #include "control/stats_format.h"
 #include "dataplane/common/log.h"
 #include "dataplane/dataplane.h"
@@ -265,6 +266,20 @@ int Run(int argc, char** argv) {
     std::printf("%s: config ok\n",
                 config_path.empty() ? "built-in default" : config_path.c_str());
     return 0;
+  }
+
+  // A memif server socket left by a killed run would stop its port from
+  // starting: removed when nothing listens on it (control/memif_socket.h).
+  std::vector<std::string> removed;
+  if (absl::Status status =
+          RemoveStaleMemifSockets(MemifServerSockets(*config), &removed);
+      !status.ok()) {
+    LogError(status.message());
+    return kExitFailure;
+  }
+  for (const std::string& path : removed) {
+    Log(absl::StrCat("removed stale memif socket ", path,
+                     " (left by an earlier run; nothing listened on it)"));
   }
 
   std::vector<std::string> eal_args = BuildEalArgs(*config);
