@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Core pinning for the benchmark harnesses (bench/*/run), and what they
 say when the machine has too few cores to pin.
 
