@@ -24,7 +24,7 @@ serves the control plane and sleeps, dpdk-testpmd's waits on stdin.
 import json
 import os
 import subprocess
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 COST_BENCH = os.path.join("bench", "cost", "cost_bench")
 # Operations per benchmark: the figure is a median per operation, so a few
