@@ -11,7 +11,8 @@
 // Seeds: tests/fuzz/corpus/pcap/ (the first records of
 // tests/fixtures/roce/ext_lone_rping_client_to_nonrdma_host.pcap as pcap,
 // and as pcapng in both byte orders, with decimal and binary if_tsresol,
-// simple packet blocks, a skipped statistics block and two sections).
+// simple packet blocks, a skipped statistics block and two sections; and
+// tests/fixtures/roce/rping_v4.dpdk.pcapng, written by librte_pcapng).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
