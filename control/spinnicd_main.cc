@@ -8,20 +8,25 @@
 // failure after the config was accepted (EAL, ports).
 #include <rte_eal.h>
 #include <rte_pdump.h>
+#include <rte_version.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/program_name.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -32,6 +37,7 @@
 #include "absl/time/time.h"
 #include "control/config_loader.h"
 #include "control/grpc/control_server.h"
+#include "control/memif_socket.h"
 #include "control/stats_format.h"
 #include "dataplane/common/log.h"
 #include "dataplane/dataplane.h"
@@ -116,6 +122,34 @@ void ListHandlers() {
           std::string(p.help).c_str());
     }
   }
+}
+
+// --help, -h, --helpfull and --helpshort print the flags and exit 0 (absl
+// exits 1 after a help text; asking for one is no error, and help2man reads
+// it). absl's own help modes print it. Anything else: nullopt.
+std::optional<int> HelpRequested(int argc, char** argv) {
+  using absl::flags_internal::HelpMode;
+  HelpMode mode = HelpMode::kNone;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--help" || arg == "-help" || arg == "-h") {
+      mode = HelpMode::kImportant;
+    } else if (arg == "--helpfull" || arg == "-helpfull") {
+      mode = HelpMode::kFull;
+    } else if (arg == "--helpshort" || arg == "-helpshort") {
+      mode = HelpMode::kShort;
+    }
+  }
+  if (mode == HelpMode::kNone) return std::nullopt;
+  // What ParseCommandLine would set: the help text names the program and
+  // lists the flags of its own source files.
+  absl::flags_internal::SetProgramInvocationName(argv[0]);
+  absl::flags_internal::SetFlagsHelpMode(mode);
+  absl::flags_internal::HandleUsageFlags(std::cout,
+                                         absl::ProgramUsageMessage());
+  std::cout.flush();
+  return 0;
 }
 
 absl::StatusOr<ConfigOverrides> OverridesFromFlags(
@@ -230,6 +264,21 @@ int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "spinnicd [--config FILE] [flags] [-- extra EAL arguments]\n"
       "The spinnic software SmartNIC dataplane.");
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [] {
+    return absl::StrCat("spinnicd ", SPINNIC_VERSION, "\n", rte_version(),
+                        "; assertions ",
+#ifdef NDEBUG
+                        "off",
+#else
+                        "on",
+#endif
+                        "\n");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
+  if (std::optional<int> exit_code = HelpRequested(argc, argv)) {
+    return *exit_code;
+  }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_list_handlers)) {
     ListHandlers();
@@ -265,6 +314,20 @@ int Run(int argc, char** argv) {
     std::printf("%s: config ok\n",
                 config_path.empty() ? "built-in default" : config_path.c_str());
     return 0;
+  }
+
+  // A memif server socket left by a killed run would stop its port from
+  // starting: removed when nothing listens on it (control/memif_socket.h).
+  std::vector<std::string> removed;
+  if (absl::Status status =
+          RemoveStaleMemifSockets(MemifServerSockets(*config), &removed);
+      !status.ok()) {
+    LogError(status.message());
+    return kExitFailure;
+  }
+  for (const std::string& path : removed) {
+    Log(absl::StrCat("removed stale memif socket ", path,
+                     " (left by an earlier run; nothing listened on it)"));
   }
 
   std::vector<std::string> eal_args = BuildEalArgs(*config);

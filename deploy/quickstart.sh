@@ -11,7 +11,7 @@
 #      topology, deploy/configs/quickstart.textproto: af_packet on both veths,
 #      bump in the wire, `count` handlers for ICMP and ICMPv6, no hugepages)
 #      for S seconds (default 30; env QUICKSTART_SECONDS), printing its
-#      counters every second; once the hosts reach each other through it,
+#      counters every 5 seconds (env QUICKSTART_STATS_SECONDS); once the hosts reach each other through it,
 #      installs a third handler at runtime with spinctl (`count-tcp`, over
 #      the gRPC control socket), then the hosts ping each other over IPv4
 #      and IPv6 and move a few MB over TCP through it, and spinctl shows the
@@ -25,6 +25,9 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 duration=${QUICKSTART_SECONDS:-${SPINNIC_DURATION:-30}}
+# The counters table is long: every few seconds, not every second (the
+# built-in config's own interval).
+stats_seconds=${QUICKSTART_STATS_SECONDS:-5}
 deps=1
 builddir=${SPINNIC_BUILDDIR:-$REPO/build}
 PREFIX=spn   # the interface names the built-in default config uses
@@ -41,11 +44,14 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $duration =~ ^[0-9]+$ && $duration -ge 10 ]] ||
   { echo "quickstart: --duration must be a whole number of seconds, at least 10" >&2; exit 2; }
+[[ $stats_seconds =~ ^[0-9]+$ && $stats_seconds -ge 1 ]] ||
+  { echo "quickstart: QUICKSTART_STATS_SECONDS must be a whole number of seconds, at least 1" >&2; exit 2; }
 
 if [[ $(id -u) -ne 0 ]]; then
   if command -v sudo >/dev/null 2>&1; then
     echo "quickstart: network namespaces and af_packet need root; re-running with sudo"
-    exec sudo QUICKSTART_SECONDS="$duration" SPINNIC_BUILDDIR="$builddir" bash "$0" "$@"
+    exec sudo QUICKSTART_SECONDS="$duration" QUICKSTART_STATS_SECONDS="$stats_seconds" \
+      SPINNIC_BUILDDIR="$builddir" bash "$0" "$@"
   fi
   echo "quickstart: run as root (network namespaces, af_packet); sudo is not available" >&2
   exit 1
@@ -106,13 +112,13 @@ step "network namespaces $PREFIX-a (10.99.0.1, fd99::1) and $PREFIX-b (10.99.0.2
 bash "$REPO/deploy/netns-topology.sh" down --prefix "$PREFIX" >/dev/null 2>&1 || true
 bash "$REPO/deploy/netns-topology.sh" up --prefix "$PREFIX"
 
-step "spinnicd (built-in default config) for ${duration} s; counters every second"
+step "spinnicd (built-in default config) for ${duration} s; counters every ${stats_seconds} s"
 # spinnicd's output, indented so that the traffic lines stand out. The
 # indenter ignores Ctrl-C: spinnicd prints its final counters after it.
 # Its control socket is private to this run (owner-only, in $work).
 sock=$work/spinnicd.sock
 "$SPINNICD" --duration_s "$duration" --stats_json "$work/stats.json" \
-  --control_socket "$sock" \
+  --stats_interval_ms "$((stats_seconds * 1000))" --control_socket "$sock" \
   > >(trap '' INT TERM; exec sed -u 's/^/    | /') 2>&1 </dev/null &
 spn_pid=$!
 

@@ -5,10 +5,18 @@ the full result (bench/result_json.py). Also the two frame-size figures the
 harness and the report share.
 """
 import os
+import sys
 from typing import Optional
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pinning  # noqa: E402  (bench/pinning.py: scheduler-bound figures)
 
 DIAD_OVERHEAD = 96       # IPv6 + UDP + DiAD header: payload = path_mtu - 96
 GEN_MAX_FRAME = 1514     # spinnic-gen over memif: MTU 1500 + 14 (DPDK 22.11)
+# The cost model's path of each figure (bench/cost/README.md), printed beside
+# it when the run is scheduler-bound (bench/pinning.py).
+COST_PATHS = {"write": "BM_DiadWrite", "stream": "BM_DiadStream", "read": "BM_DiadRead",
+              "passthrough": "BM_Passthrough/bytes:1500"}
 
 
 def write_markdown(result: dict, path: str) -> None:
@@ -39,6 +47,9 @@ def write_markdown(result: dict, path: str) -> None:
         L.append("")
     L.append(f"Pinning: {result['environment']['pinning']}")
     L.append("")
+    bound = result.get("scheduler_bound", False)
+    if "pinning_plan" in result:
+        L += pinning.markdown(result["pinning_plan"], result.get("cost_model"))
     losses = c["losses"]
 
     def cell(p):
@@ -67,8 +78,19 @@ def write_markdown(result: dict, path: str) -> None:
                 return e.get("passthrough", {}).get("delivered_payload_MBps")
         return None
 
-    hdr = "| " + " | ".join(f"loss {l * 100:g} %" for l in losses) + " |"
-    sep = "|---" * (len(losses)) + "|"
+    def cost(op, latency=False):
+        """The cost model's figure of op's path (any record carries it)."""
+        for e in result["configurations"]:
+            recs = e["points"] + [e.get("read_latency") or {}, e.get("passthrough") or {}]
+            for p in recs:
+                fig = p.get("cost_model")
+                if fig and fig.get("benchmark") == COST_PATHS[op]:
+                    return pinning.cell(fig, latency)
+        return "-"
+
+    extra = " cost model, one core |" if bound else ""
+    hdr = "| " + " | ".join(f"loss {l * 100:g} %" for l in losses) + " |" + extra
+    sep = "|---" * (len(losses) + bound) + "|"
     L.append(f"## Goodput vs message size (max_transactions {c['size_sweep_transactions']})")
     L.append("")
     L.append("MB/s (ratio to passthrough); * = message count capped (--max-bytes).")
@@ -78,10 +100,11 @@ def write_markdown(result: dict, path: str) -> None:
     for op in c["ops"]:
         for size in c["sizes"]:
             L.append(f"| {op} | {size // 1024} KiB | " + " | ".join(
-                cell(find(c["size_sweep_transactions"], l, op, size)) for l in losses) + " |")
+                cell(find(c["size_sweep_transactions"], l, op, size)) for l in losses) + " |"
+                + (f" {cost(op)} |" if bound else ""))
     L.append(f"| passthrough | payload MB/s | " + " | ".join(
         (f"{pt(c['size_sweep_transactions'], l):.1f}" if pt(c['size_sweep_transactions'], l) else "-")
-        for l in losses) + " |")
+        for l in losses) + " |" + (f" {cost('passthrough')} |" if bound else ""))
     L.append("")
     L.append(f"## Goodput vs in-flight limit ({c['transactions_sweep_size'] // 1024} KiB messages)")
     L.append("")
@@ -90,7 +113,8 @@ def write_markdown(result: dict, path: str) -> None:
     for op in c["ops"]:
         for mt in c["transactions"]:
             L.append(f"| {op} | {mt} | " + " | ".join(
-                cell(find(mt, l, op, c["transactions_sweep_size"])) for l in losses) + " |")
+                cell(find(mt, l, op, c["transactions_sweep_size"])) for l in losses) + " |"
+                + (f" {cost(op)} |" if bound else ""))
     L.append("")
     L.append("Passthrough payload MB/s per configuration (the denominators):")
     L.append("")
@@ -98,18 +122,20 @@ def write_markdown(result: dict, path: str) -> None:
     L.append("|---" + sep)
     for mt in c["transactions"]:
         L.append(f"| {mt} | " + " | ".join(
-            (f"{pt(mt, l):.1f}" if pt(mt, l) else "-") for l in losses) + " |")
+            (f"{pt(mt, l):.1f}" if pt(mt, l) else "-") for l in losses) + " |"
+            + (f" {cost('passthrough')} |" if bound else ""))
     L.append("")
     L.append(f"## 8-byte remote read round trip (max_transactions {c['size_sweep_transactions']}, "
              f"{c['read_repeat']} reads)")
     L.append("")
-    L.append("| loss | p50 us | p99 us | max us |")
-    L.append("|---|---|---|---|")
+    L.append("| loss | p50 us | p99 us | max us |" + (" cost model, both ends |" if bound else ""))
+    L.append("|---|---|---|---|" + ("---|" if bound else ""))
     for e in result["configurations"]:
         rl = e.get("read_latency")
         if rl:
             f = lambda k: f"{rl[k] / 1e3:.1f}" if rl.get(k) is not None else "-"
-            L.append(f"| {e['loss'] * 100:g} % | {f('p50_ns')} | {f('p99_ns')} | {f('max_ns')} |")
+            L.append(f"| {e['loss'] * 100:g} % | {f('p50_ns')} | {f('p99_ns')} | {f('max_ns')} |"
+                     + (f" {pinning.cell(rl.get('cost_model'), latency=True)} |" if bound else ""))
     L.append("")
     errs = [(e["max_transactions"], e["loss"], p["op"], p["size"], p["error"])
             for e in result["configurations"] for p in e["points"] if p.get("error")]

@@ -5,6 +5,10 @@ throughput.png and latency_cdf.png, made from the full result.
 """
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pinning  # noqa: E402  (bench/pinning.py: scheduler-bound figures)
 
 PCTS = ["p50", "p90", "p99", "p999", "max"]
 
@@ -75,11 +79,15 @@ def write_markdown(result: dict, path: str) -> None:
                  f"restarted (result.json `crashes`): spinnicd {crashes['dut']}, "
                  f"dpdk-testpmd {crashes['ref']}")
     L.append("")
+    if "pinning_plan" in result:
+        L += pinning.markdown(result["pinning_plan"], result.get("cost_model"))
+    bound = any(e.get("scheduler_bound") for sc in result["scenarios"] for e in sc["results"])
     for sc in result["scenarios"]:
         L += [f"## {sc['name']}", "", sc["description"], "",
               "| frame | HPUs | DUT Mpps | ref Mpps | ratio | DUT Mpps/HPU "
-              "| zero-loss DUT | zero-loss ref | ratio |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| zero-loss DUT | zero-loss ref | ratio |"
+              + (" scheduler-bound: cost model, one core |" if bound else ""),
+              "|---|---|---|---|---|---|---|---|---|" + ("---|" if bound else "")]
         for e in sc["results"]:
             s = e.get("summary")
             if not s:
@@ -90,12 +98,16 @@ def write_markdown(result: dict, path: str) -> None:
                      f"| {fmt(s['dut_mpps_per_hpu'], '.3f')} "
                      f"| {fmt(d['zero_loss_mpps_median'], '.3f')} "
                      f"| {fmt(r['zero_loss_mpps_median'], '.3f')} "
-                     f"| {fmt(s['ratio']['zero_loss'])} |")
+                     f"| {fmt(s['ratio']['zero_loss'])} |"
+                     + ((f" {pinning.cell(e.get('cost_model'))} |" if e.get("scheduler_bound")
+                         else " no: a core per poller |") if bound else ""))
         lat_rows = [e for e in sc["results"] if e.get("summary") and
                     (e["summary"]["dut"]["latency_ns"] or e["summary"]["ref"]["latency_ns"])]
         if lat_rows:
             L += ["", f"Round-trip latency at {cfg['latency_rate_pps']} pps (µs, median "
-                  "over rounds):", "",
+                  "over rounds)" + (" (scheduler-bound where the table above says so; "
+                                     "the cost model has no reflect path)" if bound else "")
+                  + ":", "",
                   "| frame | HPUs | role | p50 | p90 | p99 | p99.9 | max |",
                   "|---|---|---|---|---|---|---|---|"]
             for e in lat_rows:

@@ -1,4 +1,5 @@
-// spinctl decode: a RoCEv2 decoder for pcap captures (docs/roce-decode.md).
+// spinctl decode: a RoCEv2 decoder for pcap and pcapng captures
+// (docs/roce-decode.md).
 // Every frame goes through the dataplane's own parsers -- the classifier
 // for offsets, roce::ParseFrame for the checks and headers, the CM's and
 // MRSP's parsers for QP1 MADs and SEND payloads -- so that what it prints
@@ -456,7 +457,7 @@ int RunDecode(Env& env, const ParsedArgs& args) {
   if (!reader.ok()) {
     return env.UsageError(absl::StrCat(path, ": ", reader.status().message()));
   }
-  const bool nanosecond = reader->header().nanosecond;
+
   // Without the EAL, librte_net says on stderr that it falls back to its
   // table CRC; correct, and nothing a reader of the decode should see.
   rte_log_set_global_level(RTE_LOG_CRIT);
@@ -470,7 +471,7 @@ int RunDecode(Env& env, const ParsedArgs& args) {
     if (totals.frames == 0) first_ns = record.timestamp_ns;
     ++totals.frames;
     const std::string time =
-        RelativeTime(record.timestamp_ns, first_ns, nanosecond);
+        RelativeTime(record.timestamp_ns, first_ns, record.nanosecond);
     if (record.cut_by_snaplen()) {
       if (totals.cut++ == 0) totals.first_cut = record.index;
       Print(env, CutRecord(record, time));
@@ -503,10 +504,11 @@ int RunDecode(Env& env, const ParsedArgs& args) {
 std::vector<Command> DecodeCommands() {
   return {
       {"decode",
-       "FILE.pcap",
+       "FILE.pcap|FILE.pcapng",
        1,
        1,
-       "decode the RoCEv2 frames of a pcap capture (no spinnicd needed)",
+       "decode the RoCEv2 frames of a pcap or pcapng capture (no spinnicd "
+       "needed)",
        {},
        "One line per RoCEv2 frame (UDP port 4791), decoded with spinnic's own\n"
        "parsers: frame number, seconds since the first frame, source ->\n"
@@ -518,9 +520,15 @@ std::vector<Command> DecodeCommands() {
        "their IDs, QPNs, PSNs, rdma_cm port, REJ reason) and NAAICE MRSP\n"
        "messages in SEND payloads. Other frames are counted, not shown; a\n"
        "summary line ends the output. With --json: one JSON object per line.\n"
-       "Classic pcap only (either byte order, us or ns timestamps), Ethernet\n"
-       "link type. Exit 2 when the file is not such a pcap, is cut short, or\n"
-       "has frames cut by the snaplen (after printing what it could).\n"
+       "Reads classic pcap (either byte order, us or ns timestamps) and "
+       "pcapng\n"
+       "(Wireshark's default: section header, interface description, enhanced\n"
+       "and simple packet blocks, either byte order, each interface's\n"
+       "if_tsresol; other blocks are skipped), Ethernet link type. Exit 2 "
+       "when\n"
+       "the file is neither, is cut short or corrupt, has a packet on a\n"
+       "non-Ethernet interface, or has frames cut by the snaplen (after\n"
+       "printing what it could).\n"
        "docs/roce-decode.md describes every field.\n",
        &RunDecode},
   };

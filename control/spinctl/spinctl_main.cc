@@ -41,6 +41,7 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"json", FlagType::kBool, "",
        "print responses as JSON, one document per line"},
       {"help", FlagType::kBool, "", "print usage"},
+      {"version", FlagType::kBool, "", "print spinctl's version"},
   };
   return *flags;
 }
@@ -163,6 +164,10 @@ int Main(const std::vector<std::string>& argv) {
                      /*stop_at_positional=*/true, &consumed, &global);
       !s.ok()) {
     return TopUsageError(s.message());
+  }
+  if (global.Bool("version")) {
+    std::printf("spinctl %s\n", SPINNIC_VERSION);
+    return kExitOk;
   }
   if (global.Bool("help")) {
     PrintUsage(stdout, commands);

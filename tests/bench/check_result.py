@@ -128,7 +128,7 @@ def main(argv):
     path = paths[0]
     res = json.load(open(path))
     for f in ("schema", "started", "finished", "complete", "error", "environment",
-              "config", "scenarios", "plots"):
+              "config", "scenarios", "plots", "scheduler_bound", "pollers", "cores"):
         expect(f in res, f"result lacks '{f}'")
     if failures:
         return report(path)
@@ -152,6 +152,15 @@ def main(argv):
                f"{sc['name']}: results for {keys}, expected {want}")
         for e in sc["results"]:
             where = f"{sc['name']} {e['size']} B {e['hpus']} HPU"
+            # bench/pinning.py: the generator and N workers are N + 1 busy
+            # pollers; more than the cores and every figure is marked.
+            bound = e["hpus"] + 1 > res["cores"]
+            expect(bool(e.get("scheduler_bound")) == bound,
+                   f"{where}: scheduler_bound {e.get('scheduler_bound')}, expected {bound}")
+            if bound:
+                expect(e.get("pollers") == e["hpus"] + 1 and "cost_model" in e,
+                       f"{where}: scheduler-bound without pollers or cost_model")
+                expect(res["scheduler_bound"] is True, "result not marked scheduler_bound")
             expect(len(e["rounds"]) == cfg["rounds"],
                    f"{where}: {len(e['rounds'])} rounds, expected {cfg['rounds']}")
             for rd in e["rounds"]:

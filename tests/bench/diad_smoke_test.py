@@ -25,6 +25,17 @@ def check(result: dict) -> list:
     if not result.get("complete") or result.get("error") is not None:
         bad.append(f"incomplete: {result.get('error')}")
     need(result.get("environment", {}), ["pinning", "cores", "dpdk", "git_commit"], "environment")
+    # Scheduler-bound (bench/pinning.py): marked at the top and on every
+    # figure, with the cost model's figure of its path beside it.
+    need(result, ["scheduler_bound", "pollers", "cores"], "result")
+    if result.get("scheduler_bound"):
+        for e in result.get("configurations", []):
+            recs = e.get("points", []) + [e.get("passthrough")] + (
+                [e["read_latency"]] if e.get("read_latency") else [])
+            for r in recs:
+                if not (r or {}).get("scheduler_bound") or "cost_model" not in r:
+                    bad.append(f"mt {e.get('max_transactions')} loss {e.get('loss')}: a "
+                               f"figure not marked scheduler-bound")
     c = result.get("config", {})
     need(result.get("path_mtu", {}), ["used"], "path_mtu")
     confs = result.get("configurations", [])

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # spinctl decode (docs/roce-decode.md) over the RoCE captures: every
 # tests/fixtures/roce/*.pcap must decode exactly to its checked-in
-# *.decode.txt and *.decode.jsonl; the same capture rewritten big-endian or
-# with nanosecond timestamps decodes to the same frames; damaged frames are
-# named (bad ICRC, IP checksum); bad input (missing file, not a pcap, pcapng,
-# truncated file, snaplen-cut frames) gets a message and exit 2; and a few
-# hundred mutated files never crash it. No spinnicd needed.
+# *.decode.txt and *.decode.jsonl; the same capture rewritten big-endian,
+# with nanosecond timestamps, or as pcapng (either byte order, us or ns
+# if_tsresol, a block to skip) decodes to the same frames; damaged frames
+# are named (bad ICRC, IP checksum); bad input (missing file, not a pcap,
+# pcapng on a non-Ethernet interface, truncated file, snaplen-cut frames)
+# gets a message and exit 2; and a few hundred mutated files, pcap and
+# pcapng, never crash it. No spinnicd needed.
 #
 #   spinctl_decode.sh SPINCTL FIXTURES_DIR
 set -u
@@ -47,7 +49,8 @@ done
 # rewrite.py IN OUT MODE [ARG]: MODE big (big-endian file), nano (ns magic),
 # icrc N (flip the last payload byte before the ICRC of frame N), ipsum N
 # (flip the IPv4 checksum of frame N), snap N (record N keeps 60 bytes),
-# trunc K (drop the last K bytes of the file), pcapng.
+# trunc K (drop the last K bytes of the file), pcapng (little-endian, us),
+# pcapng-big (big-endian, if_tsresol ns), pcapng-cooked (link type 113).
 cat > "$work/rewrite.py" <<'PY'
 import struct, sys
 src, dst, mode = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -79,9 +82,22 @@ for ts, us, incl, orig, data in recs:
     out += struct.pack(end + 'IIII', ts, us, incl, orig) + bytes(data)
 if mode == 'trunc':
     out = out[:len(out) - arg]
-elif mode == 'pcapng':
-    out = struct.pack('<IIIHHq', 0x0a0d0d0a, 28, 0x1a2b3c4d, 1, 0, -1) + \
-        struct.pack('<I', 28)
+elif mode.startswith('pcapng'):
+    e = '>' if mode == 'pcapng-big' else '<'
+    def block(t, body):
+        body += bytes(-len(body) % 4)
+        return struct.pack(e + 'II', t, len(body) + 12) + body + \
+            struct.pack(e + 'I', len(body) + 12)
+    opts = struct.pack(e + 'HHB3x', 9, 1, 9) if mode == 'pcapng-big' else b''
+    opts += struct.pack(e + 'HH', 0, 0)
+    link = 113 if mode == 'pcapng-cooked' else 1
+    out = block(0x0a0d0d0a, struct.pack(e + 'IHHq', 0x1a2b3c4d, 1, 0, -1))
+    out += block(1, struct.pack(e + 'HHI', link, 0, 262144) + opts)
+    out += block(5, bytes(20))  # interface statistics: skipped
+    for ts, us, incl, orig, data in recs:
+        t = ts * 10**9 + us * 1000 if mode == 'pcapng-big' else ts * 10**6 + us
+        out += block(6, struct.pack(e + 'IIIII', 0, t >> 32, t & 0xffffffff,
+                                    incl, orig) + bytes(data))
 open(dst, 'wb').write(out)
 PY
 rewrite() { python3 "$work/rewrite.py" "$@"; }
@@ -104,6 +120,34 @@ if "$spinctl" decode "$work/nano.pcap" > "$work/out" 2>&1 &&
   pass "nanosecond pcap decodes the same frames with ns times"
 else
   fail "nanosecond pcap: $(diff "$work/nano.expected" "$work/out" | head -5)"
+fi
+
+rewrite "$rping" "$work/rping.pcapng" pcapng
+if "$spinctl" decode "$work/rping.pcapng" > "$work/out" 2>&1 &&
+   diff -q "$fixtures/rping_v4.decode.txt" "$work/out" > /dev/null; then
+  pass "pcapng (little-endian, us) decodes like the pcap"
+else
+  fail "pcapng: $(diff "$fixtures/rping_v4.decode.txt" "$work/out" | head -5)"
+fi
+rewrite "$rping" "$work/rping-big.pcapng" pcapng-big
+if "$spinctl" decode "$work/rping-big.pcapng" > "$work/out" 2>&1 &&
+   diff -q "$work/nano.expected" "$work/out" > /dev/null; then
+  pass "pcapng (big-endian, if_tsresol ns) decodes the same frames with ns times"
+else
+  fail "big-endian ns pcapng: $(diff "$work/nano.expected" "$work/out" | head -5)"
+fi
+
+# The same frames written by DPDK's own pcapng writer (librte_pcapng, as
+# dpdk-dumpcap writes them: section and interface options, if_tsresol ns,
+# packet flags): every frame decodes as in the golden file; only the times
+# differ (they are the writer's TSC).
+if "$spinctl" decode "$fixtures/rping_v4.dpdk.pcapng" > "$work/out" 2>&1 &&
+   diff -q <(awk '{ $2 = ""; print }' "$fixtures/rping_v4.decode.txt") \
+     <(awk '{ $2 = ""; print }' "$work/out") > /dev/null &&
+   grep -Eq '^ +13 [0-9]+\.[0-9]{9} ' "$work/out"; then
+  pass "librte_pcapng's pcapng decodes the same frames, with ns times"
+else
+  fail "librte_pcapng's pcapng: $(head -3 "$work/out")"
 fi
 
 # Frame 16 of rping_v4 is an RC SEND ONLY (16-byte payload).
@@ -145,8 +189,8 @@ expect_error "not a pcap" "$work/text.pcap" "not a pcap file: magic"
 expect_error "empty file" "$work/empty.pcap" "the file is empty"
 head -c 10 "$rping" > "$work/short.pcap"
 expect_error "short header" "$work/short.pcap" "shorter than the 24-byte"
-rewrite "$rping" "$work/ng.pcap" pcapng
-expect_error "pcapng" "$work/ng.pcap" "pcapng file; only classic pcap"
+rewrite "$rping" "$work/cooked.pcapng" pcapng-cooked
+expect_error "pcapng on a non-Ethernet interface" "$work/cooked.pcapng" "link type 113, not Ethernet"
 rewrite "$rping" "$work/trunc.pcap" trunc 5
 expect_error "truncated record" "$work/trunc.pcap" "record 53 at byte .*the file ends after .* of its .* bytes (truncated file)"
 if grep -q '^    52 ' "$work/out" && grep -q '^summary: frames=52 ' "$work/out"; then
@@ -169,12 +213,13 @@ fi
 # One python run writes them all (a process per file is too slow on a busy
 # machine).
 mkdir "$work/mutated"
-python3 - "$rping" "$work/mutated" <<'PY'
+python3 - "$rping" "$work/mutated" "$work/rping-big.pcapng" <<'PY'
 import random, sys
-data = open(sys.argv[1], 'rb').read()
+pcap = open(sys.argv[1], 'rb').read()
+pcapng = open(sys.argv[3], 'rb').read()
 for seed in range(1, 301):
     rng = random.Random(seed)
-    b = bytearray(data)
+    b = bytearray(pcap if seed % 3 else pcapng)
     for _ in range(rng.randint(1, 8)):
         b[rng.randrange(len(b))] = rng.randrange(256)
     if rng.random() < 0.5:
@@ -191,7 +236,7 @@ for seed in $(seq 1 300); do
     echo "seed $seed: exit $rc (kept in /tmp/spinctl_decode_crash_$seed.pcap)"
   fi
 done
-[ $crashes -eq 0 ] && pass "300 mutated captures: exit 0 or 2 every time" ||
+[ $crashes -eq 0 ] && pass "300 mutated captures (a third pcapng): exit 0 or 2 every time" ||
   fail "$crashes of 300 mutated captures crashed"
 
 echo "failures: $failures"
