@@ -110,6 +110,7 @@ DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
   for (size_t i = 0; i < size_t{config_.max_peers} * local_channels_; ++i) {
     channels_.push_back(std::make_unique<Channel>(config_.channel));
   }
+  active_.reserve(channels_.size());
   self_.mac = config_.mac;
   self_.ip = config_.node;
   solicited_node_ = {0xff,
@@ -151,13 +152,30 @@ DiadEngine::Channel* DiadEngine::ChannelFor(const Peer& peer,
   if (ch.generation != peer.generation) {
     // First use of this channel for the peer (or the peer was re-added).
     if (ch.generation != 0) ResetChannel(ch, Status::kAborted, nullptr);
-    ch.generation = peer.generation;
+    Activate(ch, peer.generation);
     ch.slot = peer.slot;
     ch.channel = channel;
     ch.session = Session(NextEpoch());
     ch.sack = SackNegotiation(peer.recovery);
   }
   return &ch;
+}
+
+void DiadEngine::Activate(Channel& ch, uint32_t generation) {
+  if (ch.generation == 0) {
+    ch.active_index = static_cast<uint32_t>(active_.size());
+    active_.push_back(&ch);
+  }
+  ch.generation = generation;
+}
+
+void DiadEngine::Deactivate(Channel& ch) {
+  if (ch.generation == 0) return;
+  Channel* last = active_.back();
+  active_[ch.active_index] = last;
+  last->active_index = ch.active_index;
+  active_.pop_back();
+  ch.generation = 0;
 }
 
 void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
@@ -216,8 +234,10 @@ void DiadEngine::SyncPeers(const EctxTable& table) {
   const PeerTable* peers = shared_.peers->load(std::memory_order_acquire);
   if (peers == seen_peers_) return;
   seen_peers_ = peers;
-  for (const std::unique_ptr<Channel>& ch : channels_) {
-    if (ch->generation == 0) continue;
+  // Backwards: Deactivate moves the last active channel into the slot it
+  // frees, which this walk has already seen.
+  for (size_t i = active_.size(); i-- > 0;) {
+    Channel* ch = active_[i];
     const Peer* peer = peers->FindBySlot(ch->slot);
     if (peer == nullptr || peer->generation != ch->generation) {
       ResetChannel(*ch, Status::kAborted, &table);
@@ -226,17 +246,16 @@ void DiadEngine::SyncPeers(const EctxTable& table) {
             1, std::memory_order_relaxed);
         ch->down = false;
       }
-      ch->generation = 0;
+      Deactivate(*ch);
     }
   }
 }
 
 void DiadEngine::Shutdown() {
-  for (const std::unique_ptr<Channel>& ch : channels_) {
-    if (ch->generation != 0) {
-      ResetChannel(*ch, Status::kAborted, nullptr);
-      ch->generation = 0;
-    }
+  while (!active_.empty()) {
+    Channel* ch = active_.back();
+    ResetChannel(*ch, Status::kAborted, nullptr);
+    Deactivate(*ch);
   }
   if (shared_.commands == nullptr) return;
   DiadOp* op = nullptr;

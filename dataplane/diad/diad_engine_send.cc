@@ -21,8 +21,10 @@ void DiadEngine::Poll(const EctxTable& table) {
   TakeCommands();
   if (shared_.hpu_count > 1) TakeHandedActions();
   const uint64_t now = clock::NowNanos();
-  for (const std::unique_ptr<Channel>& ch : channels_) {
-    if (ch->generation != 0) PumpChannel(*ch, now, table);
+  // By index: a channel that goes down in PumpChannel stays active (only
+  // SyncPeers and Shutdown deactivate), so the list does not change here.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    PumpChannel(*active_[i], now, table);
   }
 }
 
