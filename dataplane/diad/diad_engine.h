@@ -120,9 +120,33 @@ struct alignas(64) DiadCounters {
   Counter rtt_karn_skips;
   // Reads and writes failed with deadline_exceeded (answered never).
   Counter txn_deadline_exceeded;
+  // Requests of peers this node refused (answered with that status), per
+  // message: a forged key, range or access is counted here, never served.
+  Counter refused_bad_key;
+  Counter refused_out_of_bounds;
+  Counter refused_no_access;
+  Counter refused_bad_length;
   std::array<Counter, kDiadDropCount> drops;
 
   void Drop(DiadDrop reason) { drops[static_cast<size_t>(reason)].Add(); }
+  void Refused(Status status) {
+    switch (status) {
+      case Status::kBadKey:
+        refused_bad_key.Add();
+        break;
+      case Status::kOutOfBounds:
+        refused_out_of_bounds.Add();
+        break;
+      case Status::kNoAccess:
+        refused_no_access.Add();
+        break;
+      case Status::kBadLength:
+        refused_bad_length.Add();
+        break;
+      default:
+        break;
+    }
+  }
 };
 
 // Per (HPU, peer slot): what ListPeers shows, summed over HPUs.

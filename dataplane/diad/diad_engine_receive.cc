@@ -461,6 +461,7 @@ void DiadEngine::OnWrite(Channel& ch, const Header& h, rte_mbuf* packet,
       counters_.messages_delivered.Add();
       counters_.bytes_delivered.Add(m.length);
     }
+    counters_.Refused(m.status);
     ResponseJob& job = NewResponse(ch, PacketType::kWriteResponse, h);
     job.status = m.status;
     job.address = h.address - h.msg_offset;
@@ -553,6 +554,7 @@ void DiadEngine::OnReadRequest(Channel& ch, const Header& h) {
   } else {
     job.region = region;
   }
+  counters_.Refused(job.status);
 }
 
 void DiadEngine::OnReadResponse(Channel& ch, const Header& h,

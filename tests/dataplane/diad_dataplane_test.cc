@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/diad/diad_engine.h"
@@ -520,6 +524,216 @@ TEST_F(DiadDataplaneTest, BadAccessesWriteNothingAndSayWhy) {
   ASSERT_EQ(parts.size(), 1u);
   EXPECT_EQ(parts[0].header.status, diad::Status::kNoAccess);
   EXPECT_TRUE(parts[0].payload.empty());
+}
+
+// A hostile peer (issue 20): forged requests with random types, flags,
+// keys, addresses, lengths, offsets and payloads, half inside the live
+// session (an on-path peer: in-order sequence numbers) and half with random
+// sequence numbers and epochs (an off-path injector guessing them),
+// interleaved with legitimate one-packet writes. Keys are real ones with
+// ranges outside their region or rights they lack, or random. Not one
+// forged request is served, no byte outside the legitimate writes changes,
+// every legitimate write lands, and every refusal is counted by its reason.
+// SPINNIC_HOSTILE_REQUESTS sets how many (20,000 by default;
+// docs/testing.md runs 10^6).
+TEST_F(DiadDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
+  const char* env = std::getenv("SPINNIC_HOSTILE_REQUESTS");
+  const uint64_t forged =
+      env != nullptr ? std::strtoull(env, nullptr, 10) : 20000;
+  RegionInfo target = Region(4096, kRemoteWrite | kRemoteRead | kLocalRead);
+  RegionInfo read_only = Region(4096, kRemoteRead | kLocalRead);
+  RegionInfo local = Region(4096, kLocalRead | kLocalWrite);
+  const std::set<uint32_t> real_keys = {target.rkey, read_only.rkey,
+                                        local.rkey};
+  std::mt19937_64 random(20);
+  auto pick = [&](uint64_t n) { return random() % n; };
+
+  // Legitimate writes: 64 bytes at each multiple of 64 below 2048, in
+  // txns from kLegitTxn up; the expected image of the target region.
+  constexpr uint32_t kLegitTxn = 0xf0000000;
+  Bytes image(4096, 0);
+  std::set<uint32_t> legit_txns;
+  uint32_t next_legit = 0;
+  auto send_legit = [&] {
+    const uint32_t offset = (next_legit % 32) * 64;
+    const Bytes data = Pattern(64, next_legit);
+    std::copy(data.begin(), data.end(), image.begin() + offset);
+    const uint32_t txn = kLegitTxn + next_legit++;
+    legit_txns.insert(txn);
+    SendMessage(PacketType::kWriteRequest, txn, target.rkey,
+                target.base_address + offset, data);
+  };
+
+  // A forged key and range: a random key, or a real key with a range or a
+  // right its region does not grant (so that nothing forged is servable).
+  auto forge = [&](Header& h) {
+    h.type = static_cast<PacketType>(1 + pick(8));
+    h.flags = static_cast<uint8_t>(random());
+    if (pick(2) == 0) h.flags &= diad::kFlagFirst | diad::kFlagLast;
+    h.channel = static_cast<uint16_t>(pick(4) == 0 ? random() : pick(2));
+    h.txn = static_cast<uint32_t>(random()) & ~kLegitTxn;
+    h.msg_length = static_cast<uint32_t>(pick(3) == 0   ? random()
+                                         : pick(3) == 0 ? 0
+                                                        : pick(8192));
+    h.msg_offset = static_cast<uint32_t>(pick(2) == 0 ? 0 : random());
+    h.status = static_cast<diad::Status>(random());
+    switch (pick(5)) {
+      case 0:  // the target region, starting before it
+        h.key = target.rkey;
+        h.address = target.base_address - 1 - pick(1 << 20);
+        h.msg_offset = 0;
+        break;
+      case 1:  // the target region, running past its end
+        h.key = target.rkey;
+        h.address = target.base_address + 4096 - pick(64);
+        h.msg_offset = 0;
+        h.msg_length = std::max<uint32_t>(h.msg_length, 65);
+        break;
+      case 2:  // a read-only region, written
+        h.key = read_only.rkey;
+        h.address = read_only.base_address + pick(4096);
+        if (h.type == PacketType::kReadRequest) {
+          h.type = PacketType::kWriteRequest;
+        }
+        break;
+      case 3:  // a region with no remote access at all
+        h.key = local.rkey;
+        h.address = local.base_address + pick(4096);
+        break;
+      default:  // a key that is no region's
+        do {
+          h.key = static_cast<uint32_t>(random());
+        } while (real_keys.contains(h.key));
+        h.address = pick(2) == 0 ? random() : target.base_address + pick(4096);
+        break;
+    }
+  };
+
+  uint64_t sent_on_path = 0;
+  uint64_t sent_off_path = 0;
+  uint64_t refusals_seen = 0;
+  uint64_t legit_ok = 0;
+  std::vector<std::string> served;  // forged requests that were answered OK
+  auto drain = [&] {
+    Poll(2);
+    for (const Received& r : peer_->Take()) {
+      if (r.header.type != PacketType::kWriteResponse &&
+          r.header.type != PacketType::kReadResponse) {
+        continue;
+      }
+      const bool legit = legit_txns.contains(r.header.txn);
+      if (r.header.status == diad::Status::kOk) {
+        if (legit) {
+          ++legit_ok;
+        } else if (r.header.msg_offset == 0) {
+          served.push_back(
+              absl::StrCat("txn ", r.header.txn, " key ", r.header.key));
+        }
+      } else if (!legit && r.header.msg_offset == 0) {
+        ++refusals_seen;
+      }
+    }
+  };
+
+  for (uint64_t i = 0; i < forged; ++i) {
+    Header h;
+    forge(h);
+    uint32_t payload_bytes =
+        static_cast<uint32_t>(pick(3) == 0 ? 0 : pick(257));
+    if (pick(2) == 0) {
+      // On path: a well-formed one-packet request in the live session (a
+      // frame the parser refuses would leave a gap in the sequence that the
+      // scripted peer never fills), whose key, range or right is forged.
+      h.type = pick(3) == 0   ? PacketType::kReadRequest
+               : pick(2) == 0 ? PacketType::kWriteRequest
+                              : PacketType::kStream;
+      if (h.key == read_only.rkey) h.type = PacketType::kWriteRequest;
+      h.flags = diad::kFlagFirst | diad::kFlagLast;
+      h.channel = 0;
+      h.msg_offset = 0;
+      h.status = diad::Status::kOk;
+      if (h.type == PacketType::kReadRequest) {
+        payload_bytes = 0;
+      } else {
+        payload_bytes = std::max<uint32_t>(payload_bytes, 1);
+        h.msg_length = payload_bytes;
+      }
+      if (h.key == target.rkey && h.type != PacketType::kStream) {
+        // Keep the forged range outside the region whatever the length.
+        h.address = target.base_address + 4096 -
+                    std::min<uint64_t>(h.msg_length, 63) +
+                    (h.msg_length > 63 ? 0 : 1);
+        if (h.msg_length == 0) h.address = target.base_address - 8;
+      }
+      Bytes payload(payload_bytes);
+      for (uint8_t& b : payload) b = static_cast<uint8_t>(random());
+      ASSERT_TRUE(peer_->Send(h, payload));
+      ++sent_on_path;
+    } else {
+      // Off path: every field guessed, sequence number and epochs too.
+      Bytes payload(payload_bytes);
+      for (uint8_t& b : payload) b = static_cast<uint8_t>(random());
+      h.seq = static_cast<uint32_t>(random());
+      h.ack = static_cast<uint32_t>(random());
+      h.src_epoch = static_cast<uint32_t>(random()) | 1;
+      h.dst_epoch = static_cast<uint32_t>(random()) | 1;
+      ASSERT_TRUE(peer_->SendFrame(peer_->Build(h, payload, /*keep_seq=*/true,
+                                                /*keep_ack=*/true)));
+      ++sent_off_path;
+    }
+    if (i % 8 == 7) {
+      send_legit();
+      drain();
+    }
+  }
+  for (int i = 0; i < 8; ++i) drain();
+
+  EXPECT_TRUE(served.empty()) << served.size() << " forged requests served, "
+                              << "first: " << served.front();
+  EXPECT_EQ(legit_ok, next_legit) << "legitimate writes lost";
+  absl::StatusOr<std::string> bytes =
+      dataplane().ReadRegion(target.id, 0, 0, 4096);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_TRUE(std::equal(image.begin(), image.end(),
+                         reinterpret_cast<const uint8_t*>(bytes->data())))
+      << "the target region holds bytes no legitimate write put there";
+  for (const RegionInfo& region : {read_only, local}) {
+    bytes = dataplane().ReadRegion(region.id, 0, 0, 4096);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(),
+                            [](char c) { return c == 0; }))
+        << "region " << region.id << " was written";
+  }
+  const uint64_t refused = DiadCounter(dataplane(), "refused_bad_key") +
+                           DiadCounter(dataplane(), "refused_out_of_bounds") +
+                           DiadCounter(dataplane(), "refused_no_access") +
+                           DiadCounter(dataplane(), "refused_bad_length");
+  EXPECT_EQ(refused, refusals_seen)
+      << "every refusal answered is counted by its reason";
+  EXPECT_GT(DiadCounter(dataplane(), "refused_bad_key"), 0u);
+  EXPECT_GT(DiadCounter(dataplane(), "refused_out_of_bounds"), 0u);
+  EXPECT_GT(DiadCounter(dataplane(), "refused_no_access"), 0u);
+  EXPECT_GT(DiadCounter(dataplane(), "drop_stale_epoch") +
+                DiadCounter(dataplane(), "drop_outside_window") +
+                DiadCounter(dataplane(), "drop_duplicate"),
+            0u);
+  for (const auto& [name, value] :
+       dataplane().Snapshot().transport("diad").counters) {
+    if (value != 0 &&
+        (name.starts_with("refused_") || name.starts_with("drop_"))) {
+      std::printf("  %s %llu\n", name.c_str(),
+                  static_cast<unsigned long long>(value));
+    }
+  }
+  std::printf(
+      "hostile peer: %llu forged (%llu on path, %llu off path), "
+      "%llu refusals answered, %zu served, %u legitimate writes "
+      "landed\n",
+      static_cast<unsigned long long>(forged),
+      static_cast<unsigned long long>(sent_on_path),
+      static_cast<unsigned long long>(sent_off_path),
+      static_cast<unsigned long long>(refusals_seen), served.size(),
+      next_legit);
 }
 
 TEST_F(DiadDataplaneTest, GapIsNackedOnceAndDuplicateIsReAcked) {
