@@ -67,10 +67,13 @@ Session::Verdict Session::Check(uint32_t src_epoch, uint32_t dst_epoch) {
     return Verdict::kOk;
   }
   if (src_epoch == peer_epoch_) return Verdict::kOk;
-  // An epoch we do not know. Only a packet that does not know us yet
-  // (dst_epoch 0) starts a new peer session; one that claims to know our
-  // current epoch from a session we never saw is stale.
-  if (dst_epoch != 0) return Verdict::kStale;
+  // An epoch we do not know while a session is up. One that does not know
+  // ours yet is challenged, not believed: a single spoofed packet must not
+  // reset the channel and abort its transactions. One that knows our
+  // current epoch (32 random bits, only ever sent to the peer) learned it
+  // from our challenge, or from our stale reply after we restarted: the
+  // peer's new session.
+  if (dst_epoch == 0) return Verdict::kChallenge;
   retired_peer_epoch_ = peer_epoch_;
   peer_epoch_ = src_epoch;
   return Verdict::kPeerReset;

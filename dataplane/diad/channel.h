@@ -121,6 +121,13 @@ class Session {
     kOk,         // current session (or the peer's first packet: learned)
     kPeerReset,  // the peer started a new session: reset the channel first
     kStale,      // an older session's packet: drop (count) it
+    // A new epoch of the peer's that does not know ours yet (dst_epoch 0)
+    // while a session is up: a restart, or a forged packet from anyone who
+    // can spoof the peer's address. Drop it and answer with a challenge
+    // ACK addressed to that epoch (ours in src_epoch): only the real peer
+    // sees it, and its next packet, carrying our epoch, is the reset
+    // (RFC 5961's challenge ACK, for epochs).
+    kChallenge,
   };
   // Checks a received packet's epochs and learns the peer's epoch.
   Verdict Check(uint32_t src_epoch, uint32_t dst_epoch);

@@ -78,6 +78,8 @@ const char* DiadDropName(DiadDrop drop) {
       return "sack_never_sent";
     case DiadDrop::kReorderFull:
       return "reorder_full";
+    case DiadDrop::kUnverifiedReset:
+      return "unverified_reset";
     case DiadDrop::kCount:
       break;
   }

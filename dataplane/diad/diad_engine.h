@@ -73,6 +73,9 @@ enum class DiadDrop : uint8_t {
   kSackOverlapsAck,  // a SACK claiming the cumulative ack's own number
   kSackNeverSent,    // a SACK claiming a number we never sent
   kReorderFull,      // out-of-order packet, reorder buffer full
+  // A new peer epoch that does not know ours: challenged, not believed
+  // (Session::Verdict::kChallenge).
+  kUnverifiedReset,
   kCount,
 };
 const char* DiadDropName(DiadDrop drop);
@@ -122,6 +125,8 @@ struct alignas(64) DiadCounters {
   Counter txn_deadline_exceeded;
   // Requests of peers this node refused (answered with that status), per
   // message: a forged key, range or access is counted here, never served.
+  // Challenge ACKs sent to a claimed peer restart (kUnverifiedReset).
+  Counter reset_challenges;
   Counter refused_bad_key;
   Counter refused_out_of_bounds;
   Counter refused_no_access;
@@ -385,7 +390,9 @@ class DiadEngine final : public TransportEngine {
                      std::span<const uint8_t> payload, uint32_t txn,
                      bool completes_txn, uint64_t now,
                      const MemoryRegion* zero_copy = nullptr);
-  void SendControl(Channel& ch, PacketType type, uint8_t flags, uint32_t ack);
+  // `challenge_epoch`: non-zero for a challenge ACK, the epoch it goes to.
+  void SendControl(Channel& ch, PacketType type, uint8_t flags, uint32_t ack,
+                   uint32_t challenge_epoch = 0);
   void Retransmit(Channel& ch, rte_mbuf* held);
   bool TxRoom() const;
   // `zero_copy`: the payload lies in that region and goes out from there

@@ -102,6 +102,16 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
       }
       Drop(packet, DiadDrop::kStaleEpoch);
       return;
+    case Session::Verdict::kChallenge:
+      // As rate-limited as the stale reply: a flood of forged restarts
+      // gets one challenge per interval, and no reset.
+      if (now - ch->last_stale_reply_ns >= config_.channel.nack_interval_ns) {
+        ch->last_stale_reply_ns = now;
+        SendControl(*ch, PacketType::kAck, 0, 0, h.src_epoch);
+        counters_.reset_challenges.Add();
+      }
+      Drop(packet, DiadDrop::kUnverifiedReset);
+      return;
   }
   ch->last_heard_ns = now;
   if (ch->down) {

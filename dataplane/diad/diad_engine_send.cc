@@ -220,7 +220,8 @@ rte_mbuf* DiadEngine::BuildPacket(const Channel& ch, Header& header,
   }
   header.channel = ch.channel;
   header.src_epoch = ch.session.my_epoch();
-  header.dst_epoch = ch.session.peer_epoch();
+  // A challenge ACK goes to the epoch it challenges (SendControl).
+  if (header.dst_epoch == 0) header.dst_epoch = ch.session.peer_epoch();
   Endpoint dst;
   dst.mac = peer->mac;
   dst.ip = peer->node;
@@ -280,12 +281,13 @@ void DiadEngine::Retransmit(Channel& ch, rte_mbuf* held) {
 }
 
 void DiadEngine::SendControl(Channel& ch, PacketType type, uint8_t flags,
-                             uint32_t ack) {
+                             uint32_t ack, uint32_t challenge_epoch) {
   Header h;
   h.type = type;
   h.flags = flags;
   h.seq = ch.tx.next_seq();
   h.ack = ack;
+  h.dst_epoch = challenge_epoch;
   // SELECTIVE: every control packet advertises it (the paper's wire
   // ignores `key` here); an ACK on a negotiated channel carries what the
   // receiver holds beyond `ack`.

@@ -597,6 +597,7 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"rtt_samples", &C::rtt_samples},
       {"rtt_karn_skips", &C::rtt_karn_skips},
       {"txn_deadline_exceeded", &C::txn_deadline_exceeded},
+      {"reset_challenges", &C::reset_challenges},
       {"refused_bad_key", &C::refused_bad_key},
       {"refused_out_of_bounds", &C::refused_out_of_bounds},
       {"refused_no_access", &C::refused_no_access},

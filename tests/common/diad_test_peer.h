@@ -58,12 +58,16 @@ class TestPeer {
     return true;
   }
 
-  // A DiAD frame with our epochs and, unless `keep_ack`, our cumulative
-  // ack; sequenced types take the next sequence number unless `keep_seq`.
+  // A DiAD frame with our epochs (unless `keep_epochs`: h's, zeros too)
+  // and, unless `keep_ack`, our cumulative ack; sequenced types take the
+  // next sequence number unless `keep_seq`.
   Bytes Build(diad::Header h, std::span<const uint8_t> payload,
-              bool keep_seq = false, bool keep_ack = false) {
-    h.src_epoch = h.src_epoch != 0 ? h.src_epoch : epoch_;
-    h.dst_epoch = h.dst_epoch != 0 ? h.dst_epoch : dut_epoch_;
+              bool keep_seq = false, bool keep_ack = false,
+              bool keep_epochs = false) {
+    if (!keep_epochs) {
+      h.src_epoch = h.src_epoch != 0 ? h.src_epoch : epoch_;
+      h.dst_epoch = h.dst_epoch != 0 ? h.dst_epoch : dut_epoch_;
+    }
     if (!keep_ack) h.ack = expected_;
     if (diad::IsSequenced(h.type) && !keep_seq) h.seq = next_seq_++;
     Bytes frame(diad::kFrameOverhead + payload.size());

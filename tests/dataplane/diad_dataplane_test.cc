@@ -530,8 +530,9 @@ TEST_F(DiadDataplaneTest, BadAccessesWriteNothingAndSayWhy) {
 // keys, addresses, lengths, offsets and payloads, half inside the live
 // session (an on-path peer: in-order sequence numbers) and half with random
 // sequence numbers and epochs (an off-path injector guessing them),
-// interleaved with legitimate one-packet writes. Keys are real ones with
-// ranges outside their region or rights they lack, or random. Not one
+// interleaved with legitimate one-packet writes. A quarter of the off-path
+// ones claim a restart of the peer: challenged, never a reset. Keys are real
+// ones with ranges outside their region or rights they lack, or random. Not one
 // forged request is served, no byte outside the legitimate writes changes,
 // every legitimate write lands, and every refusal is counted by its reason.
 // SPINNIC_HOSTILE_REQUESTS sets how many (20,000 by default;
@@ -676,9 +677,12 @@ TEST_F(DiadDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
       h.seq = static_cast<uint32_t>(random());
       h.ack = static_cast<uint32_t>(random());
       h.src_epoch = static_cast<uint32_t>(random()) | 1;
-      h.dst_epoch = static_cast<uint32_t>(random()) | 1;
+      // A quarter claim a restart of the peer (dst_epoch 0: "I do not
+      // know you yet"), which must not reset the live session.
+      h.dst_epoch = pick(4) == 0 ? 0 : static_cast<uint32_t>(random()) | 1;
       ASSERT_TRUE(peer_->SendFrame(peer_->Build(h, payload, /*keep_seq=*/true,
-                                                /*keep_ack=*/true)));
+                                                /*keep_ack=*/true,
+                                                /*keep_epochs=*/true)));
       ++sent_off_path;
     }
     if (i % 8 == 7) {
@@ -713,6 +717,9 @@ TEST_F(DiadDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
   EXPECT_GT(DiadCounter(dataplane(), "refused_bad_key"), 0u);
   EXPECT_GT(DiadCounter(dataplane(), "refused_out_of_bounds"), 0u);
   EXPECT_GT(DiadCounter(dataplane(), "refused_no_access"), 0u);
+  EXPECT_EQ(DiadCounter(dataplane(), "peer_reset"), 0u)
+      << "a forged restart reset the live session";
+  EXPECT_GT(DiadCounter(dataplane(), "drop_unverified_reset"), 0u);
   EXPECT_GT(DiadCounter(dataplane(), "drop_stale_epoch") +
                 DiadCounter(dataplane(), "drop_outside_window") +
                 DiadCounter(dataplane(), "drop_duplicate"),
@@ -1269,6 +1276,28 @@ TEST_F(DiadDataplaneTest, RestartedPeerResynchronisesAndOldSessionIsStale) {
   ASSERT_NE(dut_epoch, 0u);
 
   peer_->Restart(0x2222);  // a new process: new epoch, sequence 0
+  SendMessage(PacketType::kWriteRequest, 1, region.rkey,
+              region.base_address + 200, Pattern(100, 2));
+  Poll();
+  // Not believed yet: anyone able to spoof the peer's address could send
+  // that. The write is dropped and a challenge ACK, carrying our epoch,
+  // goes to the epoch it claims.
+  std::vector<Received> challenge = peer_->Take();
+  ASSERT_EQ(challenge.size(), 1u);
+  EXPECT_EQ(challenge[0].header.type, PacketType::kAck);
+  EXPECT_EQ(challenge[0].header.dst_epoch, 0x2222u);
+  EXPECT_EQ(challenge[0].header.src_epoch, dut_epoch);
+  EXPECT_EQ(DiadCounter(dataplane(), "reset_challenges"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "drop_unverified_reset"), 1u);
+  EXPECT_EQ(DiadCounter(dataplane(), "peer_reset"), 0u);
+  absl::StatusOr<std::string> unwritten =
+      dataplane().ReadRegion(region.id, 200, 100, 1 << 20);
+  ASSERT_TRUE(unwritten.ok());
+  EXPECT_EQ(*unwritten, std::string(100, '\0'));
+  // The peer learned our epoch from it (TestPeer::Take) and sends again,
+  // addressed to us: that is the reset.
+  ASSERT_EQ(peer_->dut_epoch(), dut_epoch);
+  peer_->set_next_seq(0);
   SendMessage(PacketType::kWriteRequest, 1, region.rkey,
               region.base_address + 200, Pattern(100, 2));
   Poll();

@@ -175,6 +175,7 @@ struct EndpointStats {
   uint64_t bad_checksum = 0;
   uint64_t stale = 0;
   uint64_t peer_resets = 0;
+  uint64_t challenges = 0;  // challenge ACKs sent (a claimed restart)
   uint64_t downs = 0;
   uint64_t invalid_acks = 0;
   uint64_t unknown_txn = 0;
@@ -253,6 +254,7 @@ class Endpoint {
 
  private:
   void SendControl(PacketType type, uint8_t flags, uint64_t now);
+  void SendChallenge(uint32_t epoch, uint64_t now);
   bool SendNextPacket(uint64_t now);  // false: nothing (more) to send now
   void Deliver(const Frame& f);
   void Complete(uint32_t txn, PacketType type);
@@ -492,6 +494,18 @@ inline void Endpoint::NewRequest() {
   --to_start_;
   ++stats_.txn_started;
   current_ = out;
+}
+
+inline void Endpoint::SendChallenge(uint32_t epoch, uint64_t now) {
+  const uint32_t f = sim_->pool().Alloc();
+  Frame& frame = sim_->pool()[f];
+  frame.hdr = Header{};
+  frame.hdr.type = PacketType::kAck;
+  frame.hdr.src_epoch = session_.my_epoch();
+  frame.hdr.dst_epoch = epoch;
+  frame.hdr.seq = tx_.next_seq();
+  frame.length = 0;
+  sim_->Transmit(id_, f, now);
 }
 
 inline void Endpoint::SendControl(PacketType type, uint8_t flags,
@@ -756,6 +770,12 @@ inline void Endpoint::OnFrame(uint32_t f, uint64_t now) {
       ++stats_.peer_resets;
       ResetChannel(Status::kPeerReset);
       break;
+    case Session::Verdict::kChallenge:
+      // As the dataplane: a challenge ACK to the claimed epoch, ack 0.
+      ++stats_.challenges;
+      SendChallenge(h.src_epoch, now);
+      sim_->pool().Free(f);
+      return;
     case Session::Verdict::kOk:
       break;
   }

@@ -182,13 +182,28 @@ TEST(SessionTest, ZeroSourceEpochIsStale) {
   EXPECT_EQ(session.peer_epoch(), 0u);
 }
 
-TEST(SessionTest, NewPeerEpochWithoutOursIsAReset) {
+// A new epoch that does not know ours (a restart, or anyone spoofing the
+// peer's address) is challenged, never believed: nothing changes.
+TEST(SessionTest, NewPeerEpochWithoutOursIsChallenged) {
   Session session(0x1111);
   ASSERT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
-  EXPECT_EQ(session.Check(0x3333, 0), Session::Verdict::kPeerReset);
+  EXPECT_EQ(session.Check(0x3333, 0), Session::Verdict::kChallenge);
+  EXPECT_EQ(session.Check(0x3333, 0), Session::Verdict::kChallenge);
+  EXPECT_EQ(session.peer_epoch(), 0x2222u);
+  EXPECT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+}
+
+// The peer's new session proves itself by carrying our epoch (learned from
+// the challenge ACK): that is the reset.
+TEST(SessionTest, NewPeerEpochThatKnowsOursIsAReset) {
+  Session session(0x1111);
+  ASSERT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
+  ASSERT_EQ(session.Check(0x3333, 0), Session::Verdict::kChallenge);
+  EXPECT_EQ(session.Check(0x3333, 0x1111), Session::Verdict::kPeerReset);
   EXPECT_EQ(session.peer_epoch(), 0x3333u);
   EXPECT_EQ(session.my_epoch(), 0x1111u);
-  // The new session continues normally.
+  // The new session continues normally, retransmissions from before it
+  // learned our epoch included.
   EXPECT_EQ(session.Check(0x3333, 0), Session::Verdict::kOk);
   EXPECT_EQ(session.Check(0x3333, 0x1111), Session::Verdict::kOk);
   // Late packets of the session the peer left are stale, even ones that
@@ -198,10 +213,12 @@ TEST(SessionTest, NewPeerEpochWithoutOursIsAReset) {
   EXPECT_EQ(session.peer_epoch(), 0x3333u);
 }
 
-TEST(SessionTest, UnknownEpochClaimingToKnowUsIsStale) {
+// Knowing our epoch is what an off-path sender cannot: one that claims
+// another of ours is stale.
+TEST(SessionTest, UnknownEpochClaimingAnotherOfOursIsStale) {
   Session session(0x1111);
   ASSERT_EQ(session.Check(0x2222, 0x1111), Session::Verdict::kOk);
-  EXPECT_EQ(session.Check(0x4444, 0x1111), Session::Verdict::kStale);
+  EXPECT_EQ(session.Check(0x4444, 0x9999), Session::Verdict::kStale);
   EXPECT_EQ(session.peer_epoch(), 0x2222u);
 }
 
