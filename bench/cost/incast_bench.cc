@@ -52,6 +52,10 @@ ABSL_FLAG(uint32_t, ecn_min_frames, 16, "ECN marking starts at this depth");
 ABSL_FLAG(uint32_t, ecn_max_frames, 128, "Every ECT frame marked from here");
 ABSL_FLAG(double, ecn_max_probability, 0.2,
           "Marking probability just below ecn_max_frames");
+ABSL_FLAG(bool, sender_links, true,
+          "Each sender's link runs at the bottleneck's rate too (a NIC port: "
+          "its frames wait in its TX ring); false: senders are limited only "
+          "by the CPU");
 ABSL_FLAG(bool, smoke, false, "CI form: 4 and 8 senders, 8 WRITEs of 16 KiB");
 
 namespace spinnic::cost {
@@ -77,6 +81,10 @@ struct Incast {
   uint64_t bits_out = 0;            // through the bottleneck, with overhead
   uint64_t frames_out = 0;
   std::vector<uint64_t> bytes_by_sender;
+  // --sender_links: when each sender's link is free again (TSC).
+  std::vector<uint64_t> link_free_at;
+  double tsc_per_bit = 0;
+  uint64_t link_slack = 0;  // TSC
 };
 
 std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
@@ -84,12 +92,15 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
   auto rig = std::make_unique<Incast>();
   rig->senders.resize(n);
   rig->bytes_by_sender.assign(n, 0);
+  rig->link_free_at.assign(n, 0);
   auto ring = [&](const std::string& what, unsigned size) {
     rte_ring* r = NewRing(absl::StrCat("i", name, what), size);
     rig->rings.push_back(r);
     return r;
   };
   const uint64_t rate_bps = absl::GetFlag(FLAGS_rate_mbps) * 1'000'000;
+  rig->tsc_per_bit = static_cast<double>(rte_get_tsc_hz()) / rate_bps;
+  rig->link_slack = rte_get_tsc_hz() / 50'000;  // 20 us
   auto configure = [&](roce::RoceConfig& rc) {
     rc.congestion.enabled = cc;
     rc.congestion.ecn = cc ? roce::kEcnEct0 : roce::kEcnNotEct;
@@ -108,7 +119,7 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
   for (uint32_t i = 0; i < n; ++i) {
     Node& s = rig->senders[i];
     s.wire_rx = ring(absl::StrCat("s", i, "r"), 4096);
-    s.wire_tx = ring(absl::StrCat("s", i, "t"), 4096);
+    s.wire_tx = ring(absl::StrCat("s", i, "t"), 16384);
     DataplaneConfig config = PairConfig(s, absl::StrCat("_", name, i), true);
     roce::RoceConfig& rc = config.transports.get<roce::RoceConfig>();
     rc.mac = SenderMac(i);
@@ -199,10 +210,28 @@ void Tick(Incast& rig, bool count) {
   rte_mbuf* in[64];
   rte_mbuf* out[256];
   const uint64_t now = rte_rdtsc();
-  for (Node& s : rig.senders) {
+  const bool links = absl::GetFlag(FLAGS_sender_links);
+  for (size_t i = 0; i < rig.senders.size(); ++i) {
+    Node& s = rig.senders[i];
     s.hpu().PollOnce();
-    const unsigned n = rte_ring_sc_dequeue_burst(
-        s.wire_tx, reinterpret_cast<void**>(in), 64, nullptr);
+    unsigned n = 0;
+    if (!links) {
+      n = rte_ring_sc_dequeue_burst(s.wire_tx, reinterpret_cast<void**>(in), 64,
+                                    nullptr);
+    } else {
+      // The sender's port: a frame leaves once the previous one is out.
+      uint64_t& free_at = rig.link_free_at[i];
+      while (n < 64 && free_at <= now &&
+             rte_ring_sc_dequeue(s.wire_tx, reinterpret_cast<void**>(&in[n])) ==
+                 0) {
+        // Idle time before the last 20 us is lost (work-conserving within
+        // a tick's slack, never a burst above the rate for longer).
+        free_at = std::max(free_at, now - std::min(now, rig.link_slack)) +
+                  static_cast<uint64_t>((in[n]->pkt_len + kWireOverheadBytes) *
+                                        8 * rig.tsc_per_bit);
+        ++n;
+      }
+    }
     if (n == 0) continue;
     const uint16_t emitted =
         rig.bottleneck->Process(in, static_cast<uint16_t>(n), now, out, 256);

@@ -18,6 +18,11 @@ namespace {
 // What a frame costs on the wire besides its bytes: FCS, preamble and
 // start-of-frame delimiter, inter-frame gap.
 constexpr uint64_t kWireOverheadBytes = 4 + 8 + 12;
+// How far a paced QP's send time may lag behind the clock: a poll that
+// comes late sends what the rate allowed meanwhile, up to this much (a
+// burst of at most this time's worth at the rate), so a rate above one
+// packet per poll is still reached. Idle time beyond it is not credited.
+constexpr uint64_t kPacingSlackNs = 10'000;
 
 }  // namespace
 
@@ -84,7 +89,10 @@ void RoceEngine::ReceiveCnp(rte_mbuf* packet, const ParsedFrame& frame) {
     counters_.cnp_ignored.Add();
     return;
   }
-  qp->dcqcn->OnCnp(static_cast<int64_t>(CongestionNow()));
+  const uint64_t now = CongestionNow();
+  qp->dcqcn->OnCnp(static_cast<int64_t>(now));
+  // Paced from now on: no credit from before the cut.
+  qp->next_send_ns = std::max(qp->next_send_ns, now);
   ListTimers(*qp);
   PublishRate(*qp);
 }
@@ -100,7 +108,8 @@ void RoceEngine::OnRequestSent(Qp& qp, uint32_t bytes, bool paced,
     const double gap_ns = static_cast<double>(bytes + kWireOverheadBytes) *
                           8e9 / dcqcn.rate_bps();
     qp.next_send_ns =
-        std::max(qp.next_send_ns, now) + static_cast<uint64_t>(gap_ns);
+        std::max(qp.next_send_ns, now - std::min(now, kPacingSlackNs)) +
+        static_cast<uint64_t>(gap_ns);
   }
   ListTimers(qp);
   PublishRate(qp);
