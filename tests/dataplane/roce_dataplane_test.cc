@@ -1651,6 +1651,37 @@ TEST_P(RoceCongestionTest, CnpCutsTheRateAndPacesTheWrites) {
   EXPECT_TRUE(done.ok()) << done.status();
 }
 
+// A poll that comes late sends what the rate allowed meanwhile (the pacing
+// slack), and no more.
+TEST_P(RoceCongestionTest, ALatePollCatchesUpToTheRate) {
+  SendFrame(Cnp(qpn_));
+  Poll();
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 4 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  ASSERT_EQ(Await(1).size(), 1u);  // WRITE First at kStart, 1795 ns
+  // Time for two more at 5 Gb/s (1769 ns each) and a bit: two leave.
+  fake_now_ns = kStart + 1795 + 1769 + 1000;
+  Poll();
+  EXPECT_EQ(Collect().size(), 2u);
+  EXPECT_EQ(Info().next_send_ns, kStart + 1795 + 2 * 1769);
+  fake_now_ns = kStart + 1795 + 2 * 1769 - 1;
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  fake_now_ns = kStart + 1795 + 2 * 1769;
+  Poll();
+  EXPECT_EQ(Collect().size(), 1u);
+  SendFrame(Ack(Opcode::kRcAck, 0x77a, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+}
+
 TEST_P(RoceCongestionTest, CnpForAnUnknownQpIsCountedAndIgnored) {
   SendFrame(Cnp(qpn_ + 50));
   Poll();
