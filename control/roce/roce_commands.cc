@@ -32,10 +32,12 @@ int RunQps(Env& env, const ParsedArgs&) {
     std::printf("no queue pairs\n");
     return kExitOk;
   }
-  Table table({"QPN", "REMOTE_QPN", "REMOTE_IP", "REMOTE_MAC", "LOCAL_IP",
-               "PMTU", "RD_ATOMIC", "STATE", "FIRST_PSN", "SEND_PSN",
-               "EXPECTED_PSN", "MSN", "PACKETS", "NAKS", "ORIGIN", "SERVICE",
-               "HPU"});
+  Table table({"QPN",       "REMOTE_QPN", "REMOTE_IP",    "REMOTE_MAC",
+               "LOCAL_IP",  "PMTU",       "RD_ATOMIC",    "STATE",
+               "FIRST_PSN", "SEND_PSN",   "EXPECTED_PSN", "MSN",
+               "PACKETS",   "NAKS",       "ORIGIN",       "SERVICE",
+               "HPU",       "RATE_MBPS",  "ALPHA",        "CNP_RX",
+               "CNP_TX"});
   for (const v1::QpStatus& qp : qps->qps()) {
     const v1::CreateQpRequest& s = qp.spec();
     table.AddRow(
@@ -45,7 +47,11 @@ int RunQps(Env& env, const ParsedArgs&) {
          Hex24(s.send_psn()), Hex24(qp.expected_psn()), absl::StrCat(qp.msn()),
          absl::StrCat(qp.packets()), absl::StrCat(qp.naks()),
          qp.origin() == "cm" ? absl::StrCat("cm:", qp.cm_port()) : qp.origin(),
-         qp.service(), absl::StrCat(qp.hpu())});
+         qp.service(), absl::StrCat(qp.hpu()),
+         // Congestion control: "-" for a QP without it (rate 0).
+         qp.rate_bps() == 0 ? "-" : absl::StrCat(qp.rate_bps() / 1'000'000),
+         qp.rate_bps() == 0 ? "-" : absl::StrFormat("%.4f", qp.alpha()),
+         absl::StrCat(qp.cnps_received()), absl::StrCat(qp.cnps_sent())});
   }
   table.Print(stdout);
   return kExitOk;
@@ -282,7 +288,8 @@ std::vector<Command> RoceCommands() {
        "",
        0,
        0,
-       "RoCE queue pairs, their state and counters",
+       "RoCE queue pairs, their state and counters (congestion control: "
+       "the DCQCN rate, alpha, CNPs received and sent)",
        {},
        "",
        RunQps},

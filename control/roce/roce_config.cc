@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,6 +18,138 @@
 
 namespace spinnic::config_internal {
 namespace {
+
+// roce.congestion as the dataplane's config (checked: CheckCongestion).
+roce::RoceCongestionConfig CongestionOf(const v1::RoceCongestion& cc) {
+  roce::RoceCongestionConfig out_cc;
+  out_cc.enabled = cc.enabled();
+  switch (cc.ecn()) {
+    case v1::ROCE_ECN_ECT0:
+      out_cc.ecn = roce::kEcnEct0;
+      break;
+    case v1::ROCE_ECN_ECT1:
+      out_cc.ecn = roce::kEcnEct1;
+      break;
+    case v1::ROCE_ECN_OFF:
+      out_cc.ecn = roce::kEcnNotEct;
+      break;
+    default:
+      out_cc.ecn = cc.enabled() ? roce::kEcnEct0 : roce::kEcnNotEct;
+      break;
+  }
+  constexpr uint64_t kMbps = 1'000'000;
+  roce::DcqcnParams& p = out_cc.dcqcn;
+  if (cc.cnp_interval_us() != 0) {
+    out_cc.cnp_interval_ns = uint64_t{cc.cnp_interval_us()} * 1000;
+  }
+  p.line_rate_bps = cc.line_rate_mbps() * kMbps;  // 0: the port's
+  if (cc.min_rate_mbps() != 0) p.min_rate_bps = cc.min_rate_mbps() * kMbps;
+  if (cc.has_g()) p.g = cc.g();
+  if (cc.alpha_timer_us() != 0) {
+    p.alpha_timer_ns = uint64_t{cc.alpha_timer_us()} * 1000;
+  }
+  if (cc.increase_timer_us() != 0) {
+    p.increase_timer_ns = uint64_t{cc.increase_timer_us()} * 1000;
+  }
+  if (cc.has_byte_counter_bytes()) {
+    p.byte_counter_bytes = cc.byte_counter_bytes();
+  }
+  if (cc.fast_recovery_stages() != 0) {
+    p.fast_recovery_stages = cc.fast_recovery_stages();
+  }
+  if (cc.additive_increase_mbps() != 0) {
+    p.additive_increase_bps = cc.additive_increase_mbps() * kMbps;
+  }
+  if (cc.hyper_increase_mbps() != 0) {
+    p.hyper_increase_bps = cc.hyper_increase_mbps() * kMbps;
+  }
+  if (cc.has_initial_alpha()) p.initial_alpha = cc.initial_alpha();
+  return out_cc;
+}
+
+// roce.congestion: each value in its range, the DCQCN parameters only
+// with congestion control on, the rates below the line rate when it is set.
+absl::Status CheckCongestion(const v1::Roce& roce, const FieldPath& path,
+                             const Reporter& r) {
+  if (!roce.has_congestion()) return absl::OkStatus();
+  const FieldPath d = path.F("congestion");
+  const v1::RoceCongestion& c = roce.congestion();
+  if (!c.enabled()) {
+    const bool dcqcn_set =
+        c.cnp_interval_us() != 0 || c.line_rate_mbps() != 0 ||
+        c.min_rate_mbps() != 0 || c.has_g() || c.alpha_timer_us() != 0 ||
+        c.increase_timer_us() != 0 || c.has_byte_counter_bytes() ||
+        c.fast_recovery_stages() != 0 || c.additive_increase_mbps() != 0 ||
+        c.hyper_increase_mbps() != 0 || c.has_initial_alpha();
+    if (dcqcn_set) {
+      return r.Error(d.F("enabled"),
+                     "is false but DCQCN parameters are set; they take "
+                     "effect only with enabled: true, so set it or remove "
+                     "them");
+    }
+    return absl::OkStatus();
+  }
+  auto range = [&](const char* field, uint64_t value, uint64_t min,
+                   uint64_t max, const char* zero) -> absl::Status {
+    if (value != 0 && (value < min || value > max)) {
+      return r.Error(d.F(field),
+                     absl::StrCat(value, " is not allowed; use ", min, "..",
+                                  max, ", or 0 for ", zero));
+    }
+    return absl::OkStatus();
+  };
+  const uint64_t line =
+      c.line_rate_mbps() != 0 ? c.line_rate_mbps() : 1'600'000;
+  for (absl::Status s :
+       {range("cnp_interval_us", c.cnp_interval_us(), 1, 1'000'000, "50"),
+        range("line_rate_mbps", c.line_rate_mbps(), 1, 1'600'000,
+              "the port's link speed"),
+        range("min_rate_mbps", c.min_rate_mbps(), 1, line,
+              "1 (at most line_rate_mbps)"),
+        range("alpha_timer_us", c.alpha_timer_us(), 1, 1'000'000, "55"),
+        range("increase_timer_us", c.increase_timer_us(), 1, 1'000'000, "300"),
+        range("fast_recovery_stages", c.fast_recovery_stages(), 1, 1000, "5"),
+        range("additive_increase_mbps", c.additive_increase_mbps(), 1, line,
+              "5 (at most line_rate_mbps)"),
+        range("hyper_increase_mbps", c.hyper_increase_mbps(), 1, line,
+              "50 (at most line_rate_mbps)")}) {
+    if (!s.ok()) return s;
+  }
+  if (c.has_g() && !(c.g() > 0 && c.g() <= 1)) {
+    return r.Error(d.F("g"), absl::StrCat(c.g(),
+                                          " is not a gain in (0, 1]; use e.g. "
+                                          "0.00390625 (1/256), or remove it"));
+  }
+  if (c.has_initial_alpha() &&
+      !(c.initial_alpha() >= 0 && c.initial_alpha() <= 1)) {
+    return r.Error(d.F("initial_alpha"),
+                   absl::StrCat(c.initial_alpha(),
+                                " is not in [0, 1]; use e.g. 1, or remove it"));
+  }
+  // The default steps above a configured line rate (a slow link).
+  for (const auto& [field, value, fallback] :
+       {std::tuple<const char*, uint64_t, uint64_t>{
+            "additive_increase_mbps", c.additive_increase_mbps(), 5},
+        {"hyper_increase_mbps", c.hyper_increase_mbps(), 50}}) {
+    if (c.line_rate_mbps() != 0 && value == 0 && fallback > line) {
+      return r.Error(d.F(field),
+                     absl::StrCat("is unset, and its default ", fallback,
+                                  " Mb/s is above line_rate_mbps ", line,
+                                  "; set it to at most ", line));
+    }
+  }
+  // What the defaults make of the rest (e.g. the 50 Mb/s hyper increase
+  // step above a configured line rate of 40 Mb/s); at Open again with the
+  // port's speed when line_rate_mbps is 0.
+  roce::DcqcnParams params = CongestionOf(c).dcqcn;
+  if (params.line_rate_bps == 0) params.line_rate_bps = line * 1'000'000;
+  if (absl::Status s = roce::ValidateDcqcnParams(params); !s.ok()) {
+    return r.Error(d, absl::StrCat("DCQCN: ", s.message(),
+                                   " (in roce.congestion that field is in "
+                                   "Mb/s or us)"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
   if (!config.has_roce()) return absl::OkStatus();
@@ -75,6 +208,7 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
         range("receive_depth", roce.receive_depth(), 1, 4096, "64")}) {
     if (!s.ok()) return s;
   }
+  if (absl::Status s = CheckCongestion(roce, d, r); !s.ok()) return s;
   if (roce.min_ack_timeout_us() != 0) {
     if (roce.fixed_ack_timeout()) {
       return r.Error(d.F("min_ack_timeout_us"),
@@ -304,6 +438,7 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   if (c.connection_region_bytes() != 0) {
     rc.connection_region_bytes = c.connection_region_bytes();
   }
+  if (c.has_congestion()) rc.congestion = CongestionOf(c.congestion());
   // The CM listens on every service's port.
   for (uint16_t service : {rc.naaice_port, rc.rping_port, rc.perftest_port}) {
     if (service != 0 &&

@@ -98,6 +98,10 @@ void FillQpStatus(const QpInfo& info, v1::QpStatus* out) {
   out->set_cm_port(info.cm_port);
   out->set_service(roce::ServiceKindName(info.service));
   out->set_hpu(info.hpu);
+  out->set_rate_bps(info.rate_bps);
+  out->set_alpha(info.alpha);
+  out->set_cnps_received(info.cnps_received);
+  out->set_cnps_sent(info.cnps_sent);
 }
 
 // QpExecute's kinds by name.

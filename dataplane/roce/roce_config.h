@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "dataplane/roce/dcqcn.h"
+
 namespace spinnic::roce {
 
 // Binding kinds RoCE defines (dataplane/binding.h): an ECTX that takes a
@@ -16,6 +18,29 @@ namespace spinnic::roce {
 // kBindRegionWrites.
 inline constexpr uint16_t kBindQp = 0x20;
 inline constexpr uint16_t kBindNaaiceFunction = 0x21;
+
+// ECN codepoints (RFC 3168) our RoCE packets may carry.
+inline constexpr uint8_t kEcnNotEct = 0;
+inline constexpr uint8_t kEcnEct1 = 1;
+inline constexpr uint8_t kEcnEct0 = 2;
+inline constexpr uint8_t kEcnCe = 3;
+
+// DCQCN congestion control (docs/congestion.md): `roce.congestion`.
+struct RoceCongestionConfig {
+  // Off: no CNPs sent, received CNPs counted and ignored, no pacing.
+  bool enabled = false;
+  // The ECN codepoint of every packet our QPs send (kEcnNotEct, kEcnEct0
+  // or kEcnEct1); the loader sets ECT(0) when enabled and not configured.
+  uint8_t ecn = kEcnNotEct;
+  // The notification point's minimum time between two CNPs of one QP.
+  uint64_t cnp_interval_ns = 50'000;
+  // The reaction point; line_rate_bps 0: the port's link speed (100 Gb/s
+  // when the port reports none).
+  DcqcnParams dcqcn;
+  // Tests only: the clock congestion control reads (nanoseconds); null:
+  // clock::NowNanos().
+  uint64_t (*now_ns)() = nullptr;
+};
 
 struct RoceConfig {
   // On when the config has a `roce` section.
@@ -59,6 +84,7 @@ struct RoceConfig {
   uint16_t perftest_port = 0;
   // A plain CM connection's advertised region, a perftest data region.
   uint64_t connection_region_bytes = uint64_t{1} << 20;
+  RoceCongestionConfig congestion;
 };
 
 }  // namespace spinnic::roce

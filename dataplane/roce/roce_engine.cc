@@ -20,6 +20,7 @@
 #include "dataplane/neighbor.h"
 #include "dataplane/neighbor_service.h"
 #include "dataplane/region_table.h"
+#include "dataplane/roce/cnp.h"
 #include "dataplane/roce/rc_packets.h"
 #include "dataplane/roce/roce_engine_internal.h"
 
@@ -106,6 +107,8 @@ const char* RoceDropName(RoceDrop drop) {
       return "bad_mad";
     case RoceDrop::kResponder:
       return "responder";
+    case RoceDrop::kCnpUnknownQp:
+      return "cnp_unknown_qp";
     case RoceDrop::kReplyQueueFull:
       return "reply_queue_full";
     case RoceDrop::kNoBuffer:
@@ -138,6 +141,7 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
   touched_.reserve(config_.max_qps);
   busy_.reserve(config_.max_qps);
   requesting_.reserve(config_.max_qps);
+  cc_timers_.reserve(config_.max_qps);
   handler_reply_bytes_.resize(size_t{kHandlerReplies} * kHandlerReplyBytes);
   for (uint32_t i = kHandlerReplies; i-- > 0;) {
     free_handler_replies_.push_back(static_cast<uint16_t>(i));
@@ -274,6 +278,12 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
   counters_.rx_packets.Add();
   counters_.rx_bytes.Add(packet->pkt_len);
   uint8_t* data = rte_pktmbuf_mtod(packet, uint8_t*);
+  if (LooksLikeCnp(data, packet->data_len, frame.layers.l4_offset))
+      [[unlikely]] {
+    ReceiveCnp(packet, frame);
+    rte_pktmbuf_free(packet);
+    return;
+  }
   Packet p;
   const ParseError error =
       ParseFrame(data, packet->data_len, frame.layers.l3_offset,
@@ -318,6 +328,8 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
       qp->awaiting_rtu = false;
     }
   }
+  if (p.ecn() == kEcnCe) [[unlikely]]
+    OnCeMarked(*qp);
   switch (p.info->kind) {
     case OpKind::kSend:
     case OpKind::kWrite:
@@ -343,6 +355,7 @@ void RoceEngine::ReceiveRoce(rte_mbuf* packet, const ParsedFrame& frame,
 
 void RoceEngine::Poll(const EctxTable& /*table*/) {
   ApplyCommands();
+  if (!cc_timers_.empty()) RunCongestionTimers();
   if (RunsCm() && shared_.cm_notices != nullptr) ApplyCmNotices();
   if (RunsCm() && cm_deadline_us_ != UINT64_MAX) {
     const uint64_t now = clock::NowMicros();
@@ -492,6 +505,19 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   params.udp_src_port =
       UdpSourcePortWithFlowLabel(spec.flow_label, qpn, spec.remote_qpn);
   params.ipv6_udp_checksum = config_.ipv6_udp_checksum;
+  params.traffic_class = config_.congestion.ecn;  // DSCP 0
+  qp.dcqcn.reset();
+  qp.next_send_ns = 0;
+  qp.last_cnp_ns = 0;
+  qp.cnp_sent_once = false;
+  if (config_.congestion.enabled) {
+    // Valid: RoceModule::Open checked it and set the line rate.
+    qp.dcqcn.emplace(config_.congestion.dcqcn,
+                     static_cast<int64_t>(CongestionNow()));
+  }
+  status.cnps_received.store(0, std::memory_order_relaxed);
+  status.cnps_sent.store(0, std::memory_order_relaxed);
+  PublishRate(qp);
   ResponderConfig rc;
   rc.pmtu = spec.pmtu;
   rc.initial_epsn = spec.expected_psn;
@@ -545,6 +571,7 @@ void RoceEngine::DestroyQp(Qp& qp) {
     --qp.reply_count;
   }
   qp.service.reset();
+  qp.dcqcn.reset();
   qp.in_use = false;
   qp.awaiting_rtu = false;
   qp.responder.SetState(QpState::kReset);

@@ -25,11 +25,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "dataplane/classifier.h"
+#include "dataplane/common/clock.h"
 #include "dataplane/counter.h"
 #include "dataplane/roce/cm.h"
+#include "dataplane/roce/dcqcn.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/qp_service.h"
 #include "dataplane/roce/requester.h"
@@ -70,6 +73,7 @@ enum class RoceDrop : uint8_t {
   kReplyQueueFull,  // the QP's replies are backed up (requester retries)
   kNoBuffer,        // mbuf pool exhausted while answering
   kHandoffFull,     // HPU 0's inbound ring was full
+  kCnpUnknownQp,    // a CNP (cnp.h) whose destination QP is not in use
   kCount,
 };
 const char* RoceDropName(RoceDrop drop);
@@ -117,6 +121,15 @@ struct alignas(64) RoceCounters {
   // (region_tx.h), and those meant to that were copied instead.
   Counter zero_copy_packets;
   Counter zero_copy_fallbacks;
+  // Congestion control (docs/congestion.md): CE-marked packets received on
+  // our QPs, CNPs sent for them (at most one per QP per interval) and held
+  // back by the interval, valid CNPs received, and those received on a QP
+  // without congestion control (counted and ignored).
+  Counter ecn_ce_received;
+  Counter cnp_sent;
+  Counter cnp_held;
+  Counter cnp_received;
+  Counter cnp_ignored;
   std::array<Counter, kParseErrorCount> parse_errors;
   std::array<Counter, kRoceDropCount> drops;
 
@@ -213,6 +226,14 @@ struct alignas(64) QpStatus {
   std::atomic<uint32_t> msn{0};
   std::atomic<uint64_t> packets{0};
   std::atomic<uint64_t> naks{0};
+  // Congestion control: the requester's rate (b/s, 0 without congestion
+  // control), alpha in millionths, its next send time (congestion clock,
+  // ns), CNPs received and sent on this QP.
+  std::atomic<uint64_t> rate_bps{0};
+  std::atomic<uint32_t> alpha_ppm{0};
+  std::atomic<uint64_t> next_send_ns{0};
+  std::atomic<uint64_t> cnps_received{0};
+  std::atomic<uint64_t> cnps_sent{0};
 
   void StoreSpec(const QpSpec& spec);
   QpSpec LoadSpec() const;
@@ -356,6 +377,14 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
     std::array<LocalWr, 256> wrs{};
     uint64_t next_wr_id = 0;
     bool requesting = false;  // in requesting_
+    // Congestion control (config_.congestion.enabled): the reaction
+    // point's rate and the pacing it sets (no packet of ours before
+    // next_send_ns), the notification point's last CNP.
+    std::optional<DcqcnRateController> dcqcn;
+    uint64_t next_send_ns = 0;
+    uint64_t last_cnp_ns = 0;
+    bool cnp_sent_once = false;
+    bool cc_listed = false;  // in cc_timers_
     bool requester_error_raised = false;
   };
   static constexpr uint32_t kSqDepth = 256;
@@ -428,9 +457,24 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   bool PostWork(Qp& qp, WorkRequest wr, const MemoryRegion* region,
                 RoceCommand* command);
   void DriveRequester(Qp& qp, uint64_t now_ns);
-  bool SendRequestPacket(Qp& qp, const PacketPlan& plan);
+  // The frame's bytes, or 0 when no mbuf was to be had.
+  uint32_t SendRequestPacket(Qp& qp, const PacketPlan& plan);
   void Response(Qp& qp, const Packet& p, const uint8_t* frame);
   void DrainCompletions(Qp& qp);
+  // Congestion control: the clock it reads, a CE mark on one of `qp`'s
+  // packets (the notification point), a received CNP (the reaction
+  // point), the DCQCN timers, and what ListQps shows.
+  uint64_t CongestionNow() const {
+    return config_.congestion.now_ns != nullptr ? config_.congestion.now_ns()
+                                                : clock::NowNanos();
+  }
+  void OnCeMarked(Qp& qp);
+  void ReceiveCnp(rte_mbuf* packet, const ParsedFrame& frame);
+  // A request packet of `bytes` left (`paced`: at `cc_now`, throttled).
+  void OnRequestSent(Qp& qp, uint32_t bytes, bool paced, uint64_t cc_now);
+  void RunCongestionTimers();
+  void ListTimers(Qp& qp);
+  void PublishRate(const Qp& qp);
   void FailWork(Qp& qp);
   // Services (qp_service.h): what a connection on `cm_port` (0: created
   // over gRPC) runs, the actions they take on their QP.
@@ -479,7 +523,12 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   std::vector<uint32_t> touched_;     // slots received on in this poll
   std::vector<uint32_t> busy_;        // slots with queued replies
   std::vector<uint32_t> requesting_;  // slots whose requester has work
-  std::unique_ptr<CmService> cm_;     // HPU 0
+  // Slots whose DCQCN controller has a timer running, and the earliest due.
+  std::vector<uint32_t> cc_timers_;
+  uint64_t cc_next_event_ns_ = UINT64_MAX;
+  // The reaction point's line rate (the configured one or the port's).
+  uint64_t line_rate_bps_ = 0;
+  std::unique_ptr<CmService> cm_;  // HPU 0
   // Services of accepted connections whose QP is not created yet (the REP
   // carries their private data), by slot (HPU 0).
   std::vector<std::unique_ptr<QpService>> accepted_services_;

@@ -68,19 +68,26 @@ void RoceEngine::DriveRequester(Qp& qp, uint64_t now_ns) {
   Requester& r = *qp.requester;
   if (now_ns >= r.NextDeadline()) r.OnTimer(now_ns);
   PacketPlan plan;
+  // Congestion control: while DCQCN has cut the rate, no packet before
+  // next_send_ns, each one moving it on by its time on the wire at the
+  // rate (the controller's min rate bounds the wait).
+  const bool paced = qp.dcqcn.has_value() && qp.dcqcn->throttled();
+  const uint64_t cc_now = paced ? CongestionNow() : 0;
   // A full transport pacer (dataplane/tx_pacer.h) would refuse the packet
   // after the requester counted it sent: leave it for the next poll instead.
   for (uint32_t budget = kReplyBudget;
        budget != 0 && hpu_->TransmitRoom(config_.port) != 0 &&
-       r.NextPacket(now_ns, &plan);
+       (!paced || cc_now >= qp.next_send_ns) && r.NextPacket(now_ns, &plan);
        --budget) {
     if (plan.retransmission) counters_.retransmits.Add();
-    if (!SendRequestPacket(qp, plan)) break;  // no mbuf: the timer resends
+    const uint32_t bytes = SendRequestPacket(qp, plan);
+    if (bytes == 0) break;  // no mbuf: the timer resends
+    if (qp.dcqcn.has_value()) OnRequestSent(qp, bytes, paced, cc_now);
   }
   DrainCompletions(qp);
 }
 
-bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
+uint32_t RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
   Bth bth;
   bth.opcode = static_cast<uint8_t>(plan.opcode);
   bth.dest_qp = qp.spec.remote_qpn;
@@ -100,14 +107,15 @@ bool RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
   rte_mbuf* m = NewFrame(qp.params, bth, ext, plan.payload_length, &payload);
   if (m == nullptr) {
     counters_.Drop(RoceDrop::kNoBuffer);
-    return false;
+    return 0;
   }
   if (plan.payload_length != 0) {
     std::memcpy(payload, reinterpret_cast<const uint8_t*>(plan.payload_offset),
                 plan.payload_length);
   }
+  const uint32_t bytes = m->pkt_len;
   FinishAndSend(qp.params, m);
-  return true;
+  return bytes;
 }
 
 void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {

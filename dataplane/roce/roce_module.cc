@@ -83,6 +83,9 @@ uint32_t RoceModule::MinDataRoom(uint32_t max_port_mtu) const {
   return RTE_PKTMBUF_HEADROOM + frame;
 }
 
+// roce.congestion's line rate on a port that reports no link speed.
+constexpr uint64_t kDefaultLineRateMbps = 100'000;
+
 absl::Status RoceModule::Open(const TransportEnv& env) {
   env_ = env;
   if (!config_.enabled) return absl::OkStatus();
@@ -111,6 +114,22 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
         "): the largest that does is ", fits,
         "; lower roce.path_mtu (or leave it 0) or raise the port's mtu to ",
         config_.path_mtu + kRoceOverhead));
+  }
+  if (config_.congestion.enabled) {
+    // DCQCN's line rate: the configured one, else the port's link speed,
+    // else (a ring or memif port reports none) 100 Gb/s.
+    DcqcnParams& dcqcn = config_.congestion.dcqcn;
+    if (dcqcn.line_rate_bps == 0) {
+      const uint64_t mbps = port.link_speed_mbps();
+      dcqcn.line_rate_bps =
+          (mbps != 0 ? mbps : kDefaultLineRateMbps) * 1'000'000;
+      dcqcn.min_rate_bps = std::min(dcqcn.min_rate_bps, dcqcn.line_rate_bps);
+    }
+    if (absl::Status s = ValidateDcqcnParams(dcqcn); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("roce.congestion (line rate ", dcqcn.line_rate_bps,
+                       " b/s of port '", port.name(), "'): ", s.message()));
+    }
   }
   if (std::all_of(config_.mac.begin(), config_.mac.end(),
                   [](uint8_t b) { return b == 0; })) {
@@ -381,6 +400,11 @@ std::vector<QpInfo> RoceModule::ListQps() const {
     info.msn = s.msn.load(std::memory_order_relaxed);
     info.packets = s.packets.load(std::memory_order_relaxed);
     info.naks = s.naks.load(std::memory_order_relaxed);
+    info.rate_bps = s.rate_bps.load(std::memory_order_relaxed);
+    info.alpha = s.alpha_ppm.load(std::memory_order_relaxed) / 1e6;
+    info.next_send_ns = s.next_send_ns.load(std::memory_order_relaxed);
+    info.cnps_received = s.cnps_received.load(std::memory_order_relaxed);
+    info.cnps_sent = s.cnps_sent.load(std::memory_order_relaxed);
   }
   return out;
 }
@@ -618,6 +642,11 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"udp_checksum_zero", &C::udp_checksum_zero},
       {"zero_copy_packets", &C::zero_copy_packets},
       {"zero_copy_fallbacks", &C::zero_copy_fallbacks},
+      {"ecn_ce_received", &C::ecn_ce_received},
+      {"cnp_sent", &C::cnp_sent},
+      {"cnp_held", &C::cnp_held},
+      {"cnp_received", &C::cnp_received},
+      {"cnp_ignored", &C::cnp_ignored},
   };
   auto sum = [&](auto get) {
     uint64_t total = 0;

@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <string>
@@ -20,6 +21,7 @@
 #include "dataplane/classifier.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/cm.h"
+#include "dataplane/roce/cnp.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
 #include "dataplane/roce/roce_engine.h"
@@ -76,6 +78,7 @@ struct Out {
   Bytes frame;
   roce::Packet packet;
   bool roce = false;
+  bool cnp = false;  // a CNP (cnp.h), which ParseFrame refuses
   Bytes payload() const {
     return Bytes(frame.begin() + packet.payload_offset,
                  frame.begin() + packet.payload_offset + packet.payload_length);
@@ -96,6 +99,7 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
     options.roce.ack_every = 16;
     options.roce.listen_ports = {kListenPort, kNaaicePort};
     options.roce.naaice_port = kNaaicePort;
+    Configure(options);
     absl::StatusOr<std::unique_ptr<RingDataplane>> rings =
         RingDataplane::Create("rd" + std::to_string(instance++), options);
     ASSERT_TRUE(rings.ok()) << rings.status();
@@ -129,6 +133,8 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
   }
 
   void TearDown() override { rings_.reset(); }
+  // What a derived fixture changes in the dataplane's options.
+  virtual void Configure(RingDataplaneOptions& /*options*/) {}
 
   Dataplane& dataplane() { return rings_->dataplane(); }
   void Poll(int times = 3) {
@@ -166,6 +172,7 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
     params.src_ip = kClientIp;
     params.dst_ip = kDutIp;
     params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
+    params.traffic_class = traffic_class_;
     Bth bth;
     bth.opcode = static_cast<uint8_t>(opcode);
     bth.dest_qp = dest_qp != 0 ? dest_qp : qpn_;
@@ -252,7 +259,13 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
       // Frames out of the wire port are the appliance's own: RoCE ones
       // must parse (ICRC included).
       if (side == 0 && parsed.has_l4_ports &&
-          parsed.dst_port == roce::kRoceUdpPort) {
+          parsed.dst_port == roce::kRoceUdpPort &&
+          roce::LooksLikeCnp(o.frame.data(),
+                             static_cast<uint32_t>(o.frame.size()),
+                             parsed.layers.l4_offset)) {
+        o.cnp = true;
+      } else if (side == 0 && parsed.has_l4_ports &&
+                 parsed.dst_port == roce::kRoceUdpPort) {
         Bytes copy = o.frame;
         const roce::ParseError error = roce::ParseFrame(
             copy.data(), static_cast<uint32_t>(copy.size()),
@@ -299,6 +312,8 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
   // Frames of more than one segment Collect saw (zero-copy responses).
   size_t chained_frames_ = 0;
   uint32_t qpn_ = 0;
+  // The IPv4 TOS of the client's frames (Build): 3 is CE.
+  uint8_t traffic_class_ = 0;
 };
 
 rte_mempool* RoceDataplaneTest::pool_ = nullptr;
@@ -1468,11 +1483,224 @@ TEST_P(RoceDataplaneTest, QpsSpreadOverTheHpusThatOwnThem) {
   EXPECT_EQ(Counter("handoffs"), GetParam() > 1 ? 1u : 0u);
 }
 
+// Congestion control off (the default): a CE-marked packet is counted and
+// executed as any other, no CNP answers it, and our packets are Not-ECT.
+TEST_P(RoceDataplaneTest, CeMarksWithoutCongestionControlAreOnlyCounted) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  traffic_class_ = roce::kEcnCe;
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(region.base_address, region.rkey, 64), Pattern(64, 2),
+                  /*ack_req=*/true));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  ExpectAck(out[0], kClientPsn, roce::AethAck(), 1);
+  EXPECT_EQ(out[0].packet.ecn(), roce::kEcnNotEct);
+  EXPECT_EQ(Counter("ecn_ce_received"), 1u);
+  EXPECT_EQ(Counter("cnp_sent"), 0u);
+  EXPECT_EQ(Counter("writes"), 1u);
+}
+
+// The clock congestion control reads in RoceCongestionTest: stepped by the
+// test, so every interval and send time is exact.
+std::atomic<uint64_t> fake_now_ns{0};
+uint64_t FakeNow() { return fake_now_ns.load(std::memory_order_relaxed); }
+
+// roce.congestion on: ECT(0), CNPs at most every 50 us, DCQCN at a 10 Gb/s
+// line rate with the published defaults.
+class RoceCongestionTest : public RoceRequesterTest {
+ protected:
+  static constexpr uint64_t kStart = 1'000'000'000;
+  static constexpr uint64_t kLineRate = 10'000'000'000;
+  void Configure(RingDataplaneOptions& options) override {
+    fake_now_ns = kStart;
+    options.roce.congestion.enabled = true;
+    options.roce.congestion.ecn = roce::kEcnEct0;
+    options.roce.congestion.cnp_interval_ns = 50'000;
+    options.roce.congestion.dcqcn.line_rate_bps = kLineRate;
+    options.roce.congestion.now_ns = &FakeNow;
+  }
+  QpInfo Info() {
+    for (const QpInfo& qp :
+         dataplane().transport<roce::RoceModule>()->ListQps()) {
+      if (qp.qpn == qpn_) return qp;
+    }
+    ADD_FAILURE() << "no QP " << qpn_;
+    return QpInfo();
+  }
+  // The client's frame params (the appliance's are these mirrored).
+  roce::FrameParams ClientParams() const {
+    roce::FrameParams params;
+    params.src_mac = kClientMac;
+    params.dst_mac = kDutMac;
+    params.ip_version = 4;
+    params.src_ip = kClientIp;
+    params.dst_ip = kDutIp;
+    params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
+    return params;
+  }
+  Bytes Cnp(uint32_t dest_qp) {
+    Bytes frame(roce::CnpFrameBytes(4));
+    EXPECT_EQ(roce::BuildCnp(ClientParams(), dest_qp, frame.data(),
+                             static_cast<uint32_t>(frame.size())),
+              frame.size());
+    return frame;
+  }
+  // A CE-marked WRITE Only of 64 bytes with `psn`; the CNPs it caused.
+  std::vector<Out> CeWrite(const RegionInfo& region, uint32_t psn) {
+    traffic_class_ = roce::kEcnCe;
+    SendFrame(Build(Opcode::kRcWriteOnly, psn,
+                    Reth(region.base_address, region.rkey, 64), Pattern(64, 3),
+                    /*ack_req=*/true));
+    Poll();
+    std::vector<Out> cnps;
+    for (Out& o : Collect()) {
+      if (o.cnp) cnps.push_back(std::move(o));
+    }
+    return cnps;
+  }
+};
+
+TEST_P(RoceCongestionTest, CeMarkedWriteGetsOneCnpPerInterval) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  std::vector<Out> cnps = CeWrite(region, kClientPsn);
+  ASSERT_EQ(cnps.size(), 1u);
+  // Byte for byte what BuildCnp makes for the client's QP, from the QP's
+  // addresses and UDP source port, Not-ECT.
+  roce::FrameParams params;
+  params.src_mac = kDutMac;
+  params.dst_mac = kClientMac;
+  params.ip_version = 4;
+  params.src_ip = kDutIp;
+  params.dst_ip = kClientIp;
+  params.udp_src_port = roce::UdpSourcePort(qpn_, kClientQpn);
+  Bytes expected(roce::CnpFrameBytes(4));
+  ASSERT_EQ(roce::BuildCnp(params, kClientQpn, expected.data(),
+                           static_cast<uint32_t>(expected.size())),
+            expected.size());
+  EXPECT_EQ(cnps[0].frame, expected);
+  // Within the interval: none, however many marks.
+  EXPECT_TRUE(CeWrite(region, kClientPsn + 1).empty());
+  fake_now_ns = kStart + 49'999;
+  EXPECT_TRUE(CeWrite(region, kClientPsn + 2).empty());
+  // The interval is over: one more.
+  fake_now_ns = kStart + 50'000;
+  cnps = CeWrite(region, kClientPsn + 3);
+  ASSERT_EQ(cnps.size(), 1u);
+  EXPECT_EQ(cnps[0].frame, expected);
+  EXPECT_EQ(Counter("ecn_ce_received"), 4u);
+  EXPECT_EQ(Counter("cnp_sent"), 2u);
+  EXPECT_EQ(Counter("cnp_held"), 2u);
+  EXPECT_EQ(Counter("writes"), 4u);  // marked packets are executed
+  EXPECT_EQ(Info().cnps_sent, 2u);
+}
+
+TEST_P(RoceCongestionTest, CnpCutsTheRateAndPacesTheWrites) {
+  EXPECT_EQ(Info().rate_bps, kLineRate);
+  SendFrame(Cnp(qpn_));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  // DCQCN's first cut with alpha 1: Rc = Rc (1 - 1/2); alpha = (1 - g) + g.
+  QpInfo info = Info();
+  EXPECT_EQ(info.rate_bps, 5'000'000'000u);
+  EXPECT_DOUBLE_EQ(info.alpha, 1.0);
+  EXPECT_EQ(info.cnps_received, 1u);
+  EXPECT_EQ(Counter("cnp_received"), 1u);
+
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 4 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  // The clock stands still: one packet, then the requester waits for its
+  // time on the wire at 5 Gb/s (frame + 24 bytes of FCS, preamble, gap).
+  // WRITE First: 14 + 20 + 8 + 12 + 16 + 1024 + 4 = 1098 bytes,
+  // 1122 * 8 / 5 = 1795.2 ns; Middle and Last without the RETH: 1769.6 ns.
+  std::vector<Out> out = Await(1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcWriteFirst));
+  EXPECT_EQ(out[0].packet.ecn(), roce::kEcnEct0);
+  EXPECT_EQ(out[0].frame.size(), 1098u);
+  uint64_t next = kStart + 1795;
+  EXPECT_EQ(Info().next_send_ns, next);
+  const uint64_t gaps[] = {1769, 1769, 0};
+  for (int i = 1; i < 4; ++i) {
+    fake_now_ns = next - 1;
+    Poll();
+    EXPECT_TRUE(Collect().empty()) << "packet " << i << " before its time";
+    fake_now_ns = next;
+    Poll();
+    std::vector<Out> sent = Collect();
+    ASSERT_EQ(sent.size(), 1u) << "packet " << i;
+    EXPECT_EQ(sent[0].packet.bth.psn, 0x777u + i);
+    EXPECT_EQ(sent[0].packet.ecn(), roce::kEcnEct0);
+    EXPECT_EQ(sent[0].frame.size(), 1082u);
+    if (gaps[i - 1] != 0) {
+      next += gaps[i - 1];
+      EXPECT_EQ(Info().next_send_ns, next);
+    }
+  }
+  traffic_class_ = 0;
+  SendFrame(Ack(Opcode::kRcAck, 0x77a, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+}
+
+// A poll that comes late sends what the rate allowed meanwhile (the pacing
+// slack), and no more.
+TEST_P(RoceCongestionTest, ALatePollCatchesUpToTheRate) {
+  SendFrame(Cnp(qpn_));
+  Poll();
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 4 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  ASSERT_EQ(Await(1).size(), 1u);  // WRITE First at kStart, 1795 ns
+  // Time for two more at 5 Gb/s (1769 ns each) and a bit: two leave.
+  fake_now_ns = kStart + 1795 + 1769 + 1000;
+  Poll();
+  EXPECT_EQ(Collect().size(), 2u);
+  EXPECT_EQ(Info().next_send_ns, kStart + 1795 + 2 * 1769);
+  fake_now_ns = kStart + 1795 + 2 * 1769 - 1;
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  fake_now_ns = kStart + 1795 + 2 * 1769;
+  Poll();
+  EXPECT_EQ(Collect().size(), 1u);
+  SendFrame(Ack(Opcode::kRcAck, 0x77a, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+}
+
+TEST_P(RoceCongestionTest, CnpForAnUnknownQpIsCountedAndIgnored) {
+  SendFrame(Cnp(qpn_ + 50));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_EQ(Counter("drop_cnp_unknown_qp"), 1u);
+  EXPECT_EQ(Counter("cnp_received"), 0u);
+  EXPECT_EQ(Info().rate_bps, kLineRate);
+  EXPECT_EQ(Info().cnps_received, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                            return absl::StrCat(info.param, "hpu");
                          });
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                            return absl::StrCat(info.param, "hpu");
                          });

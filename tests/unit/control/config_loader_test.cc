@@ -17,6 +17,7 @@
 #include "dataplane/diad/diad_config.h"
 #include "dataplane/ectx.h"
 #include "dataplane/roce/roce_config.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
@@ -1112,6 +1113,91 @@ TEST(RoceConfigTest, AdaptiveAckTimeout) {
                              "min_ack_timeout_us: 50 fixed_ack_timeout: true")),
               "t.textproto:4:8: roce.min_ack_timeout_us: ",
               "is set but fixed_ack_timeout is true"));
+}
+
+// roce.congestion (issue 21): off unless enabled, defaults, conversion and
+// the checks' messages.
+TEST(RoceConfigTest, Congestion) {
+  auto convert = [](absl::string_view field) {
+    absl::StatusOr<ParsedConfig> parsed =
+        ParseConfigText(RoceWith(kRoceAddress, field), kSource);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+    EXPECT_TRUE(dp.ok()) << dp.status();
+    return dp.ok() ? dp->transports.get<roce::RoceConfig>().congestion
+                   : roce::RoceCongestionConfig();
+  };
+  {
+    const roce::RoceCongestionConfig c = convert("path_mtu: 1024");
+    EXPECT_FALSE(c.enabled);
+    EXPECT_EQ(c.ecn, roce::kEcnNotEct);
+  }
+  {
+    const roce::RoceCongestionConfig c =
+        convert("congestion { enabled: true }");
+    EXPECT_TRUE(c.enabled);
+    EXPECT_EQ(c.ecn, roce::kEcnEct0);  // ECT(0) when on and not configured
+    EXPECT_EQ(c.cnp_interval_ns, 50'000u);
+    EXPECT_EQ(c.dcqcn.line_rate_bps, 0u);  // the port's, at Open
+    EXPECT_EQ(c.dcqcn.min_rate_bps, 1'000'000u);
+    EXPECT_EQ(c.dcqcn.alpha_timer_ns, 55'000u);
+    EXPECT_EQ(c.dcqcn.increase_timer_ns, 300'000u);
+    EXPECT_EQ(c.dcqcn.byte_counter_bytes, 10'000'000u);
+    EXPECT_EQ(c.dcqcn.fast_recovery_stages, 5u);
+    EXPECT_EQ(c.dcqcn.additive_increase_bps, 5'000'000u);
+    EXPECT_EQ(c.dcqcn.hyper_increase_bps, 50'000'000u);
+    EXPECT_DOUBLE_EQ(c.dcqcn.g, 1.0 / 256);
+    EXPECT_DOUBLE_EQ(c.dcqcn.initial_alpha, 1.0);
+  }
+  {
+    const roce::RoceCongestionConfig c = convert(
+        "congestion { enabled: true ecn: ROCE_ECN_ECT1 cnp_interval_us: 4 "
+        "line_rate_mbps: 25000 min_rate_mbps: 10 g: 0.5 alpha_timer_us: 100 "
+        "increase_timer_us: 200 byte_counter_bytes: 0 fast_recovery_stages: "
+        "3 additive_increase_mbps: 40 hyper_increase_mbps: 400 "
+        "initial_alpha: 0.25 }");
+    EXPECT_EQ(c.ecn, roce::kEcnEct1);
+    EXPECT_EQ(c.cnp_interval_ns, 4'000u);
+    EXPECT_EQ(c.dcqcn.line_rate_bps, 25'000'000'000u);
+    EXPECT_EQ(c.dcqcn.min_rate_bps, 10'000'000u);
+    EXPECT_DOUBLE_EQ(c.dcqcn.g, 0.5);
+    EXPECT_EQ(c.dcqcn.alpha_timer_ns, 100'000u);
+    EXPECT_EQ(c.dcqcn.increase_timer_ns, 200'000u);
+    EXPECT_EQ(c.dcqcn.byte_counter_bytes, 0u);
+    EXPECT_EQ(c.dcqcn.fast_recovery_stages, 3u);
+    EXPECT_EQ(c.dcqcn.additive_increase_bps, 40'000'000u);
+    EXPECT_EQ(c.dcqcn.hyper_increase_bps, 400'000'000u);
+    EXPECT_DOUBLE_EQ(c.dcqcn.initial_alpha, 0.25);
+  }
+  // ECT without congestion control: marked, never answered.
+  EXPECT_EQ(convert("congestion { ecn: ROCE_ECN_ECT0 }").ecn, roce::kEcnEct0);
+  EXPECT_EQ(convert("congestion { enabled: true ecn: ROCE_ECN_OFF }").ecn,
+            roce::kEcnNotEct);
+  auto error = [](absl::string_view field) {
+    return std::string(Check(RoceWith(kRoceAddress, field)).message());
+  };
+  EXPECT_THAT(error("congestion { cnp_interval_us: 20 }"),
+              testing::HasSubstr("roce.congestion.enabled: is false but DCQCN "
+                                 "parameters are set"));
+  EXPECT_THAT(error("congestion { enabled: true cnp_interval_us: 2000000 }"),
+              testing::HasSubstr("roce.congestion.cnp_interval_us: 2000000 is "
+                                 "not allowed; use 1..1000000, or 0 for 50"));
+  EXPECT_THAT(
+      error("congestion { enabled: true line_rate_mbps: 1000 "
+            "min_rate_mbps: 2000 }"),
+      testing::HasSubstr("roce.congestion.min_rate_mbps: 2000 is not allowed; "
+                         "use 1..1000"));
+  EXPECT_THAT(
+      error("congestion { enabled: true line_rate_mbps: 40 }"),
+      testing::HasSubstr("roce.congestion.hyper_increase_mbps: is unset, and "
+                         "its default 50 Mb/s is above line_rate_mbps 40; set "
+                         "it to at most 40"));
+  EXPECT_THAT(error("congestion { enabled: true g: 0 }"),
+              testing::HasSubstr("roce.congestion.g: 0 is not a gain in "
+                                 "(0, 1]"));
+  EXPECT_THAT(error("congestion { enabled: true initial_alpha: 1.5 }"),
+              testing::HasSubstr("roce.congestion.initial_alpha: 1.5 is not "
+                                 "in [0, 1]"));
 }
 
 TEST(RoceConfigTest, ServicePorts) {
