@@ -32,15 +32,20 @@ wait_file "$NSOCK.ready" 10 || die "the notify sink did not start"
 health_state() {
   "$SPINCTL" --socket "$SOCK" --timeout_ms 2000 health 2>/dev/null | tail -n 1
 }
-# wait_health STATE SECONDS: until health_state is STATE; prints the time.
+# wait_health STATE SECONDS: until health_state is STATE; sets T_SEEN to the
+# time it was first seen, T_BEFORE to the start of the last query that still
+# saw something else.
 wait_health() {
-  local want=$1 limit=$2 i
+  local want=$1 limit=$2 i t
+  T_SEEN= T_BEFORE=
   for ((i = 0; i < limit * 10; i++)); do
     spinnicd_alive || return 1
+    t=$(date +%s.%N)
     if [[ $(health_state) == "$want" ]]; then
-      date +%s.%N
+      T_SEEN=$(date +%s.%N)
       return 0
     fi
+    T_BEFORE=$t
     sleep 0.1
   done
   return 1
@@ -73,10 +78,15 @@ sys.exit(0 if ready and len(links) == 2 and max(links) < ready[0] else 1)' "$TMP
 check "health is SERVING before the stall" eval '[[ $(health_state) == SERVING ]]'
 
 # The stall: HPU 0 stops 6 s after it started, for 5 s; detected after 1 s.
-T_BAD=$(wait_health NOT_SERVING 20) || T_BAD=
+wait_health NOT_SERVING 20
+T_BAD=$T_SEEN
 check "health goes NOT_SERVING when HPU 0 stalls" eval '[[ -n $T_BAD ]]'
 check "the reason is logged" grep -q "health: NOT_SERVING: hpu 0 (lcore 1) made no progress" "$TMP/spinnicd.err"
-T_GOOD=$(wait_health SERVING 20) || T_GOOD=
+# T_LAST_BAD: when a query began that still saw NOT_SERVING; between T_BAD
+# and it spinnicd was NOT_SERVING throughout.
+wait_health SERVING 20
+T_GOOD=$T_SEEN
+T_LAST_BAD=$T_BEFORE
 check "health is SERVING again when HPU 0 makes progress again" eval '[[ -n $T_GOOD ]]'
 check "the recovery is logged" grep -q "health: SERVING again" "$TMP/spinnicd.err"
 sleep 2
@@ -85,7 +95,10 @@ if [[ -n $T_BAD && -n $T_GOOD ]]; then
   FIRST=$(head -n 1 "$NLOG" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["t"])')
   check "WATCHDOG=1 arrived at least 4 times before the stall" eval \
     '[[ $(watchdogs "$FIRST" "$T_BAD") -ge 4 ]]'
-  check "no WATCHDOG=1 while NOT_SERVING" eval '[[ $(watchdogs "$T_BAD" "$T_GOOD") -eq 0 ]]'
+  log "NOT_SERVING seen from $T_BAD to at least $T_LAST_BAD; SERVING at $T_GOOD"
+  check "NOT_SERVING was seen for at least 2 s (the stall lasts 5 s)" \
+    "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) >= 2 else 1)' "$T_BAD" "$T_LAST_BAD"
+  check "no WATCHDOG=1 while NOT_SERVING" eval '[[ $(watchdogs "$T_BAD" "$T_LAST_BAD") -eq 0 ]]'
   check "WATCHDOG=1 resumes after the recovery" eval '[[ $(watchdogs "$T_GOOD" "$T_END") -ge 2 ]]'
 fi
 check "STATUS= lines with rates arrive" eval \
