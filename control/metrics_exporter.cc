@@ -149,6 +149,29 @@ void AddPorts(const StatsSnapshot& s, std::vector<MetricFamily>* out) {
       }
     }
   }
+  {
+    // Each HPU's share (its own queue when the port has one per HPU); the
+    // port's totals above are their sums, from the same reads.
+    Family rx(out, "spinnic_port_hpu_rx_packets_total",
+              "Frames received on the port by this HPU (its RX queue)",
+              MetricType::Counter);
+    Family rxb(out, "spinnic_port_hpu_rx_bytes_total",
+               "Bytes received on the port by this HPU", MetricType::Counter);
+    Family tx(out, "spinnic_port_hpu_tx_packets_total",
+              "Frames this HPU handed to the port's TX queue",
+              MetricType::Counter);
+    Family txb(out, "spinnic_port_hpu_tx_bytes_total",
+               "Bytes this HPU handed to the port's TX queue",
+               MetricType::Counter);
+    for (const PortHpuStats& q : s.port_hpus) {
+      if (q.port >= s.ports.size()) continue;
+      Labels l{{"port", s.ports[q.port].name}, {"hpu", absl::StrCat(q.hpu)}};
+      rx.Add(l, D(q.rx_packets));
+      rxb.Add(l, D(q.rx_bytes));
+      tx.Add(l, D(q.tx_packets));
+      txb.Add(l, D(q.tx_bytes));
+    }
+  }
   Family up(out, "spinnic_port_link_up", "1 when the port's link is up",
             MetricType::Gauge);
   Family speed(out, "spinnic_port_link_speed_mbps",

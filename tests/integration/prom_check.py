@@ -141,6 +141,12 @@ def compare(samples, s1, s2):
             between(f"port {port} drops {reason}",
                     get("spinnic_port_drops_total", port=port, reason=reason),
                     v, p2["drops"][reason])
+        for f in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes"):
+            shares = [v for (n, lbl), v in samples.items()
+                      if n == f"spinnic_port_hpu_{f}_total" and dict(lbl).get("port") == port]
+            total = get(f"spinnic_port_{f}_total", port=port)
+            if len(shares) != len(s1["hpus"]) or sum(shares) != total:
+                problems.append(f"port {port} {f}: per-HPU shares {shares} do not sum to {total}")
         up = get("spinnic_port_link_up", port=port)
         if up != (1.0 if p1["link_up"] else 0.0):
             problems.append(f"port {port}: link_up {up} in /metrics, {p1['link_up']} in stats")

@@ -27,6 +27,11 @@ StatsSnapshot SampleSnapshot() {
   p.tx_packets = 7;
   p.drops[static_cast<size_t>(DropReason::kNoRoute)] = 3;
   s.ports.push_back(p);
+  PortHpuStats share;
+  share.port = 0;
+  share.hpu = 0;
+  share.rx_packets = 12345678901ULL;
+  s.port_hpus.push_back(share);
   HpuStats h;
   h.index = 0;
   h.lcore = 1;
@@ -68,6 +73,8 @@ TEST(MetricsTest, FamiliesCarryTheSnapshotsValuesAndLabels) {
   EXPECT_THAT(text, HasSubstr("spinnic_port_drops_total{port=\"wire0\","
                               "reason=\"no_route\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("spinnic_port_link_up{port=\"wire0\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("spinnic_port_hpu_rx_packets_total{port="
+                              "\"wire0\",hpu=\"0\"} 12345678901\n"));
   EXPECT_THAT(text,
               HasSubstr("spinnic_hpu_loops_total{hpu=\"0\",lcore=\"1\"} 1000"));
   EXPECT_THAT(text, HasSubstr("# TYPE spinnic_handler_cycles_per_invocation "
