@@ -19,6 +19,14 @@ std::vector<std::string> ServiceMonitor::Update(const StatsSnapshot& snapshot,
     last_loops_.assign(snapshot.hpus.size(), 0);
     last_progress_.assign(snapshot.hpus.size(), now);
   }
+  // The control thread itself did not run for a while (the process was
+  // stopped, e.g. SIGSTOP, or the host was suspended): the HPUs did not run
+  // either, so the time since their last progress says nothing; start over.
+  if (last_update_ != absl::InfinitePast() &&
+      now - last_update_ > stall_after_ / 2) {
+    for (absl::Time& t : last_progress_) t = now;
+  }
+  last_update_ = now;
   bool all_polled = true;
   for (size_t i = 0; i < snapshot.hpus.size(); ++i) {
     const HpuStats& hpu = snapshot.hpus[i];

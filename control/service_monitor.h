@@ -20,7 +20,10 @@ class ServiceMonitor {
   explicit ServiceMonitor(absl::Duration stall_after)
       : stall_after_(stall_after) {}
 
-  // Takes a snapshot read at `now`; returns what is wrong, one line each
+  // Takes a snapshot read at `now` (call it often: every 100 ms; a gap of
+  // more than stall_after/2 since the last call restarts the stall clocks,
+  // since the process itself was not running); returns what is wrong, one
+  // line each
   // ("hpu 0 (lcore 1) made no progress for 1.2 s", "port p0: link down"),
   // empty when healthy.
   std::vector<std::string> Update(const StatsSnapshot& snapshot,
@@ -34,6 +37,7 @@ class ServiceMonitor {
   absl::Duration stall_after_;
   std::vector<uint64_t> last_loops_;
   std::vector<absl::Time> last_progress_;
+  absl::Time last_update_ = absl::InfinitePast();
   bool ready_ = false;
 };
 

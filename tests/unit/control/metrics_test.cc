@@ -131,20 +131,46 @@ TEST(ServiceMonitorTest, StalledHpuAndLinkDownAreProblemsUntilTheyRecover) {
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   EXPECT_THAT(monitor.Update(s, t0), IsEmpty());
   EXPECT_TRUE(monitor.Ready());
-  // Not moving for less than the limit: fine; for more: stalled.
-  EXPECT_THAT(monitor.Update(s, t0 + absl::Milliseconds(900)), IsEmpty());
+  // Not moving for less than the limit: fine; for more: stalled (updates
+  // every 100 ms, as spinnicd makes them).
+  for (int ms = 100; ms <= 1000; ms += 100) {
+    EXPECT_THAT(monitor.Update(s, t0 + absl::Milliseconds(ms)), IsEmpty());
+  }
   std::vector<std::string> problems =
-      monitor.Update(s, t0 + absl::Milliseconds(1500));
+      monitor.Update(s, t0 + absl::Milliseconds(1100));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_THAT(problems[0], HasSubstr("hpu 0 (lcore 1) made no progress"));
   s.hpus[0].loops += 1;
-  EXPECT_THAT(monitor.Update(s, t0 + absl::Seconds(2)), IsEmpty());
+  EXPECT_THAT(monitor.Update(s, t0 + absl::Milliseconds(1200)), IsEmpty());
   s.ports[0].link_up = false;
   s.hpus[0].loops += 1;
-  problems = monitor.Update(s, t0 + absl::Milliseconds(2100));
+  problems = monitor.Update(s, t0 + absl::Milliseconds(1300));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "port wire0: link down");
   EXPECT_FALSE(monitor.Ready());
+}
+
+TEST(ServiceMonitorTest, StalledHpuNeedsUpdatesThroughoutTheStall) {
+  ServiceMonitor monitor(absl::Seconds(1));
+  StatsSnapshot s = SampleSnapshot();
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int ms = 0; ms <= 1000; ms += 100) {
+    EXPECT_THAT(monitor.Update(s, t0 + absl::Milliseconds(ms)), IsEmpty());
+  }
+  EXPECT_EQ(monitor.Update(s, t0 + absl::Milliseconds(1100)).size(), 1u);
+}
+
+TEST(ServiceMonitorTest, AStoppedProcessIsNoStall) {
+  ServiceMonitor monitor(absl::Seconds(1));
+  StatsSnapshot s = SampleSnapshot();
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_THAT(monitor.Update(s, t0), IsEmpty());
+  // SIGSTOP for 10 s: neither the HPUs nor the control thread ran.
+  EXPECT_THAT(monitor.Update(s, t0 + absl::Seconds(10)), IsEmpty());
+  for (int ms = 10100; ms <= 11000; ms += 100) {
+    EXPECT_THAT(monitor.Update(s, t0 + absl::Milliseconds(ms)), IsEmpty());
+  }
+  EXPECT_EQ(monitor.Update(s, t0 + absl::Milliseconds(11100)).size(), 1u);
 }
 
 TEST(ServiceMonitorTest, NotReadyBeforeEveryHpuPolled) {
