@@ -33,7 +33,7 @@ absl::StatusOr<HostPort> SplitListen(const std::string& listen) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
         absl::StrCat("--metrics_listen: '", listen, "' ", why,
-                     "; write HOST:PORT, e.g. 127.0.0.1:9470 or [::1]:9470"));
+                     "; write HOST:PORT, e.g. 127.0.0.1:9470"));
   };
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) return bad("has no port");
@@ -421,11 +421,21 @@ absl::Status ValidateMetricsListen(const std::string& listen,
                                    bool control_tls) {
   absl::StatusOr<HostPort> host_port = SplitListen(listen);
   if (!host_port.ok()) return host_port.status();
+  if (absl::StrContains(host_port->host, ':')) {
+    // Measured: Debian 12's civetweb (under prometheus-cpp) is built without
+    // IPv6 (mg_check_feature(8) == 0), so binding [::1] fails.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics_listen: '", listen,
+        "' is an IPv6 address, and the HTTP server spinnicd uses (civetweb "
+        "as Debian builds it) has no IPv6; listen on an IPv4 address, e.g. "
+        "127.0.0.1:",
+        host_port->port));
+  }
   if (!IsLoopbackHost(host_port->host) && !control_tls) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--metrics_listen: '", listen,
         "' is not a loopback address, and the metrics endpoint is plain "
-        "HTTP; listen on 127.0.0.1 or [::1] (and let Prometheus scrape "
+        "HTTP; listen on 127.0.0.1 (and let Prometheus scrape "
         "through a local proxy or agent), or configure the control API's "
         "TLS (--control_tls_cert, --control_tls_key) to allow other "
         "addresses"));

@@ -26,11 +26,12 @@ namespace spinnic {
 struct PeerInfo;
 struct QpInfo;
 
-// Checks --metrics_listen: HOST:PORT (IPv6 in brackets), a port in
-// 1..65535. A host that is not loopback is refused unless the control API's
-// TCP listener has TLS configured (`control_tls`): the endpoint itself is
-// plain HTTP, and an operator who exposes it must have decided how the box is
-// reached. INVALID_ARGUMENT says what to write instead.
+// Checks --metrics_listen: HOST:PORT with an IPv4 host (Debian's civetweb
+// has no IPv6: an IPv6 host in brackets is refused), a port in 1..65535. A host
+// that is not loopback is refused unless the control API's TCP listener has TLS
+// configured (`control_tls`): the endpoint itself is plain HTTP, and an
+// operator who exposes it must have decided how the box is reached.
+// INVALID_ARGUMENT says what to write instead.
 absl::Status ValidateMetricsListen(const std::string& listen, bool control_tls);
 
 // Everything /metrics shows, from one snapshot and the control side's lists

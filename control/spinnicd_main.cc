@@ -84,10 +84,11 @@ ABSL_FLAG(int, control_max_message_bytes, 4 << 20,
           "get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, control_max_streams, 16,
           "Concurrent control API calls and streams per client connection");
-ABSL_FLAG(std::string, metrics_listen, "",
-          "Serve Prometheus metrics (GET /metrics, docs/metrics.md) on "
-          "HOST:PORT, e.g. 127.0.0.1:9470; empty: off. A non-loopback host "
-          "needs the control API's TLS (--control_tls_cert/--control_tls_key)");
+ABSL_FLAG(
+    std::string, metrics_listen, "",
+    "Serve Prometheus metrics (GET /metrics, docs/metrics.md) on "
+    "IPv4 HOST:PORT, e.g. 127.0.0.1:9470; empty: off. A non-loopback host "
+    "needs the control API's TLS (--control_tls_cert/--control_tls_key)");
 ABSL_FLAG(int64_t, hpu_stall_ms, 0,
           "An HPU whose loop counter does not move for this long is stalled: "
           "gRPC health NOT_SERVING, no systemd WATCHDOG=1; 0: half of "

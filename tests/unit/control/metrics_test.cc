@@ -114,7 +114,10 @@ TEST(MetricsTest, NoPeerFamiliesWithoutDiad) {
 
 TEST(MetricsTest, ListenAddressChecks) {
   EXPECT_TRUE(ValidateMetricsListen("127.0.0.1:9470", false).ok());
-  EXPECT_TRUE(ValidateMetricsListen("[::1]:9470", false).ok());
+  EXPECT_TRUE(ValidateMetricsListen("localhost:9470", false).ok());
+  absl::Status v6 = ValidateMetricsListen("[::1]:9470", false);
+  EXPECT_EQ(v6.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(v6.message(), HasSubstr("no IPv6"));
   EXPECT_TRUE(ValidateMetricsListen("0.0.0.0:9470", true).ok());
   absl::Status open = ValidateMetricsListen("0.0.0.0:9470", false);
   EXPECT_EQ(open.code(), absl::StatusCode::kInvalidArgument);
