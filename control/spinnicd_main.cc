@@ -38,6 +38,8 @@
 #include "control/config_loader.h"
 #include "control/grpc/control_server.h"
 #include "control/memif_socket.h"
+#include "control/metrics_exporter.h"
+#include "control/service_monitor.h"
 #include "control/stats_format.h"
 #include "dataplane/common/log.h"
 #include "dataplane/dataplane.h"
@@ -82,6 +84,15 @@ ABSL_FLAG(int, control_max_message_bytes, 4 << 20,
           "get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, control_max_streams, 16,
           "Concurrent control API calls and streams per client connection");
+ABSL_FLAG(
+    std::string, metrics_listen, "",
+    "Serve Prometheus metrics (GET /metrics, docs/metrics.md) on "
+    "IPv4 HOST:PORT, e.g. 127.0.0.1:9470; empty: off. A non-loopback host "
+    "needs the control API's TLS (--control_tls_cert/--control_tls_key)");
+ABSL_FLAG(int64_t, hpu_stall_ms, 0,
+          "An HPU whose loop counter does not move for this long is stalled: "
+          "gRPC health NOT_SERVING, no systemd WATCHDOG=1; 0: half of "
+          "systemd's WatchdogSec, or 2000 without a watchdog");
 ABSL_FLAG(bool, check_config, false,
           "Validate the config, print the effective config, and exit");
 ABSL_FLAG(bool, list_handlers, false,
@@ -223,12 +234,77 @@ void ForwardEvents(Dataplane& dataplane, ControlServer* control,
   }
 }
 
+// How often health is judged, STATUS= is sent.
+constexpr absl::Duration kHealthCheckInterval = absl::Milliseconds(100);
+constexpr absl::Duration kStatusInterval = absl::Seconds(5);
+
+// Health for systemd and gRPC health checking (service_monitor.h): READY=1
+// once every link is up and every HPU has polled; WATCHDOG=1 while nothing
+// is wrong; NOT_SERVING, with the reason logged, while something is.
+class HealthReporter {
+ public:
+  HealthReporter(ControlServer* control, absl::Duration stall_after,
+                 SystemdNotifier* notifier)
+      : control_(control), monitor_(stall_after), notifier_(notifier) {}
+
+  void Check(const Dataplane& dp, absl::Time now) {
+    if (now < next_check_) return;
+    next_check_ = now + kHealthCheckInterval;
+    StatsSnapshot snapshot = dp.Snapshot(Dataplane::StateCopy::kOmit);
+    std::vector<std::string> problems = monitor_.Update(snapshot, now);
+    if (!ready_sent_ && monitor_.Ready()) {
+      ready_sent_ = true;
+      Log("ready: every port's link is up and every HPU polls");
+      notifier_->Ready();
+    }
+    if (ready_sent_ && problems != problems_) {
+      if (problems.empty()) {
+        Log("health: SERVING again (every HPU makes progress, every link "
+            "is up)");
+      } else {
+        LogError(absl::StrCat("health: NOT_SERVING: ",
+                              absl::StrJoin(problems, "; ")));
+      }
+      if (control_ != nullptr) control_->SetServing(problems.empty());
+      problems_ = problems;
+    }
+    const absl::Duration watchdog = notifier_->watchdog();
+    if (ready_sent_ && problems.empty() && watchdog > absl::ZeroDuration() &&
+        now >= next_watchdog_) {
+      notifier_->Watchdog();
+      next_watchdog_ = now + watchdog / 4;
+    }
+    if (notifier_->enabled() && now >= next_status_) {
+      if (status_time_ != absl::InfinitePast()) {
+        notifier_->Status(StatusLine(snapshot, status_snapshot_,
+                                     absl::ToDoubleSeconds(now - status_time_),
+                                     problems));
+      }
+      status_snapshot_ = std::move(snapshot);
+      status_time_ = now;
+      next_status_ = now + kStatusInterval;
+    }
+  }
+
+ private:
+  ControlServer* control_;
+  ServiceMonitor monitor_;
+  SystemdNotifier* notifier_;
+  bool ready_sent_ = false;
+  std::vector<std::string> problems_;
+  absl::Time next_check_ = absl::InfinitePast();
+  absl::Time next_watchdog_ = absl::InfinitePast();
+  absl::Time next_status_ = absl::InfinitePast();
+  absl::Time status_time_ = absl::InfinitePast();
+  StatsSnapshot status_snapshot_;
+};
+
 // Serves from `start` until a stop signal or runtime.duration_s, printing
-// the counters every runtime.stats_interval_ms and on SIGUSR1, and
-// forwarding the dataplane's events to `control` (may be null).
+// the counters every runtime.stats_interval_ms and on SIGUSR1, forwarding
+// the dataplane's events to `control` (may be null) and reporting health.
 void ServeUntilStopped(Dataplane& dp, ControlServer* control,
                        const v1::Config& config, absl::Time start,
-                       std::vector<Event>& events) {
+                       std::vector<Event>& events, HealthReporter& health) {
   const absl::Duration duration = absl::Seconds(config.runtime().duration_s());
   const absl::Duration interval =
       absl::Milliseconds(config.runtime().stats_interval_ms());
@@ -239,6 +315,7 @@ void ServeUntilStopped(Dataplane& dp, ControlServer* control,
     absl::SleepFor(absl::Milliseconds(50));
     absl::Time now = absl::Now();
     ForwardEvents(dp, control, events);
+    health.Check(dp, now);
     if (duration > absl::ZeroDuration() && now - start >= duration) break;
     const bool on_demand = g_print_stats.exchange(false);
     if (on_demand || (interval > absl::ZeroDuration() && now >= next_stats)) {
@@ -295,6 +372,24 @@ int Run(int argc, char** argv) {
   if (!control_options.ok()) {
     SPINNIC_LOG(ERR, control, "%s",
                 std::string(control_options.status().message()).c_str());
+    return kExitBadConfig;
+  }
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty()) {
+    const bool control_tls = !absl::GetFlag(FLAGS_control_tls_cert).empty() &&
+                             !absl::GetFlag(FLAGS_control_tls_key).empty();
+    if (absl::Status status =
+            ValidateMetricsListen(metrics_listen, control_tls);
+        !status.ok()) {
+      SPINNIC_LOG(ERR, control, "%s", std::string(status.message()).c_str());
+      return kExitBadConfig;
+    }
+  }
+  if (absl::GetFlag(FLAGS_hpu_stall_ms) < 0) {
+    SPINNIC_LOG(ERR, control,
+                "--hpu_stall_ms: %lld is negative; write a time in "
+                "milliseconds, or 0 for the default",
+                static_cast<long long>(absl::GetFlag(FLAGS_hpu_stall_ms)));
     return kExitBadConfig;
   }
   std::string config_path = absl::GetFlag(FLAGS_config);
@@ -367,33 +462,66 @@ int Run(int argc, char** argv) {
         exit_code = kExitFailure;
       }
     }
+    std::unique_ptr<MetricsExporter> metrics;
+    if (!metrics_listen.empty() && exit_code == 0) {
+      absl::StatusOr<std::unique_ptr<MetricsExporter>> started =
+          MetricsExporter::Start(metrics_listen, &dp);
+      if (started.ok()) {
+        metrics = *std::move(started);
+        Log(absl::StrCat("metrics on http://", metrics_listen, "/metrics"));
+      } else {
+        LogError(started.status().message());
+        exit_code = kExitFailure;
+      }
+    }
     if (absl::Status status = dp.Start(); !status.ok()) {
       LogError(status.message());
       rte_eal_cleanup();
       return kExitFailure;
     }
-    for (size_t p = 0; p < dp.port_count(); ++p) {
+    for (size_t p = 0; exit_code == 0 && p < dp.port_count(); ++p) {
       Log(absl::StrCat("port ", dp.port(p).name(), ": ethdev ",
                        dp.port(p).port_id(), ", ", dp.port(p).queues(),
                        " queue(s), link ",
                        dp.port(p).link_up() ? "up" : "down"));
     }
-    Log(absl::StrCat(
-        "running with ", dp.hpu_count(), " HPU(s)",
-        config->runtime().duration_s() != 0
-            ? absl::StrCat(" for ", config->runtime().duration_s(), " s")
-            : "",
-        "; Ctrl-C to stop"));
+    if (exit_code == 0) {
+      Log(absl::StrCat(
+          "running with ", dp.hpu_count(), " HPU(s)",
+          config->runtime().duration_s() != 0
+              ? absl::StrCat(" for ", config->runtime().duration_s(), " s")
+              : "",
+          "; Ctrl-C to stop"));
+    }
 
     const absl::Time start = absl::Now();
     std::vector<Event> events;
-    if (exit_code == 0) {
-      ServeUntilStopped(dp, control.get(), *config, start, events);
+    SystemdNotifier notifier;
+    absl::Duration stall_after =
+        absl::Milliseconds(absl::GetFlag(FLAGS_hpu_stall_ms));
+    if (stall_after == absl::ZeroDuration()) {
+      stall_after = notifier.watchdog() > absl::ZeroDuration()
+                        ? notifier.watchdog() / 2
+                        : absl::Seconds(2);
     }
+    if (notifier.enabled()) {
+      Log(absl::StrCat("systemd notification on; watchdog ",
+                       notifier.watchdog() > absl::ZeroDuration()
+                           ? absl::FormatDuration(notifier.watchdog())
+                           : "off",
+                       ", an HPU is stalled after ",
+                       absl::FormatDuration(stall_after)));
+    }
+    HealthReporter health(control.get(), stall_after, &notifier);
+    if (exit_code == 0) {
+      ServeUntilStopped(dp, control.get(), *config, start, events, health);
+    }
+    notifier.Stopping();
     if (int signal = g_signal.load(); signal != 0) {
       Log(absl::StrCat("signal ", signal, ": stopping"));
     }
     const double run_s = absl::ToDoubleSeconds(absl::Now() - start);
+    metrics.reset();
     if (control != nullptr) control->Shutdown();
     AttachTelemetry(nullptr);
     dp.Stop();

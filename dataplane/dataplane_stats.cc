@@ -52,12 +52,20 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
     stats.name = port.name();
     stats.port_id = port.port_id();
     stats.queues = port.queues();
-    for (const auto& hpu : hpus_) {
-      const PortCounters& c = hpu->port_counters(static_cast<uint16_t>(p));
-      stats.rx_packets += c.rx_packets.Get();
-      stats.rx_bytes += c.rx_bytes.Get();
-      stats.tx_packets += c.tx_packets.Get();
-      stats.tx_bytes += c.tx_bytes.Get();
+    for (size_t w = 0; w < hpus_.size(); ++w) {
+      const PortCounters& c = hpus_[w]->port_counters(static_cast<uint16_t>(p));
+      PortHpuStats share;
+      share.port = static_cast<uint16_t>(p);
+      share.hpu = static_cast<uint32_t>(w);
+      share.rx_packets = c.rx_packets.Get();
+      share.rx_bytes = c.rx_bytes.Get();
+      share.tx_packets = c.tx_packets.Get();
+      share.tx_bytes = c.tx_bytes.Get();
+      snapshot.port_hpus.push_back(share);
+      stats.rx_packets += share.rx_packets;
+      stats.rx_bytes += share.rx_bytes;
+      stats.tx_packets += share.tx_packets;
+      stats.tx_bytes += share.tx_bytes;
       for (size_t r = 0; r < stats.drops.size(); ++r) {
         stats.drops[r] += c.drops[r].Get();
       }

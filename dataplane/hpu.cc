@@ -1,12 +1,16 @@
 #include "dataplane/hpu.h"
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 #include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "dataplane/common/clock.h"
@@ -61,9 +65,43 @@ Hpu::Hpu(uint32_t index, const HpuShared& shared,
 // pacers hold goes back to the pool here, before the Dataplane frees it.
 Hpu::~Hpu() { ReleasePacers(); }
 
+// SPINNIC_TEST_STALL_HPU=INDEX:AFTER_MS:FOR_MS makes HPU INDEX stop
+// polling AFTER_MS after it starts, for FOR_MS (0: until it stops), so that
+// tests see health and the systemd watchdog react to a stalled HPU
+// (docs/metrics.md). Read once here; the loop pays one predictable branch.
+void Hpu::ArmStallHook() {
+  const char* spec = std::getenv("SPINNIC_TEST_STALL_HPU");
+  if (spec == nullptr) return;
+  unsigned index = 0;
+  unsigned long after_ms = 0, for_ms = 0;
+  if (std::sscanf(spec, "%u:%lu:%lu", &index, &after_ms, &for_ms) != 3 ||
+      index != index_) {
+    return;
+  }
+  const uint64_t hz = rte_get_tsc_hz();
+  stall_at_tsc_ = rte_rdtsc() + after_ms * hz / 1000;
+  stall_cycles_ = for_ms == 0 ? UINT64_MAX : for_ms * hz / 1000;
+}
+
+void Hpu::StallIfDue() {
+  const uint64_t now = rte_rdtsc();
+  if (now < stall_at_tsc_) return;
+  const uint64_t until =
+      stall_cycles_ == UINT64_MAX ? UINT64_MAX : now + stall_cycles_;
+  // No loop, no quiescent state: as a handler stuck in a loop would be.
+  while (rte_rdtsc() < until &&
+         !shared_.stop->load(std::memory_order_relaxed)) {
+    rte_pause();
+  }
+  stall_at_tsc_ = 0;
+}
+
 int Hpu::Run() {
   rte_rcu_qsbr_thread_online(shared_.rcu, index_);
+  ArmStallHook();
   while (!shared_.stop->load(std::memory_order_relaxed)) {
+    if (stall_at_tsc_ != 0) [[unlikely]]
+      StallIfDue();
     PollOnce();
     // Everything read from the table version is out of use now.
     rte_rcu_qsbr_quiescent(shared_.rcu, index_);

@@ -262,6 +262,12 @@ class Hpu final : public ActionSink {
   // The engines of the transports that are on, in shared_.transports order.
   std::array<std::unique_ptr<TransportEngine>, kMaxTransports> transports_;
   uint32_t transport_count_ = 0;
+  // Test hook (SPINNIC_TEST_STALL_HPU, hpu.cc): when nonzero, the TSC at
+  // which this HPU stops making progress, and for how many cycles.
+  uint64_t stall_at_tsc_ = 0;
+  uint64_t stall_cycles_ = 0;
+  void ArmStallHook();
+  void StallIfDue();
   // The union of their Addresses(); transports_take_any_ when one of them
   // claims frames by more than address, or there are too many addresses.
   static constexpr uint32_t kMaxTransportAddresses = 16;

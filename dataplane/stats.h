@@ -76,9 +76,19 @@ struct TransportStats {
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
+// One HPU's share of a port's counters: per RX/TX queue when the port has
+// a queue per HPU (each HPU polls its own), per HPU otherwise.
+struct PortHpuStats {
+  uint16_t port = 0;  // index into StatsSnapshot::ports
+  uint32_t hpu = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
+};
+
 struct StatsSnapshot {
   std::vector<PortStats> ports;
   std::vector<HpuStats> hpus;
+  // Port x HPU, the ports' counters before summing (metrics only).
+  std::vector<PortHpuStats> port_hpus;
   std::vector<EctxStats> ectxs;
   std::vector<TransportStats> transports;
 

@@ -21,6 +21,9 @@ packages=(
   libisal-dev
   # control plane, config schema
   libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  # the Prometheus endpoint (--metrics_listen; prometheus-cpp's pull library
+  # with civetweb) and systemd's Type=notify (sd_notify)
+  prometheus-cpp-dev libsystemd-dev
   # net_pcap, unit tests, micro-benchmarks
   libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
   # eBPF handlers: libelf reads a program, clang builds the examples

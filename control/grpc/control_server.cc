@@ -363,6 +363,15 @@ std::string ControlServer::Describe() const {
   return description;
 }
 
+void ControlServer::SetServing(bool serving) {
+  if (server_ == nullptr) return;
+  if (grpc::HealthCheckServiceInterface* health =
+          server_->GetHealthCheckService();
+      health != nullptr) {
+    health->SetServingStatus(serving);
+  }
+}
+
 ControlServer::~ControlServer() { Shutdown(); }
 
 void ControlServer::Shutdown() {

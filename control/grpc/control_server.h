@@ -64,6 +64,10 @@ class ControlServer {
 
   SpinnicService& service() { return *service_; }
 
+  // grpc.health.v1: SERVING or NOT_SERVING for the server ("") and every
+  // service it serves (spinnicd: an HPU stalled, a link down).
+  void SetServing(bool serving);
+
   // The TCP port actually bound (the one picked for port 0); 0 without TCP.
   int tcp_port() const { return tcp_port_; }
 
