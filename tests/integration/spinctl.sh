@@ -414,7 +414,7 @@ check "qps: none yet" eval 'rc_is 0 && out_has "^no queue pairs$"'
 sc qp-create --remote_qpn 0x11 --remote_ip 192.0.2.12 --remote_mac 02:00:00:00:00:0c --path_mtu 1024 --expected_psn 0x123456 --send_psn 0x777
 check "qp-create: exit 0, prints the QPN" eval 'rc_is 0 && out_has "^qpn: 256 \(0x000100\)$"'
 sc qps
-check "qps: a row for 256 to 192.0.2.12" eval 'rc_is 0 && out_has "^QPN +REMOTE_QPN" && out_has "^256 +0x000011 +192.0.2.12 +02:00:00:00:00:0c +192.0.2.11 +1024 +16 +[a-z]+ +0x123456 +0x000777 .* grpc +verbs +0$"'
+check "qps: a row for 256 to 192.0.2.12" eval 'rc_is 0 && out_has "^QPN +REMOTE_QPN" && out_has "^256 +0x000011 +192.0.2.12 +02:00:00:00:00:0c +192.0.2.11 +1024 +16 +[a-z]+ +0x123456 +0x000777 .* grpc +verbs +0 +- +- +0 +0$"'
 sc qps --json
 check "qps --json: the spec read back, defaults filled in" py '[(q["qpn"], q["spec"]["remote_qpn"], q["spec"]["local_ip"], q["spec"]["max_rd_atomic"], q["origin"]) for q in d["qps"]] == [(256, 17, "192.0.2.11", 16, "grpc")]'
 sc --json qp-create --remote_qpn 0x12 --remote_ip fd00::12 --remote_mac 02:00:00:00:00:0d
