@@ -59,49 +59,17 @@ ParseError ParseCnp(uint8_t* frame, uint32_t length, uint32_t ip_offset,
                     uint32_t udp_offset, Cnp* out) {
   // The ICRC's in-place masking writes the 8 bytes before the IP header.
   if (ip_offset < 8 || udp_offset <= ip_offset) return ParseError::kBadOffsets;
-  if (length < ip_offset + kIpv4Bytes) return ParseError::kTruncated;
+  // IP and UDP exactly as ParseFrame checks them (wire.h, ParseIpUdp).
+  uint32_t ip_end = 0;
+  if (ParseError error =
+          ParseIpUdp(frame, length, ip_offset, udp_offset, &ip_end);
+      error != ParseError::kNone) {
+    return error;
+  }
   const uint8_t* ip = frame + ip_offset;
   const uint8_t version = ip[0] >> 4;
-  uint32_t ip_end = 0;
-  if (version == 4) {
-    if ((ip[0] & 0xf) != kIpv4Bytes / 4) return ParseError::kIpOptions;
-    if ((LoadBe16(ip + 6) & 0x3fff) != 0) return ParseError::kIpFragment;
-    if (checksum::Fold(checksum::Add(0, ip, kIpv4Bytes)) != 0xffff) {
-      return ParseError::kIpChecksum;
-    }
-    if (ip[9] != kIpProtoUdp) return ParseError::kNotUdp;
-    if (udp_offset != ip_offset + kIpv4Bytes) return ParseError::kBadOffsets;
-    const uint32_t total = LoadBe16(ip + 2);
-    if (total < kIpv4Bytes || ip_offset + total > length) {
-      return ParseError::kIpLength;
-    }
-    ip_end = ip_offset + total;
-  } else if (version == 6) {
-    if (length < ip_offset + kIpv6Bytes) return ParseError::kTruncated;
-    if (ip[6] != kIpProtoUdp) return ParseError::kNotUdp;
-    if (udp_offset != ip_offset + kIpv6Bytes) return ParseError::kBadOffsets;
-    const uint64_t end = uint64_t{udp_offset} + LoadBe16(ip + 4);
-    if (end > length) return ParseError::kIpLength;
-    ip_end = static_cast<uint32_t>(end);
-  } else {
-    return ParseError::kNotIp;
-  }
-
   const uint32_t udp_length = ip_end - udp_offset;
-  if (udp_length < kUdpBytes) return ParseError::kUdpLength;
   const uint8_t* udp = frame + udp_offset;
-  if (LoadBe16(udp + 4) != udp_length) return ParseError::kUdpLength;
-  if (LoadBe16(udp + 2) != kRoceUdpPort) return ParseError::kNotRocePort;
-  if (LoadBe16(udp + 6) != 0) {
-    // The pseudo-header (addresses, length, protocol), then the datagram.
-    uint64_t sum = version == 4 ? checksum::Add(0, ip + 12, 8)
-                                : checksum::Add(0, ip + 8, 32);
-    sum = checksum::AddBe32(sum, udp_length);
-    sum = checksum::AddBe32(sum, kIpProtoUdp);
-    if (checksum::Fold(checksum::Add(sum, udp, udp_length)) != 0xffff) {
-      return ParseError::kUdpChecksum;
-    }
-  }
   if (udp_length < kUdpBytes + kBthBytes + kIcrcBytes) {
     return ParseError::kTooShort;
   }

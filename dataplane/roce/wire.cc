@@ -248,9 +248,8 @@ const char* ParseErrorName(ParseError error) {
   return "unknown";
 }
 
-ParseError ParseFrame(uint8_t* frame, uint32_t length, uint32_t ip_offset,
-                      uint32_t udp_offset, Packet* out) {
-  if (ip_offset < kIcrcLrhBytes) return ParseError::kBadOffsets;
+ParseError ParseIpUdp(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
+                      uint32_t udp_offset, uint32_t* ip_end_out) {
   if (ip_offset >= length) return ParseError::kTruncated;
   const uint8_t* ip = frame + ip_offset;
   const uint8_t version = ip[0] >> 4;
@@ -301,7 +300,23 @@ ParseError ParseFrame(uint8_t* frame, uint32_t length, uint32_t ip_offset,
                         udp, udp_length_in_ip)) != 0xffff) {
     return ParseError::kUdpChecksum;
   }
+  *ip_end_out = ip_end;
+  return ParseError::kNone;
+}
 
+ParseError ParseFrame(uint8_t* frame, uint32_t length, uint32_t ip_offset,
+                      uint32_t udp_offset, Packet* out) {
+  if (ip_offset < kIcrcLrhBytes) return ParseError::kBadOffsets;
+  uint32_t ip_end = 0;  // one past the IP datagram
+  if (ParseError error =
+          ParseIpUdp(frame, length, ip_offset, udp_offset, &ip_end);
+      error != ParseError::kNone) {
+    return error;
+  }
+  const uint8_t* ip = frame + ip_offset;
+  const uint8_t* udp = frame + udp_offset;
+  const uint8_t version = ip[0] >> 4;
+  const uint32_t udp_length_in_ip = ip_end - udp_offset;
   const uint32_t udp_payload = udp_length_in_ip - kUdpBytes;
   if (udp_payload < kBthBytes + kIcrcBytes) return ParseError::kTooShort;
   const uint32_t bth_offset = udp_offset + kUdpBytes;
@@ -354,7 +369,7 @@ ParseError ParseFrame(uint8_t* frame, uint32_t length, uint32_t ip_offset,
   }
   out->src_port = LoadBe16(udp);
   out->dst_port = kRoceUdpPort;
-  out->udp_checksum = udp_checksum;
+  out->udp_checksum = LoadBe16(udp + 6);
   out->bth = bth;
   LoadExtHeaders(frame + ext_offset, info.headers, &out->ext);
   out->info = &info;

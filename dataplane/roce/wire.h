@@ -237,6 +237,14 @@ struct Packet {
   uint8_t ecn() const { return traffic_class & 0x3; }
 };
 
+// ParseFrame's IP and UDP checks on their own (IP header, lengths, UDP
+// length, port 4791, the UDP checksum when nonzero), for every parser of
+// RoCEv2 frames (ParseFrame, ParseCnp in cnp.h), so that each refuses the
+// same frames for the same reasons. On kNone, *ip_end is one past the IP
+// datagram (Ethernet padding may follow). Reads only [frame, frame+length).
+ParseError ParseIpUdp(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
+                      uint32_t udp_offset, uint32_t* ip_end);
+
 // Checks and parses the RoCEv2 frame of `length` bytes whose IP header is at
 // `ip_offset` and UDP header at `udp_offset` (spinnic::ParseFrame in
 // dataplane/classifier.h finds them, VLAN tags included). Checks, in this
