@@ -6,6 +6,12 @@
 //
 //   spinnic-impair --port_a VDEV --port_b VDEV [flags] [-- EAL arguments]
 //
+// SIGUSR1 makes it stop polling both ports (frames stay where they are)
+// until SIGINT/SIGTERM: a test stops its appliances after that, so that
+// their memif disconnects never meet a burst in progress (DPDK 22.11's memif
+// can crash the side that survives a peer's disconnect while frames flow,
+// PLATFORM.md).
+//
 // Exit codes: 0 clean stop (SIGINT/SIGTERM or --duration_s), 2 bad flags
 // (one line on stderr naming the flag; nothing started), 1 a failure after
 // start (EAL, ports, stats file). docs/impair.md.
@@ -115,6 +121,8 @@ constexpr char kProgram[] = "spinnic-impair";
 
 std::atomic<int> g_signal{0};
 void OnSignal(int signal) { g_signal.store(signal); }
+std::atomic<bool> g_hold{false};
+void OnHold(int) { g_hold.store(true); }
 
 void Log(absl::string_view line) {
   std::printf("%s: %s\n", kProgram, std::string(line).c_str());
@@ -574,6 +582,7 @@ void ForwardUntilDone(const Settings& s, Direction (&dirs)[2], uint16_t out_cap,
   const uint64_t interval = static_cast<uint64_t>(s.stats_interval_s) * hz;
   uint64_t next_stats = interval > 0 ? start + interval : UINT64_MAX;
   std::vector<rte_mbuf*> rx(s.burst);
+  bool held = false;
   while (g_signal.load(std::memory_order_relaxed) == 0) {
     uint64_t now = rte_rdtsc();
     if (now >= end) break;
@@ -581,6 +590,12 @@ void ForwardUntilDone(const Settings& s, Direction (&dirs)[2], uint16_t out_cap,
       next_stats += interval;
       Log(CountersLine("A->B", dirs[0]));
       Log(CountersLine("B->A", dirs[1]));
+    }
+    if (g_hold.load(std::memory_order_relaxed)) [[unlikely]] {
+      if (!held) Log("SIGUSR1: holding (no polling) until stopped");
+      held = true;
+      rte_delay_us_sleep(1000);
+      continue;
     }
     for (Direction& d : dirs) {
       // Back-pressure: no RX in this direction while TX is behind.
@@ -667,6 +682,7 @@ int Run(int argc, char** argv) {
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  std::signal(SIGUSR1, OnHold);
 
   std::vector<std::string> eal_args = args->eal_args;
   if (eal_args.empty()) {
