@@ -115,9 +115,13 @@ fi
 if [[ $asan -eq 1 ]]; then
   step "build (./build-asan: address,undefined sanitizers)"
   # Only what the unit suite runs: the sanitizers slow the compiler down,
-  # and the rest of the tree is built and tested in ./build.
+  # and the rest of the tree is built and tested in ./build. -g1 (line
+  # tables and function names: what a sanitizer report needs, not the
+  # locals a debugger wants) compiles 20-30 % faster than -g here
+  # (control.pb.cc 36 against 45 s, config_loader.cc 14 against 20 s).
   if configure_tree "$REPO/build-asan" -Db_sanitize=address,undefined \
-      -Db_lundef=false -Dbench=false -Dintegration=false &&
+      -Db_lundef=false -Dbench=false -Dintegration=false \
+      -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1 &&
     unit_targets=$(suite_targets "$REPO/build-asan" unit) &&
     [[ -n $unit_targets ]] &&
     # shellcheck disable=SC2086  # one target a word
