@@ -536,7 +536,7 @@ TEST_F(DiadDataplaneTest, BadAccessesWriteNothingAndSayWhy) {
 // forged request is served, no byte outside the legitimate writes changes,
 // every legitimate write lands, and every refusal is counted by its reason.
 // SPINNIC_HOSTILE_REQUESTS sets how many (20,000 by default;
-// docs/testing.md runs 10^6).
+// docs/testing.md has the 10^6 command).
 TEST_F(DiadDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
   const char* env = std::getenv("SPINNIC_HOSTILE_REQUESTS");
   const uint64_t forged =
