@@ -86,6 +86,9 @@ class SpinnicService final : public v1::Spinnic::Service {
   absl::Mutex mu_;
   // What each installed handler was installed with (read back = written).
   std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
+  // And the regions it was installed with (InstallHandlerRequest's
+  // bound_regions), for those installed with some.
+  std::map<std::string, v1::BoundRegions> bound_regions_ ABSL_GUARDED_BY(mu_);
   EventHub events_;
   std::vector<std::unique_ptr<FeatureService>> features_;
 };
