@@ -79,6 +79,7 @@ grpc::Status SpinnicService::InstallHandler(
       dataplane_->InstallEctx(*converted, request->replace());
   if (!id.ok()) return ToGrpc(id.status());
   installed_[request->handler().name()] = request->handler();
+  bound_regions_[request->handler().name()] = converted->bound_regions;
   response->set_id(*id);
   return grpc::Status::OK;
 }
@@ -90,6 +91,7 @@ grpc::Status SpinnicService::RemoveHandler(
   absl::Status removed = dataplane_->RemoveEctx(request->name());
   if (!removed.ok()) return ToGrpc(removed);
   installed_.erase(request->name());
+  bound_regions_.erase(request->name());
   return grpc::Status::OK;
 }
 
