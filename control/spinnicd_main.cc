@@ -136,7 +136,7 @@ void Reload(SpinnicService& service, const std::string& config_path) {
   std::string text;
   std::string source = config_path;
   if (config_path.empty()) {
-    text = DefaultConfigText();
+    text = std::string(DefaultConfigText());
     source = std::string(kDefaultConfigSourceName);
   } else {
     std::ifstream file(config_path);

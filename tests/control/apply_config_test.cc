@@ -7,7 +7,9 @@
 // a dry run changes nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,9 @@ class ApplyConfigTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(rig_, nullptr);
     // Every test starts from the same handlers: "a" counts the traffic's
-    // UDP flow, "b" sits on TCP (no traffic).
+    // UDP flow, "b" sits on TCP (no traffic), "w" is the witness: it takes
+    // the UDP frames "a" does not, so it counts a frame only if "a" was
+    // ever missing from the table the HPU used.
     absl::StatusOr<v1::ApplyConfigResponse> applied = Apply(First());
     ASSERT_TRUE(applied.ok()) << applied.status();
   }
@@ -83,10 +87,16 @@ class ApplyConfigTest : public ::testing::Test {
         priority: 2
         match { ip_proto: 6 }
       }
+      handlers {
+        name: "w"
+        kind: "count"
+        priority: 9
+        match { ip_proto: 17 }
+      }
     )pb");
   }
 
-  // "a" replaced with other params, "b" removed, "c" added.
+  // "a" replaced with other params, "b" removed, "c" added; "w" stays.
   static v1::Config Second() {
     return WithHandlers(R"pb(
       handlers {
@@ -104,6 +114,12 @@ class ApplyConfigTest : public ::testing::Test {
         name: "c"
         kind: "count"
         priority: 3
+        match { ip_proto: 6 }
+      }
+      handlers {
+        name: "w"
+        kind: "count"
+        priority: 9
         match { ip_proto: 17 }
       }
     )pb");
@@ -221,8 +237,13 @@ TEST_F(ApplyConfigTest, ApplyUnderLoadLosesNoFrame) {
   // the last apply, by destination port (bucket 4001 % 4 = 1).
   absl::StatusOr<v1::ListHandlersResponse> listed = client().ListHandlers();
   ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->stats_size(), 3);
   ASSERT_EQ(listed->stats(0).name(), "a");
   EXPECT_GT(listed->stats(0).packets(), 0u);
+  // Every replacement of "a" was atomic: the witness, installed throughout,
+  // never got a frame of the flow.
+  ASSERT_EQ(listed->stats(2).name(), "w");
+  EXPECT_EQ(listed->stats(2).packets(), 0u);
   absl::StatusOr<std::string> bucket1 = client().ReadHandlerState("a", 16, 8);
   ASSERT_TRUE(bucket1.ok()) << bucket1.status();
   uint64_t bucket1_packets = 0;
@@ -253,12 +274,17 @@ TEST_F(ApplyConfigTest, DryRunChangesNothing) {
 
 TEST_F(ApplyConfigTest, ParseErrorChangesNothing) {
   const v1::Config before = Running();
-  absl::StatusOr<v1::ApplyConfigResponse> r =
-      ApplyText(Text(Second()) + "handlers { name: \"d\" kind: count }\n",
-                false, "bad.textproto");
+  // The bad value is on the line after the printed config, column 28.
+  const std::string good = Text(Second());
+  const int bad_line =
+      static_cast<int>(std::count(good.begin(), good.end(), '\n')) + 1;
+  absl::StatusOr<v1::ApplyConfigResponse> r = ApplyText(
+      good + "handlers { name: \"d\" kind: count }\n", false, "bad.textproto");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(), "");
+  EXPECT_EQ(std::string(r.status().message()),
+            absl::StrCat("bad.textproto:", bad_line,
+                         ":28: Expected string, got: count"));
   ExpectRunning(before);
 }
 
@@ -266,10 +292,22 @@ TEST_F(ApplyConfigTest, ValidationErrorChangesNothing) {
   const v1::Config before = Running();
   v1::Config bad = Second();
   bad.mutable_handlers(1)->set_kind("no-such-kind");
-  absl::StatusOr<v1::ApplyConfigResponse> r = Apply(bad);
+  // The error points at the bad field: its line in the printed text.
+  const std::string text = Text(bad);
+  const size_t at = text.find("kind: \"no-such-kind\"");
+  const int line =
+      static_cast<int>(std::count(text.begin(), text.begin() + at, '\n')) + 1;
+  absl::StatusOr<v1::ApplyConfigResponse> r = ApplyText(text);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(), "");
+  EXPECT_EQ(std::string(r.status().message()),
+            absl::StrCat(
+                "test.textproto:", line,
+                ":3: handlers[1].kind: \"no-such-kind\" is not a compiled-in "
+                "handler kind; use one of: agg, bcast, bpf, capture, "
+                "cond_read, count, datatype, filter, kvs, naaice_function, "
+                "null, pingpong, raid_parity, reduce, reflect, stream_check, "
+                "xor_payload (spinnicd --list_handlers describes them)"));
   ExpectRunning(before);
 }
 
@@ -299,7 +337,13 @@ TEST_F(ApplyConfigTest, ARefusedChangeRollsBackTheOnesBeforeIt) {
   cap->set_kind("capture");
   absl::StatusOr<v1::ApplyConfigResponse> r = Apply(refused);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(r.status().message()),
+            "change 4 of 4, '+ handler cap (kind capture)', failed: handler "
+            "'cap': kind 'capture' needs 1 bound region(s), got 0; register a "
+            "region and list its id in bound_regions (spinctl install --bind "
+            "ID); the 3 change(s) before it were rolled back; nothing "
+            "changed");
   ExpectRunning(before);
   // "a" was put back as it was: it still counts the flow into one bucket.
   std::unique_ptr<Traffic> traffic = rig_->MakeTraffic();
