@@ -74,12 +74,15 @@ std::vector<Command> ConfigCommands() {
            {"dry-run", FlagType::kBool, "", "print the changes, apply nothing"},
            {"dry_run", FlagType::kBool, "", "the same as --dry-run"},
        },
-       "FILE is a spinnicd config (\"-\": stdin). Lines: '+ handler foo (kind "
-       "count)', '~ handler bar: params changed', '- peer c'. Changes to "
-       "anything else (ports, workers, addresses, EAL arguments, runtime, "
-       "the diad and roce sections) are refused as a whole, naming each "
-       "field; a change the dataplane refuses rolls back the ones before it. "
-       "Either way nothing changes and the exit code is 1. docs/reload.md.\n",
+       "FILE is a spinnicd config (\"-\": stdin). One line per change:\n"
+       "  + handler foo (kind count)\n"
+       "  ~ handler bar: params changed\n"
+       "  - peer c\n"
+       "Changes to anything else (ports, workers, addresses, EAL arguments,\n"
+       "runtime, the diad and roce sections) are refused as a whole, naming\n"
+       "each field; a change the dataplane refuses rolls back the ones before\n"
+       "it. Either way nothing changes and the exit code is 1.\n"
+       "docs/reload.md.\n",
        &RunApply},
       {"config",
        "show",
@@ -88,7 +91,8 @@ std::vector<Command> ConfigCommands() {
        "print the running config (the start config with the handlers and "
        "peers in effect now), in the config file's format",
        {},
-       "Apply its output later (spinctl apply) to come back to this state.\n",
+       "Apply its output later (spinctl apply) to come back to this state.\n"
+       "--json prints the spinnic.v1.Config as JSON.\n",
        &RunConfig},
   };
 }
