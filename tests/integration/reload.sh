@@ -3,8 +3,9 @@
 # on; no root). spinctl apply --dry-run lists the changes and changes
 # nothing; spinctl apply replaces a handler, adds one, removes one, adds and
 # removes DiAD peers; spinctl config show prints the result; SIGHUP re-reads
-# the --config file and applies it; a bad file on SIGHUP and a file that
-# changes a port's MTU change nothing and say why; spinnicd keeps running
+# the --config file and applies it; a bad file on SIGHUP, a file that
+# changes a port's MTU and one whose change the dataplane refuses (after
+# others were made) change nothing and say why; spinnicd keeps running
 # throughout and exits 0 on SIGTERM. docs/reload.md.
 #
 # usage: reload.sh SPINNICD SPINCTL
@@ -109,6 +110,17 @@ check "MTU change: exit 1" rc_is 1
 check "MTU change: names the field" \
   err_has 'FAILED_PRECONDITION: nothing applied: ports\[1\]\.mtu: 0 -> 9000 needs a restart of spinnicd'
 check "MTU change: handlers unchanged" handlers_are "a b"
+
+# A change the dataplane refuses (capture needs a bound region, which a file
+# cannot give) after a peer was added and a handler removed: both undone.
+write_config "$TMP/refused.textproto" "$SECOND_HANDLERS
+handlers { name: \"cap\" kind: \"capture\" priority: 5 }" "$SECOND_PEERS"
+sc apply "$TMP/refused.textproto"
+check "refused change: exit 1" rc_is 1
+check "refused change: names it and says the rest was rolled back" \
+  err_has "change 5 of 6, '\\+ handler cap \\(kind capture\\)', failed: .*; the 4 change\\(s\\) before it were rolled back; nothing changed"
+check "refused change: handlers unchanged" handlers_are "a b"
+check "refused change: peers unchanged" peers_are "b"
 
 sc apply "$TMP/missing.textproto"
 check "missing file: usage error (2)" rc_is 2
