@@ -79,11 +79,12 @@ grpc::Status SpinnicService::InstallHandler(
       dataplane_->InstallEctx(*converted, request->replace());
   if (!id.ok()) return ToGrpc(id.status());
   installed_[request->handler().name()] = request->handler();
-  if (request->bound_regions().empty()) {
+  // Kept for ListHandlers (a fleet rollback reinstalls with them) and for a
+  // reload that replaces or restores the handler.
+  if (converted->bound_regions.empty()) {
     bound_regions_.erase(request->handler().name());
   } else {
-    *bound_regions_[request->handler().name()].mutable_ids() =
-        request->bound_regions();
+    bound_regions_[request->handler().name()] = converted->bound_regions;
   }
   response->set_id(*id);
   return grpc::Status::OK;
@@ -110,7 +111,8 @@ grpc::Status SpinnicService::ListHandlers(grpc::ServerContext*,
     if (it != installed_.end()) *response->add_handlers() = it->second;
     auto bound = bound_regions_.find(e.name);
     if (bound != bound_regions_.end()) {
-      (*response->mutable_bound_regions())[e.name] = bound->second;
+      (*response->mutable_bound_regions())[e.name].mutable_ids()->Add(
+          bound->second.begin(), bound->second.end());
     }
     FillHandlerStats(e, response->add_stats());
   }

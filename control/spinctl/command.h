@@ -80,6 +80,8 @@ std::vector<Command> RegionCommands();
 std::vector<Command> StatsCommands();
 std::vector<Command> DiadCommands();
 std::vector<Command> RoceCommands();
+// Hitless reload: apply, config show (config_commands.cc).
+std::vector<Command> ConfigCommands();
 // Offline: decodes a capture, never connects (decode_command.cc).
 std::vector<Command> DecodeCommands();
 // Offline: checks an eBPF handler program (bpf_command.cc).
