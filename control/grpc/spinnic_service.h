@@ -68,6 +68,13 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status WatchEvents(grpc::ServerContext* context,
                            const v1::WatchEventsRequest* request,
                            grpc::ServerWriter<v1::Event>* writer) override;
+  // log_rpcs.cc
+  grpc::Status SetLogLevel(grpc::ServerContext*,
+                           const v1::SetLogLevelRequest* request,
+                           v1::SetLogLevelResponse* response) override;
+  grpc::Status ListLogLevels(grpc::ServerContext*,
+                             const v1::ListLogLevelsRequest* request,
+                             v1::ListLogLevelsResponse* response) override;
   // The features' services (feature_services.cc), for the server to
   // register beside this one.
   const std::vector<std::unique_ptr<FeatureService>>& features() const {
