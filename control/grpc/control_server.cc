@@ -113,6 +113,31 @@ absl::StatusOr<std::string> ReadPem(absl::string_view flag,
   return pem;
 }
 
+// The socket's directory exists or can be made, by reading only: the
+// nearest existing ancestor must be a directory spinnicd may write, so that
+// a bad --control_socket stops spinnicd before anything starts.
+absl::Status CheckSocketDirectory(const std::string& socket) {
+  if (socket.empty()) return absl::OkStatus();
+  std::filesystem::path directory = std::filesystem::path(socket).parent_path();
+  if (directory.empty()) directory = ".";
+  std::error_code error;
+  while (!std::filesystem::exists(directory, error) &&
+         directory.has_parent_path() && directory != directory.parent_path()) {
+    directory = directory.parent_path();
+  }
+  const bool is_directory = std::filesystem::is_directory(directory, error);
+  if (!is_directory || access(directory.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--control_socket: cannot create ", socket, ": ", directory.string(),
+        is_directory ? absl::StrCat(" is not writable by spinnicd (",
+                                    std::strerror(errno), ")")
+                     : " is not a directory",
+        "; pass --control_socket with a path in a directory spinnicd's user "
+        "may write, or create that directory for it"));
+  }
+  return absl::OkStatus();
+}
+
 // Everything ValidateControlServerOptions checks; returns the PEM contents
 // so that Start reads each file once.
 absl::StatusOr<TlsMaterial> CheckOptions(const ControlServerOptions& options) {
@@ -136,6 +161,10 @@ absl::StatusOr<TlsMaterial> CheckOptions(const ControlServerOptions& options) {
         "--control_socket: '", options.unix_socket, "' is longer than ",
         sizeof(sockaddr_un{}.sun_path) - 1,
         " bytes, the limit of a Unix socket path; choose a shorter path"));
+  }
+  if (absl::Status status = CheckSocketDirectory(options.unix_socket);
+      !status.ok()) {
+    return status;
   }
   const bool any_tls = !options.tls_cert_file.empty() ||
                        !options.tls_key_file.empty() ||
