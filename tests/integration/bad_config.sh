@@ -5,7 +5,9 @@
 # starts nothing: no EAL (no EAL log lines, no runtime directory for its
 # --file-prefix), no network namespace or interface created or removed.
 # Each broken file differs from a valid one (accepted by --check_config) in
-# one place. Needs no root: nothing is started.
+# one place. Needs no root: nothing is started. At the end, mistakes of the
+# host (no hugepages, a PCI port not probed, a control socket that cannot be
+# made): each a non-zero exit with one line naming the cause and the fix.
 #
 # usage: bad_config.sh SPINNICD
 # shellcheck disable=SC2034  # used by lib.sh
