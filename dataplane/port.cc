@@ -159,12 +159,12 @@ absl::StatusOr<Port> Port::Open(const PortConfig& config,
   }
   rc = rte_eth_dev_start(port.port_id_);
   if (rc != 0) {
-    return PortError(config,
-                     absl::StrCat("cannot start ethdev ", port.port_id_,
-                                  " (the driver's log lines above say why; "
-                                  "check the device, a vdev's arguments, "
-                                  "the port's queues and mtu)"),
-                     rc);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "port '", config.name, "': cannot start ethdev ", port.port_id_, ": ",
+        rte_strerror(-rc),
+        "; the driver's log lines above say why: check the device, a vdev's "
+        "arguments (a memif client needs its server's socket) and the "
+        "port's queues and mtu"));
   }
   if (config.promiscuous) {
     // Some virtual devices have no such mode and pass everything anyway.

@@ -132,7 +132,7 @@ host() {
   shift 4
   timeout 30 "$SPINNICD" --config "$config" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null
   rc=$?
-  log "$name: exit $rc, stderr: $(grep -v 'EAL arguments' "$TMP/$name.err" | head -n 1)"
+  log "$name: exit $rc, last line on stderr: $(tail -n 1 "$TMP/$name.err")"
   check "$name: exit status $want" test "$rc" = "$want"
   check "$name: the error names the cause and the fix" grep -Eq -- "$pattern" "$TMP/$name.err"
   check "$name: nothing on stdout" test ! -s "$TMP/$name.out"
@@ -171,6 +171,20 @@ EOF
 host pci 1 "port 'wire0': .*no PCI device 0000:ff:1f.7 .*dpdk-devbind.py" \
   "$TMP/pci.textproto" --control_socket=
 # The EAL ran here: its runtime directory is the only trace.
+runtime_dirs | while read -r dir; do rm -rf "$dir"; done
+
+# A port the driver will not start: a memif client whose server socket is
+# not there. Names the port and the errno text.
+cat >"$TMP/start.textproto" <<EOF
+eal_args: ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", "$FILE_PREFIX"]
+ports { name: "wire0" vdev: "net_memif0,role=client,socket=$TMP/nodir/m.sock" role: PORT_ROLE_WIRE }
+ports { name: "host0" vdev: "net_null0" role: PORT_ROLE_HOST }
+port_pairs { a: "wire0" b: "host0" }
+workers: [1]
+main_lcore: 0
+EOF
+host start 1 "^spinnicd: port 'wire0': cannot start ethdev [0-9]+: Operation not permitted; the driver's log lines above say why" \
+  "$TMP/start.textproto" --control_socket=
 runtime_dirs | while read -r dir; do rm -rf "$dir"; done
 
 it_finish
