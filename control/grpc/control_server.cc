@@ -125,6 +125,8 @@ absl::Status CheckSocketDirectory(const std::string& socket) {
          directory.has_parent_path() && directory != directory.parent_path()) {
     directory = directory.parent_path();
   }
+  // A relative path none of whose directories exists yet.
+  if (!std::filesystem::exists(directory, error)) directory = ".";
   const bool is_directory = std::filesystem::is_directory(directory, error);
   if (!is_directory || access(directory.c_str(), W_OK | X_OK) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
