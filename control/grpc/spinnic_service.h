@@ -95,6 +95,13 @@ class SpinnicService final : public v1::Spinnic::Service {
     overrides_ = std::move(overrides);
   }
 
+  // log_rpcs.cc
+  grpc::Status SetLogLevel(grpc::ServerContext*,
+                           const v1::SetLogLevelRequest* request,
+                           v1::SetLogLevelResponse* response) override;
+  grpc::Status ListLogLevels(grpc::ServerContext*,
+                             const v1::ListLogLevelsRequest* request,
+                             v1::ListLogLevelsResponse* response) override;
   // The features' services (feature_services.cc), for the server to
   // register beside this one.
   const std::vector<std::unique_ptr<FeatureService>>& features() const {
