@@ -85,7 +85,10 @@ unit_check() {
   local d
   unit=
   for d in lib usr/lib usr/local/lib; do
-    [[ -f $root/$d/systemd/system/spinnicd.service ]] && unit=$root/$d/systemd/system/spinnicd.service
+    if [[ -f $root/$d/systemd/system/spinnicd.service ]]; then
+      unit=$root/$d/systemd/system/spinnicd.service
+      break
+    fi
   done
   [[ -n $unit ]] || die "no spinnicd.service installed under $root ({,usr/,usr/local/}lib/systemd/system)"
   exec_path=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit")
@@ -207,6 +210,8 @@ bind() {
   mounts+=("$root$1")
 }
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+# The root's apt runs as root: its _apt user cannot read a temp dir's files.
+APT=(apt-get -q -o APT::Sandbox::User=root)
 
 base=$CACHE/bookworm-minbase.tar.gz
 start=$(date +%s)
@@ -236,9 +241,9 @@ say "root ready after $(($(date +%s) - start)) s"
 
 cp "$deb" "$root/tmp/"
 start=$(date +%s)
-in_root apt-get -q update >/dev/null
+in_root "${APT[@]}" update >/dev/null
 # man-db for `man -w`; the package brings everything else.
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+in_root env DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y \
   "/tmp/$(basename "$deb")" man-db >"$root/tmp/install.log" 2>&1 || {
   tail -30 "$root/tmp/install.log" >&2
   die "apt-get install of $(basename "$deb") in the clean root failed"
