@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
 
 namespace spinnic::spinctl {
 namespace {
@@ -175,6 +176,56 @@ class RemoveChange : public HandlerChange {
   v1::InstallHandlerRequest previous_;
 };
 
+class ApplyHandlersChange : public HandlerChange {
+ public:
+  ApplyHandlersChange(const v1::Config& handlers, std::string source_name,
+                      ClientOptions options)
+      : HandlerChange(std::move(options)),
+        handlers_(handlers),
+        source_name_(std::move(source_name)) {}
+
+  absl::StatusOr<std::string> Apply() override {
+    if (absl::Status s = Connect(); !s.ok()) return s;
+    absl::StatusOr<v1::GetRunningConfigResponse> running =
+        client_->GetRunningConfig();
+    if (!running.ok()) return running.status();
+    before_text_ = running->config_text();
+    v1::Config wanted = running->config();
+    *wanted.mutable_handlers() = handlers_.handlers();
+    v1::ApplyConfigRequest request;
+    if (!google::protobuf::TextFormat::PrintToString(
+            wanted, request.mutable_config_text())) {
+      return absl::InternalError("cannot print the config to apply");
+    }
+    request.set_source_name(
+        absl::StrCat(source_name_, " (its handlers on the running config)"));
+    absl::StatusOr<v1::ApplyConfigResponse> applied =
+        client_->ApplyConfig(request);
+    if (!applied.ok()) return MaybeUnknownOutcome(applied.status());
+    changes_ = applied->changes_size();
+    return changes_ == 0 ? std::string("no changes: already as the file says")
+                         : absl::StrCat("applied ", changes_, " change(s)");
+  }
+
+  absl::StatusOr<std::string> Rollback() override {
+    if (changes_ == 0) return std::string("no changes, nothing to undo");
+    v1::ApplyConfigRequest request;
+    request.set_config_text(before_text_);
+    request.set_source_name("the running config before the rollout");
+    absl::StatusOr<v1::ApplyConfigResponse> restored =
+        client_->ApplyConfig(request);
+    if (!restored.ok()) return restored.status();
+    return absl::StrCat("applied ", changes_,
+                        " change(s), then the running config before restored");
+  }
+
+ private:
+  v1::Config handlers_;
+  std::string source_name_;
+  std::string before_text_;
+  int changes_ = 0;
+};
+
 }  // namespace
 
 ClientOptions TargetClientOptions(const v1::FleetTarget& target,
@@ -221,6 +272,15 @@ ChangeFactory RemoveChanges(std::string name, ClientOptions defaults) {
           defaults = std::move(defaults)](const v1::FleetTarget& target) {
     return std::make_unique<RemoveChange>(
         name, TargetClientOptions(target, defaults));
+  };
+}
+
+ChangeFactory ApplyHandlersChanges(v1::Config handlers, std::string source_name,
+                                   ClientOptions defaults) {
+  return [handlers = std::move(handlers), source_name = std::move(source_name),
+          defaults = std::move(defaults)](const v1::FleetTarget& target) {
+    return std::make_unique<ApplyHandlersChange>(
+        handlers, source_name, TargetClientOptions(target, defaults));
   };
 }
 

@@ -7,6 +7,9 @@
 //                   (replace)                      RemoveHandler if none was
 //   remove   apply: ListHandlers (keep the   undo: InstallHandler of the kept
 //                   spec), RemoveHandler           spec
+//   apply    apply: GetRunningConfig (keep   undo: ApplyConfig of the kept
+//                   it), ApplyConfig of it          running config
+//                   with the file's handlers
 //
 // The kept spec is ListHandlers' HandlerInstall with its bound_regions: the
 // whole install request. What a reinstall cannot bring back is said in
@@ -37,6 +40,13 @@ ChangeFactory InstallChanges(v1::InstallHandlerRequest request,
 ChangeFactory ReplaceChanges(v1::InstallHandlerRequest request,
                              ClientOptions defaults);
 ChangeFactory RemoveChanges(std::string name, ClientOptions defaults);
+// `handlers` (a config file's handler list) become each appliance's
+// handlers: its running config with its handlers replaced by these is
+// applied (ApplyConfig: all or nothing, without losing a frame). Ports,
+// addresses and DiAD peers differ per appliance and stay as they run.
+// `source_name` names the file in the appliances' errors.
+ChangeFactory ApplyHandlersChanges(v1::Config handlers, std::string source_name,
+                                   ClientOptions defaults);
 
 }  // namespace spinnic::spinctl
 

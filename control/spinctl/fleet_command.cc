@@ -82,13 +82,39 @@ int RunFleetRemove(Env& env, const ParsedArgs& args) {
                     RemoveChanges(args.positional[0], env.options()));
 }
 
+// The fleet-wide part of a config file: its handlers. Anything else in it
+// (ports, addresses, DiAD peers, ...) is per appliance, so a file that sets
+// it is refused rather than silently ignored.
+int RunFleetApply(Env& env, const ParsedArgs& args) {
+  const std::string& path = args.positional[0];
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return env.UsageError(text.status());
+  v1::Config file;
+  if (absl::Status s = ParseTextProto(path, *text, &file); !s.ok()) {
+    return env.UsageError(s);
+  }
+  v1::Config rest = file;
+  rest.clear_handlers();
+  if (rest.ByteSizeLong() != 0) {
+    return env.UsageError(absl::StrCat(
+        path,
+        " sets more than handlers; in fleet mode apply rolls out only the "
+        "handlers (ports, addresses and DiAD peers differ per appliance): "
+        "keep only `handlers { ... }` entries in it, or run spinctl apply "
+        "on each appliance"));
+  }
+  return RunRollout(env, args, "apply",
+                    ApplyHandlersChanges(std::move(file), path, env.options()));
+}
+
 constexpr absl::string_view kRolloutDetails =
     "Waves: with --canary N the first N appliances of the targets file, then\n"
     "the rest in file order, --wave_size M at a time (0: all at once). The\n"
     "first failure stops the rollout: no further appliance is started, and\n"
     "every appliance already changed is rolled back (install: removed again;\n"
     "replace: the previous spec installed again, or removed if there was\n"
-    "none; remove: reinstalled from the spec ListHandlers gave before). The\n"
+    "none; remove: reinstalled from the spec ListHandlers gave before;\n"
+    "apply: the running config read before applied again). The\n"
     "table (or --json, a spinnic.v1.FleetReport) has a row per appliance:\n"
     "TARGET WAVE RESULT (ok, failed, rolled-back, rollback-failed, not-run)\n"
     "DETAIL MS. Exit 0 when every appliance is ok, else 1. --timeout_ms is\n"
@@ -113,6 +139,10 @@ std::vector<Command> FleetCommands() {
       {"remove", "NAME", 1, 1,
        "remove a handler from every appliance, in waves", RolloutFlags(),
        kRolloutDetails, RunFleetRemove},
+      {"apply", "FILE", 1, 1,
+       "make FILE's handlers (a config file holding only handlers { ... }) "
+       "the handlers of every appliance, all or nothing on each, in waves",
+       RolloutFlags(), kRolloutDetails, RunFleetApply},
   };
 }
 

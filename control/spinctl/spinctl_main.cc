@@ -211,7 +211,7 @@ int Main(const std::vector<std::string>& argv) {
     return TopUsageError(
         fleet ? absl::StrCat("'", name,
                              "' has no fleet mode: --targets works with "
-                             "install, replace and remove")
+                             "install, replace, remove and apply")
               : absl::StrCat("unknown command '", name, "'"));
   }
 

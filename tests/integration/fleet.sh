@@ -13,6 +13,9 @@
 #      match, priority, bound region).
 #   4. replace with a fourth target that cannot be reached: the three
 #      changed get their previous spec back; the fourth's row says why.
+#   4b. apply of a handlers-only config file: with the unreachable fourth
+#      target every appliance's handlers come back as they were; on the three
+#      it makes the file's handlers theirs; a file with ports is refused.
 #   5. usage errors: --targets after the command, with --socket, with a
 #      command that has no fleet mode, a bad targets file.
 #
@@ -156,6 +159,34 @@ check "replace on three: exit 0, all ok" eval 'rc_is 0 && row a 1 ok && row b 1 
 on b --json handlers
 check "replace: node-b's fc has the new match" py '[h["match"]["ip_proto"] for h in d["handlers"] if h["name"] == "fc"] == [17]'
 
+# --- 4b. apply: the file's handlers become every appliance's ---------------------
+cat >"$TMP/handlers.textproto" <<'EOF2'
+handlers { name: "fc" kind: "count" match { ip_proto: 17 } }
+handlers { name: "fa" kind: "count" match { ip_proto: 6 } priority: 3 }
+EOF2
+for x in "${NAMES[@]}"; do specs "$x" "$TMP/before4b-$x.json"; done
+"$SPINCTL" --targets "$TMP/targets4.textproto" --timeout_ms 3000 apply "$TMP/handlers.textproto" \
+  --wave_size 3 >"$TMP/cmd.out" 2>"$TMP/cmd.err" </dev/null
+RC=$?
+check "apply with node-d unreachable: exit 1" rc_is 1
+check "apply: node-a..c rolled back to the running config before, node-d failed" eval \
+  'row a 1 "rolled-back +applied [0-9]+ change\(s\), then the running config before restored" && row b 1 rolled-back && row c 1 rolled-back && row d 2 "failed +UNAVAILABLE"'
+for x in "${NAMES[@]}"; do
+  specs "$x" "$TMP/after4b-$x.json"
+  check "apply rolled back: node-$x's handlers are as before" same "$TMP/before4b-$x.json" "$TMP/after4b-$x.json"
+done
+fl apply "$TMP/handlers.textproto" --canary 1
+check "apply on three: exit 0, all ok" eval 'rc_is 0 && row a 1 "ok +applied 1 change" && row b 2 ok && row c 2 "ok +applied 2 change"'
+on c --json handlers
+check "apply: node-c runs exactly fc and fa (its own f2 removed)" \
+  py 'sorted(h["name"] for h in d["handlers"]) == ["fa", "fc"]'
+fl apply "$TMP/handlers.textproto"
+check "apply again: exit 0, no changes anywhere" eval 'rc_is 0 && row a 1 "ok +no changes"'
+printf 'ports { name: "x" }\n%s\n' "$(cat "$TMP/handlers.textproto")" >"$TMP/ports.textproto"
+fl apply "$TMP/ports.textproto"
+check "apply of a file with ports: exit 2, says only handlers roll out" eval \
+  'rc_is 2 && err_has "sets more than handlers"'
+
 # --- 5. usage errors (no server needed) --------------------------------------
 sc install --name x --kind count --targets "$TARGETS"
 check "--targets after the command: exit 2, says where it goes" eval \
@@ -165,7 +196,7 @@ RC=$?
 check "--targets with --socket: exit 2" eval 'rc_is 2 && err_has "do not combine with --targets"'
 fl handlers
 check "--targets handlers: exit 2, names the fleet commands" eval \
-  'rc_is 2 && err_has "has no fleet mode: --targets works with install, replace and remove"'
+  'rc_is 2 && err_has "has no fleet mode: --targets works with install, replace, remove and apply"'
 echo 'targets { name: "x" }' >"$TMP/bad.textproto"
 "$SPINCTL" --targets "$TMP/bad.textproto" remove fc >"$TMP/cmd.out" 2>"$TMP/cmd.err"
 RC=$?
