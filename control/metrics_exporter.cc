@@ -12,6 +12,7 @@
 #include "control/grpc/control_server.h"
 #include "dataplane/classifier.h"
 #include "dataplane/diad/diad_module.h"
+#include "dataplane/latency_histogram.h"
 #include "dataplane/roce/roce_module.h"
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
@@ -87,6 +88,26 @@ class Family {
     inf.upper_bound = std::numeric_limits<double>::infinity();
     inf.cumulative_count = count;
     m.histogram.bucket.push_back(inf);
+    family_.metric.push_back(std::move(m));
+  }
+  // A latency distribution in seconds, its buckets cumulative as
+  // Prometheus wants them.
+  void AddLatencyHistogram(Labels labels, const LatencyHistogramStats& h) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < LatencyHistogram::kBuckets; ++b) {
+      cumulative += h.counts[b];
+      ClientMetric::Bucket bucket;
+      bucket.upper_bound =
+          b + 1 < LatencyHistogram::kBuckets
+              ? static_cast<double>(LatencyHistogram::UpperBoundNs(b)) * 1e-9
+              : std::numeric_limits<double>::infinity();
+      bucket.cumulative_count = cumulative;
+      m.histogram.bucket.push_back(bucket);
+    }
+    m.histogram.sample_count = cumulative;
+    m.histogram.sample_sum = static_cast<double>(h.sum_ns) * 1e-9;
     family_.metric.push_back(std::move(m));
   }
 
@@ -295,6 +316,14 @@ void AddTransports(const StatsSnapshot& s, std::vector<MetricFamily>* out) {
                             t.name, ".md), summed over HPUs"),
                MetricType::Counter);
       for (auto& [labels, value] : samples) f.Add(std::move(labels), value);
+    }
+    // spinnic_<transport>_<name>_seconds: "rtt", the round-trip samples.
+    for (const auto& [name, histogram] : t.histograms) {
+      Family f(out, absl::StrCat("spinnic_", t.name, "_", name, "_seconds"),
+               absl::StrCat("The ", t.name, " transport's ", name,
+                            " samples in seconds, summed over HPUs"),
+               MetricType::Histogram);
+      f.AddLatencyHistogram({}, histogram);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dataplane/classifier.h"
+#include "dataplane/latency_histogram.h"
 
 namespace spinnic {
 
@@ -74,6 +75,9 @@ struct TransportStats {
   std::string name;  // TransportModule::name(): "diad", "roce"
   bool enabled = false;
   std::vector<std::pair<std::string, uint64_t>> counters;
+  // Latency distributions by name ("rtt": the round-trip samples the
+  // transport's timers learn from), summed over HPUs.
+  std::vector<std::pair<std::string, LatencyHistogramStats>> histograms;
 };
 
 // One HPU's share of a port's counters: per RX/TX queue when the port has

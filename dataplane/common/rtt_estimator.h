@@ -50,6 +50,7 @@ class RttEstimator {
       rttvar_ns_ = (3 * rttvar_ns_ + err) / 4;
       srtt_ns_ = (7 * srtt_ns_ + r) / 8;
     }
+    last_sample_ns_ = r;
     ++samples_;
   }
 
@@ -64,11 +65,14 @@ class RttEstimator {
   uint64_t srtt_ns() const { return srtt_ns_; }
   uint64_t rttvar_ns() const { return rttvar_ns_; }
   uint64_t samples() const { return samples_; }
+  // The newest sample as taken (clamped), 0 before any.
+  uint64_t last_sample_ns() const { return last_sample_ns_; }
   // Forgets every sample (a new session, possibly over another path).
   void Reset() {
     srtt_ns_ = 0;
     rttvar_ns_ = 0;
     samples_ = 0;
+    last_sample_ns_ = 0;
   }
 
  private:
@@ -78,6 +82,7 @@ class RttEstimator {
   uint64_t granularity_ns_ = 0;
   uint64_t srtt_ns_ = 0;
   uint64_t rttvar_ns_ = 0;
+  uint64_t last_sample_ns_ = 0;
   uint64_t samples_ = 0;
 };
 

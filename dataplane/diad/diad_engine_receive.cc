@@ -340,6 +340,9 @@ void DiadEngine::NoteRtt(Channel& ch, uint64_t samples_before,
   const uint64_t samples = ch.tx.rtt().samples() - samples_before;
   if (samples != 0) {
     counters_.rtt_samples.Add(samples);
+    // An ACK gives at most one sample (the newest packet it releases); were
+    // there more since samples_before, they would count at the newest value.
+    counters_.rtt.Record(ch.tx.rtt().last_sample_ns(), samples);
     pc.rtt_samples.Add(samples);
     pc.srtt_ns.store(ch.tx.rtt().srtt_ns(), std::memory_order_relaxed);
     pc.rto_ns.store(ch.tx.base_rto_ns(), std::memory_order_relaxed);

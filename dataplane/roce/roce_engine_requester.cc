@@ -124,8 +124,15 @@ void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
     return;
   }
   Placement placement;
+  const uint64_t samples_before = qp.requester->counters().rtt_samples;
   const ResponseVerdict verdict = qp.requester->OnResponse(
       ResponsePacketOf(p), clock::NowNanos(), &placement);
+  // A response gives at most one sample (the timed PSN acknowledged).
+  if (const uint64_t samples =
+          qp.requester->counters().rtt_samples - samples_before;
+      samples != 0) [[unlikely]] {
+    counters_.rtt.Record(qp.requester->rtt().last_sample_ns(), samples);
+  }
   if (verdict == ResponseVerdict::kReadData && placement.length != 0) {
     // The local bytes of a READ: inside the pinned region it was posted
     // with (the requester checked the length against the WR).

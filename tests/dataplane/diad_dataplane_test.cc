@@ -1947,6 +1947,23 @@ TEST_F(DiadDataplaneTest, AdaptiveTimeoutMeasuresTheRoundTrip) {
     EXPECT_TRUE(result.status.ok()) << result.status;
   }
   EXPECT_GT(DiadCounter(dataplane(), "rtt_samples"), 0u);
+  // Every sample is in the round-trip histogram, in a bucket that bounds
+  // the smoothed estimate's order of magnitude (spinnic_diad_rtt_seconds).
+  {
+    StatsSnapshot stats = dataplane().Snapshot();
+    const TransportStats& diad = stats.transport("diad");
+    ASSERT_EQ(diad.histograms.size(), 1u);
+    EXPECT_EQ(diad.histograms[0].first, "rtt");
+    const LatencyHistogramStats& rtt = diad.histograms[0].second;
+    uint64_t samples = 0;
+    for (const auto& [name, value] : diad.counters) {
+      if (name == "rtt_samples") samples = value;
+    }
+    EXPECT_EQ(rtt.total(), samples);
+    EXPECT_GT(rtt.sum_ns, 0u);
+    EXPECT_EQ(rtt.counts[LatencyHistogram::kBuckets - 1], 0u)
+        << "a round trip above 4 s on a ring";
+  }
   std::vector<PeerInfo> peers =
       dataplane().transport<diad::DiadModule>()->ListPeers();
   ASSERT_EQ(peers.size(), 1u);

@@ -176,6 +176,10 @@ def compare(samples, s1, s2):
             else:
                 metric = get(f"spinnic_{transport}_{name}_total")
             between(f"{transport} {name}", metric, c["value"], after[name])
+            if name == "rtt_samples":
+                between(f"{transport} rtt histogram count",
+                        get(f"spinnic_{transport}_rtt_seconds_count"),
+                        c["value"], after[name])
     return problems, checked, exact
 
 
