@@ -77,6 +77,8 @@ std::vector<Command> RegionCommands();
 std::vector<Command> StatsCommands();
 std::vector<Command> DiadCommands();
 std::vector<Command> RoceCommands();
+// Streams a port's frames into a pcapng file (capture_command.cc).
+std::vector<Command> CaptureCommands();
 // Offline: decodes a capture, never connects (decode_command.cc).
 std::vector<Command> DecodeCommands();
 // Offline: checks an eBPF handler program (bpf_command.cc).

@@ -50,7 +50,7 @@ std::vector<Command> AllCommands() {
   std::vector<Command> all;
   for (auto* group :
        {&HandlerCommands, &RegionCommands, &DiadCommands, &RoceCommands,
-        &StatsCommands, &DecodeCommands, &BpfCommands}) {
+        &StatsCommands, &CaptureCommands, &DecodeCommands, &BpfCommands}) {
     for (Command& c : group()) all.push_back(std::move(c));
   }
   return all;
