@@ -2,7 +2,9 @@
 // EAL, the ports and the HPU lcores, prints counters while it runs, and on
 // SIGINT/SIGTERM (or after runtime.duration_s) stops the workers, drains and
 // closes the ports and prints the final counters. SIGUSR1 prints them at
-// once; DPDK telemetry serves them too (dataplane/telemetry.h).
+// once; DPDK telemetry serves them too (dataplane/telemetry.h). SIGHUP
+// re-reads the --config file and applies what can change live (handlers,
+// DiAD peers), all or nothing, as spinctl apply does (docs/reload.md).
 //
 // Exit codes: 0 clean stop, 2 bad config or flags (nothing started), 1 a
 // failure after the config was accepted (EAL, ports).
@@ -11,12 +13,17 @@
 #include <rte_version.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +43,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "control/config_loader.h"
+#include "control/default_config.h"
 #include "control/grpc/control_server.h"
 #include "control/memif_socket.h"
 #include "control/metrics_exporter.h"
@@ -106,9 +114,11 @@ constexpr int kExitFailure = 1;
 
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_print_stats{false};
+std::atomic<bool> g_reload{false};
 
 void OnSignal(int signal) { g_signal.store(signal); }
 void OnPrintStats(int) { g_print_stats.store(true); }
+void OnReload(int) { g_reload.store(true); }
 
 // What spinnicd is doing, for the operator: rte_log (stderr, and syslog once
 // the EAL runs). Counters and --check_config's verdict are output (stdout).
@@ -117,6 +127,45 @@ void Log(absl::string_view line) {
 }
 void LogError(absl::string_view line) {
   SPINNIC_LOG(ERR, control, "spinnicd: %s", std::string(line).c_str());
+}
+
+// SIGHUP: the config file again, through ApplyConfig's code. One line in
+// the log either way; spinnicd keeps running with what it had when the
+// file is unreadable, bad, or changes what needs a restart.
+void Reload(SpinnicService& service, const std::string& config_path) {
+  std::string text;
+  std::string source = config_path;
+  if (config_path.empty()) {
+    text = std::string(DefaultConfigText());
+    source = std::string(kDefaultConfigSourceName);
+  } else {
+    std::ifstream file(config_path);
+    std::stringstream buffer;
+    buffer << file.rdbuf();
+    if (!file) {
+      LogError(absl::StrCat("reload: cannot read ", config_path, ": ",
+                            std::strerror(errno), "; nothing changed"));
+      return;
+    }
+    text = buffer.str();
+  }
+  absl::StatusOr<v1::ApplyConfigResponse> applied =
+      service.ApplyConfigText(text, source, /*dry_run=*/false);
+  if (!applied.ok()) {
+    LogError(absl::StrCat("reload of ", source, " refused, nothing changed: ",
+                          applied.status().message()));
+    return;
+  }
+  if (applied->changes().empty()) {
+    Log(absl::StrCat("reload of ", source, ": no changes"));
+    return;
+  }
+  std::vector<std::string> lines;
+  for (const v1::ConfigChange& change : applied->changes()) {
+    lines.push_back(change.line());
+  }
+  Log(absl::StrCat("reload of ", source, ": applied ", applied->changes_size(),
+                   " change(s): ", absl::StrJoin(lines, "; ")));
 }
 
 void ListHandlers() {
@@ -301,10 +350,12 @@ class HealthReporter {
 
 // Serves from `start` until a stop signal or runtime.duration_s, printing
 // the counters every runtime.stats_interval_ms and on SIGUSR1, forwarding
-// the dataplane's events to `control` (may be null) and reporting health.
+// the dataplane's events to `control` (may be null), reporting health and
+// calling `reload` on SIGHUP.
 void ServeUntilStopped(Dataplane& dp, ControlServer* control,
                        const v1::Config& config, absl::Time start,
-                       std::vector<Event>& events, HealthReporter& health) {
+                       std::vector<Event>& events, HealthReporter& health,
+                       const std::function<void()>& reload) {
   const absl::Duration duration = absl::Seconds(config.runtime().duration_s());
   const absl::Duration interval =
       absl::Milliseconds(config.runtime().stats_interval_ms());
@@ -316,6 +367,7 @@ void ServeUntilStopped(Dataplane& dp, ControlServer* control,
     absl::Time now = absl::Now();
     ForwardEvents(dp, control, events);
     health.Check(dp, now);
+    if (g_reload.exchange(false)) reload();
     if (duration > absl::ZeroDuration() && now - start >= duration) break;
     const bool on_demand = g_print_stats.exchange(false);
     if (on_demand || (interval > absl::ZeroDuration() && now >= next_stats)) {
@@ -338,6 +390,9 @@ int Run(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGUSR1, OnPrintStats);
+  // SIGHUP's default would end the daemon: a reload asked for during
+  // start-up waits until it serves.
+  std::signal(SIGHUP, OnReload);
   absl::SetProgramUsageMessage(
       "spinnicd [--config FILE] [flags] [-- extra EAL arguments]\n"
       "The spinnic software SmartNIC dataplane.");
@@ -513,8 +568,20 @@ int Run(int argc, char** argv) {
                        absl::FormatDuration(stall_after)));
     }
     HealthReporter health(control.get(), stall_after, &notifier);
+    // Reload applies through the control API's service; without a listener
+    // spinnicd keeps one of its own for it.
+    std::unique_ptr<SpinnicService> reload_service;
+    SpinnicService* reloader = nullptr;
+    if (control != nullptr) {
+      reloader = &control->service();
+    } else {
+      reload_service = std::make_unique<SpinnicService>(*config, &dp);
+      reloader = reload_service.get();
+    }
+    reloader->set_config_overrides(*overrides);
     if (exit_code == 0) {
-      ServeUntilStopped(dp, control.get(), *config, start, events, health);
+      ServeUntilStopped(dp, control.get(), *config, start, events, health,
+                        [&] { Reload(*reloader, config_path); });
     }
     notifier.Stopping();
     if (int signal = g_signal.load(); signal != 0) {

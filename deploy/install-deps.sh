@@ -40,6 +40,8 @@ packages=(
   iproute2 procps ethtool iputils-ping python3 coreutils
   # line-rate harness plots (bench/linerate/run; JSON and Markdown work without)
   python3-matplotlib
+  # the k8s_manifest test parses deploy/k8s/*.yaml (docs/scale-out.md)
+  python3-yaml
 )
 
 check_only=0

@@ -329,6 +329,23 @@ absl::StatusOr<v1::ListHandlersResponse> ControlClient::ListHandlers() {
   return response;
 }
 
+absl::StatusOr<v1::ApplyConfigResponse> ControlClient::ApplyConfig(
+    const v1::ApplyConfigRequest& request) {
+  v1::ApplyConfigResponse response;
+  grpc::Status status =
+      stub_->ApplyConfig(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::GetRunningConfigResponse> ControlClient::GetRunningConfig() {
+  v1::GetRunningConfigResponse response;
+  grpc::Status status = stub_->GetRunningConfig(
+      UnaryContext().get(), v1::GetRunningConfigRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
 absl::StatusOr<std::string> ControlClient::ReadHandlerState(
     const std::string& name, uint32_t offset, uint32_t length) {
   v1::ReadHandlerStateRequest request;
@@ -413,13 +430,14 @@ absl::Status ControlClient::RemovePeer(const std::string& name) {
   v1::RemovePeerRequest request;
   request.set_name(name);
   v1::RemovePeerResponse response;
-  return FromGrpc(diad_stub_->RemovePeer(UnaryContext().get(), request, &response));
+  return FromGrpc(
+      diad_stub_->RemovePeer(UnaryContext().get(), request, &response));
 }
 
 absl::StatusOr<v1::ListPeersResponse> ControlClient::ListPeers() {
   v1::ListPeersResponse response;
-  grpc::Status status =
-      diad_stub_->ListPeers(UnaryContext().get(), v1::ListPeersRequest(), &response);
+  grpc::Status status = diad_stub_->ListPeers(
+      UnaryContext().get(), v1::ListPeersRequest(), &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -437,13 +455,14 @@ absl::Status ControlClient::DestroyQp(uint32_t qpn) {
   v1::DestroyQpRequest request;
   request.set_qpn(qpn);
   v1::DestroyQpResponse response;
-  return FromGrpc(roce_stub_->DestroyQp(UnaryContext().get(), request, &response));
+  return FromGrpc(
+      roce_stub_->DestroyQp(UnaryContext().get(), request, &response));
 }
 
 absl::StatusOr<v1::ListQpsResponse> ControlClient::ListQps() {
   v1::ListQpsResponse response;
-  grpc::Status status =
-      roce_stub_->ListQps(UnaryContext().get(), v1::ListQpsRequest(), &response);
+  grpc::Status status = roce_stub_->ListQps(UnaryContext().get(),
+                                            v1::ListQpsRequest(), &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -473,8 +492,8 @@ absl::StatusOr<v1::RemoteReadResponse> ControlClient::RemoteRead(
   const uint64_t per_read =
       request.timeout_ms() == 0 ? 10000 : request.timeout_ms();
   const uint64_t reads = std::max<uint32_t>(request.repeat(), 1);
-  grpc::Status status = diad_stub_->RemoteRead(RemoteContext(per_read * reads).get(),
-                                          request, &response);
+  grpc::Status status = diad_stub_->RemoteRead(
+      RemoteContext(per_read * reads).get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }

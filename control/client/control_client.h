@@ -100,6 +100,11 @@ class ControlClient {
 
   absl::StatusOr<v1::Stats> GetStats();
 
+  // Hitless reload (docs/reload.md).
+  absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(
+      const v1::ApplyConfigRequest& request);
+  absl::StatusOr<v1::GetRunningConfigResponse> GetRunningConfig();
+
   // DiAD peers (spinnic.v1.DiadService). AddPeer returns the peer's slot.
   absl::StatusOr<uint32_t> AddPeer(const v1::DiadPeer& peer);
   absl::Status RemovePeer(const std::string& name);

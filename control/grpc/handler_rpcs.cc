@@ -79,6 +79,13 @@ grpc::Status SpinnicService::InstallHandler(
       dataplane_->InstallEctx(*converted, request->replace());
   if (!id.ok()) return ToGrpc(id.status());
   installed_[request->handler().name()] = request->handler();
+  // Kept for ListHandlers (a fleet rollback reinstalls with them) and for a
+  // reload that replaces or restores the handler.
+  if (converted->bound_regions.empty()) {
+    bound_regions_.erase(request->handler().name());
+  } else {
+    bound_regions_[request->handler().name()] = converted->bound_regions;
+  }
   response->set_id(*id);
   return grpc::Status::OK;
 }
@@ -90,6 +97,7 @@ grpc::Status SpinnicService::RemoveHandler(
   absl::Status removed = dataplane_->RemoveEctx(request->name());
   if (!removed.ok()) return ToGrpc(removed);
   installed_.erase(request->name());
+  bound_regions_.erase(request->name());
   return grpc::Status::OK;
 }
 
@@ -101,6 +109,11 @@ grpc::Status SpinnicService::ListHandlers(grpc::ServerContext*,
   for (const EctxStats& e : snapshot.ectxs) {
     auto it = installed_.find(e.name);
     if (it != installed_.end()) *response->add_handlers() = it->second;
+    auto bound = bound_regions_.find(e.name);
+    if (bound != bound_regions_.end()) {
+      (*response->mutable_bound_regions())[e.name].mutable_ids()->Add(
+          bound->second.begin(), bound->second.end());
+    }
     FillHandlerStats(e, response->add_stats());
   }
   return grpc::Status::OK;

@@ -12,10 +12,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "control/config_loader.h"
 #include "control/grpc/event_hub.h"
 #include "control/grpc/feature_service.h"
 #include "dataplane/dataplane.h"
@@ -68,10 +72,34 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status WatchEvents(grpc::ServerContext* context,
                            const v1::WatchEventsRequest* request,
                            grpc::ServerWriter<v1::Event>* writer) override;
+  // apply_rpcs.cc: hitless reload (docs/reload.md).
+  grpc::Status ApplyConfig(grpc::ServerContext*,
+                           const v1::ApplyConfigRequest* request,
+                           v1::ApplyConfigResponse* response) override;
+  grpc::Status GetRunningConfig(
+      grpc::ServerContext*, const v1::GetRunningConfigRequest*,
+      v1::GetRunningConfigResponse* response) override;
+  // ApplyConfig's work, for the RPC and for spinnicd's SIGHUP: parses and
+  // validates `text` (the daemon's overrides applied), plans against the
+  // running state (control/config_diff.h) and, unless `dry_run`, applies
+  // every change or none.
+  absl::StatusOr<v1::ApplyConfigResponse> ApplyConfigText(
+      absl::string_view text, absl::string_view source_name, bool dry_run);
+  // The start config with the handlers and DiAD peers in effect now.
+  v1::Config RunningConfig();
+  // The daemon's flags that override config fields (spinnicd's --workers,
+  // ...): applied to every config ApplyConfig receives, as to the start
+  // config. None by default.
+  void set_config_overrides(ConfigOverrides overrides) {
+    absl::MutexLock lock(&mu_);
+    overrides_ = std::move(overrides);
+  }
+
   // capture_rpcs.cc (docs/capture.md).
   grpc::Status Capture(grpc::ServerContext* context,
                        const v1::CaptureRequest* request,
                        grpc::ServerWriter<v1::CaptureReply>* writer) override;
+
   // The features' services (feature_services.cc), for the server to
   // register beside this one.
   const std::vector<std::unique_ptr<FeatureService>>& features() const {
@@ -84,12 +112,19 @@ class SpinnicService final : public v1::Spinnic::Service {
   size_t event_subscribers() const { return events_.subscribers(); }
 
  private:
+  v1::Config RunningConfigLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Config config_;
   Dataplane* dataplane_;
   // Serialises handler changes so that `installed_` and the dataplane agree.
   absl::Mutex mu_;
   // What each installed handler was installed with (read back = written).
   std::map<std::string, v1::HandlerInstall> installed_ ABSL_GUARDED_BY(mu_);
+  // The regions each was installed with (InstallHandlerRequest.bound_regions,
+  // in order), for those installed with some: ListHandlers returns them, and
+  // a reload that replaces or restores the handler binds them again.
+  std::map<std::string, std::vector<uint64_t>> bound_regions_
+      ABSL_GUARDED_BY(mu_);
+  ConfigOverrides overrides_ ABSL_GUARDED_BY(mu_);
   EventHub events_;
   std::vector<std::unique_ptr<FeatureService>> features_;
 };

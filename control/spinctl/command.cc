@@ -10,8 +10,41 @@
 #include "absl/time/time.h"
 #include "control/script_json.h"
 #include "control/spinctl/table.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
 
 namespace spinnic::spinctl {
+namespace {
+
+// Keeps the first error only: later ones usually follow from it.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!error_.empty()) return;
+    // The parser counts from 0; editors and people count from 1.
+    error_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+}  // namespace
+
+absl::Status ParseTextProto(absl::string_view what, const std::string& text,
+                            google::protobuf::Message* message) {
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, message)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ":", errors.error(), " (text format of ",
+                     message->GetDescriptor()->full_name(), ")"));
+  }
+  return absl::OkStatus();
+}
 
 ControlClient* Env::Client() {
   if (client_ != nullptr) return client_.get();

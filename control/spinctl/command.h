@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "control/client/control_client.h"
 #include "control/spinctl/args.h"
@@ -40,6 +41,8 @@ class Env {
   int connect_exit() const { return connect_exit_; }
 
   bool json() const { return json_; }
+  // How Client() connects (fleet mode: the defaults for every target).
+  const ClientOptions& options() const { return options_; }
 
   // One JSON document on one line (proto field names, defaults included).
   void PrintJson(const google::protobuf::Message& message) const;
@@ -77,12 +80,29 @@ std::vector<Command> RegionCommands();
 std::vector<Command> StatsCommands();
 std::vector<Command> DiadCommands();
 std::vector<Command> RoceCommands();
+// Hitless reload: apply, config show (config_commands.cc).
+std::vector<Command> ConfigCommands();
 // Streams a port's frames into a pcapng file (capture_command.cc).
 std::vector<Command> CaptureCommands();
 // Offline: decodes a capture, never connects (decode_command.cc).
 std::vector<Command> DecodeCommands();
 // Offline: checks an eBPF handler program (bpf_command.cc).
 std::vector<Command> BpfCommands();
+// What `spinctl --targets FILE COMMAND` runs on many appliances
+// (fleet_command.cc): install, replace, remove.
+std::vector<Command> FleetCommands();
+
+// install's flags, without --replace (handler_commands.cc).
+std::vector<FlagSpec> InstallFlags();
+// The InstallHandlerRequest that InstallFlags() describe: --handler_file,
+// the other flags on top. INVALID_ARGUMENT says which flag to fix.
+absl::StatusOr<v1::InstallHandlerRequest> InstallRequest(
+    const ParsedArgs& args);
+
+// Text format of `message`'s type into `message`; INVALID_ARGUMENT names
+// `what`, the line:column of the first error, and the message type.
+absl::Status ParseTextProto(absl::string_view what, const std::string& text,
+                            google::protobuf::Message* message);
 
 // Counters shared by the `handlers` and `stats` tables.
 std::vector<std::string> HandlerCounterHeaders();

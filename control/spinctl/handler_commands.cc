@@ -13,39 +13,9 @@
 #include "absl/strings/strip.h"
 #include "control/spinctl/command.h"
 #include "control/spinctl/table.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
 
 namespace spinnic::spinctl {
 namespace {
-
-// Keeps the first error only: later ones usually follow from it.
-class FirstError : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (!error_.empty()) return;
-    // The parser counts from 0; editors and people count from 1.
-    error_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string error_;
-};
-
-absl::Status ParseTextProto(absl::string_view what, const std::string& text,
-                            google::protobuf::Message* message) {
-  FirstError errors;
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, message)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ":", errors.error(), " (text format of ",
-                     message->GetDescriptor()->full_name(), ")"));
-  }
-  return absl::OkStatus();
-}
 
 // PORT_ROLE_WIRE -> wire.
 std::string EnumShortName(const std::string& name, absl::string_view prefix) {
@@ -262,7 +232,8 @@ int RunHandlers(Env& env, const ParsedArgs&) {
   return kExitOk;
 }
 
-// The HandlerInstall from --handler_file, with the other flags on top.
+}  // namespace
+
 absl::StatusOr<v1::InstallHandlerRequest> InstallRequest(
     const ParsedArgs& args) {
   v1::InstallHandlerRequest request;
@@ -342,6 +313,8 @@ absl::StatusOr<v1::InstallHandlerRequest> InstallRequest(
   return request;
 }
 
+namespace {
+
 int RunInstall(Env& env, const ParsedArgs& args) {
   absl::StatusOr<v1::InstallHandlerRequest> request = InstallRequest(args);
   if (!request.ok()) return env.UsageError(request.status());
@@ -406,6 +379,51 @@ constexpr uint64_t kMaxU32 = UINT32_MAX;
 
 }  // namespace
 
+std::vector<FlagSpec> InstallFlags() {
+  return {
+      {"name", FlagType::kString, "NAME", "unique instance name"},
+      {"kind", FlagType::kString, "KIND", "handler kind (spinctl kinds)"},
+      {"bpf", FlagType::kString, "FILE.o",
+       "an eBPF handler program (clang -target bpf; docs/bpf.md): kind "
+       "bpf, the object as its program"},
+      {"param", FlagType::kList, "KEY=VALUE",
+       "a parameter of the kind; repeat for more"},
+      {"state_size", FlagType::kUint, "N",
+       "bytes of state memory (default: the kind's minimum)", kMaxU32},
+      {"initial_state", FlagType::kString, "HEX",
+       "initial state bytes, e.g. 0a0b0c"},
+      {"match", FlagType::kString, "TEXTPROTO",
+       "spinnic.v1.MatchRule, e.g. 'ip_proto: 1' or "
+       "'in_ports: \"wire0\" dst_port { first: 53 }'"},
+      {"pcap_filter", FlagType::kString, "EXPR",
+       "a tcpdump filter the frame must also pass (the match rule's "
+       "pcap_filter), e.g. 'ip6 and udp dst port 4791'"},
+      {"priority", FlagType::kUint, "N", "lower is matched first", kMaxU32},
+      {"cycle_budget", FlagType::kUint, "N",
+       "TSC cycles per invocation; 0: none"},
+      {"disable_after_overruns", FlagType::kUint, "N",
+       "disable after N over-budget calls; 0: never", kMaxU32},
+      {"bind", FlagType::kList, "REGION_ID",
+       "a memory region the handler may use; repeat for more"},
+      {"handler_file", FlagType::kString, "FILE",
+       "text-format spinnic.v1.HandlerInstall; the flags above override "
+       "its fields"},
+  };
+}
+
+namespace {
+
+std::vector<FlagSpec> WithReplaceFlag(std::vector<FlagSpec> flags) {
+  // Before --handler_file, as the usage text always listed it.
+  flags.insert(flags.end() - 1,
+               FlagSpec{"replace", FlagType::kBool, "",
+                        "replace the handler of the same name (counters "
+                        "restart)"});
+  return flags;
+}
+
+}  // namespace
+
 std::vector<Command> HandlerCommands() {
   std::vector<FlagSpec> bytes_out = {
       {"out", FlagType::kString, "FILE", "write the raw bytes to FILE"},
@@ -442,43 +460,8 @@ std::vector<Command> HandlerCommands() {
        {},
        "",
        RunHandlers},
-      {"install",
-       "",
-       0,
-       0,
-       "install (or --replace) a handler; prints its id",
-       {
-           {"name", FlagType::kString, "NAME", "unique instance name"},
-           {"kind", FlagType::kString, "KIND", "handler kind (spinctl kinds)"},
-           {"bpf", FlagType::kString, "FILE.o",
-            "an eBPF handler program (clang -target bpf; docs/bpf.md): kind "
-            "bpf, the object as its program"},
-           {"param", FlagType::kList, "KEY=VALUE",
-            "a parameter of the kind; repeat for more"},
-           {"state_size", FlagType::kUint, "N",
-            "bytes of state memory (default: the kind's minimum)", kMaxU32},
-           {"initial_state", FlagType::kString, "HEX",
-            "initial state bytes, e.g. 0a0b0c"},
-           {"match", FlagType::kString, "TEXTPROTO",
-            "spinnic.v1.MatchRule, e.g. 'ip_proto: 1' or "
-            "'in_ports: \"wire0\" dst_port { first: 53 }'"},
-           {"pcap_filter", FlagType::kString, "EXPR",
-            "a tcpdump filter the frame must also pass (the match rule's "
-            "pcap_filter), e.g. 'ip6 and udp dst port 4791'"},
-           {"priority", FlagType::kUint, "N", "lower is matched first",
-            kMaxU32},
-           {"cycle_budget", FlagType::kUint, "N",
-            "TSC cycles per invocation; 0: none"},
-           {"disable_after_overruns", FlagType::kUint, "N",
-            "disable after N over-budget calls; 0: never", kMaxU32},
-           {"bind", FlagType::kList, "REGION_ID",
-            "a memory region the handler may use; repeat for more"},
-           {"replace", FlagType::kBool, "",
-            "replace the handler of the same name (counters restart)"},
-           {"handler_file", FlagType::kString, "FILE",
-            "text-format spinnic.v1.HandlerInstall; the flags above override "
-            "its fields"},
-       },
+      {"install", "", 0, 0, "install (or --replace) a handler; prints its id",
+       WithReplaceFlag(InstallFlags()),
        "examples:\n"
        "  spinctl install --name count-icmp --kind count --match 'ip_proto: "
        "1'\n"

@@ -40,6 +40,9 @@ const std::vector<FlagSpec>& GlobalFlags() {
        "connect and per-call deadline (default 10000)", 24ull * 3600 * 1000},
       {"json", FlagType::kBool, "",
        "print responses as JSON, one document per line"},
+      {"targets", FlagType::kString, "FILE",
+       "fleet mode: run install, replace or remove on every appliance FILE "
+       "names, in waves ('spinctl --targets FILE install --help')"},
       {"help", FlagType::kBool, "", "print usage"},
       {"version", FlagType::kBool, "", "print spinctl's version"},
   };
@@ -50,7 +53,8 @@ std::vector<Command> AllCommands() {
   std::vector<Command> all;
   for (auto* group :
        {&HandlerCommands, &RegionCommands, &DiadCommands, &RoceCommands,
-        &StatsCommands, &CaptureCommands, &DecodeCommands, &BpfCommands}) {
+        &StatsCommands, &ConfigCommands, &CaptureCommands, &DecodeCommands,
+        &BpfCommands}) {
     for (Command& c : group()) all.push_back(std::move(c));
   }
   return all;
@@ -192,9 +196,23 @@ int Main(const std::vector<std::string>& argv) {
     PrintCommandUsage(stdout, *command);
     return kExitOk;
   }
+  // Fleet mode (fleet_command.cc): commands of the same names that take the
+  // targets file as their own --targets flag.
+  const bool fleet = global.Has("targets");
+  std::vector<std::string> fleet_rest;
+  if (fleet) {
+    commands = FleetCommands();
+    fleet_rest = {"--targets", global.String("targets")};
+    fleet_rest.insert(fleet_rest.end(), rest.begin(), rest.end());
+    rest = fleet_rest;
+  }
   const Command* command = FindCommand(commands, name);
   if (command == nullptr) {
-    return TopUsageError(absl::StrCat("unknown command '", name, "'"));
+    return TopUsageError(
+        fleet ? absl::StrCat("'", name,
+                             "' has no fleet mode: --targets works with "
+                             "install, replace and remove")
+              : absl::StrCat("unknown command '", name, "'"));
   }
 
   // The command's flags first: where a name is in both, the command's wins.
@@ -234,6 +252,16 @@ int Main(const std::vector<std::string>& argv) {
   ClientOptions options;
   bool has_socket = global_flags("socket").Has("socket");
   bool has_target = global_flags("target").Has("target");
+  if (!fleet && args.Has("targets")) {
+    return usage_env.UsageError(
+        "--targets goes before the command: spinctl --targets FILE " + name +
+        " ...");
+  }
+  if (fleet && (has_socket || has_target)) {
+    return usage_env.UsageError(
+        "--socket and --target do not combine with --targets: the targets "
+        "file gives each appliance's address");
+  }
   if (has_socket && has_target) {
     return usage_env.UsageError(
         "--socket and --target exclude each other: pick the Unix socket or "

@@ -254,6 +254,12 @@ class Rig {
 
   Dataplane& dataplane() { return rings_->dataplane(); }
   ControlClient& client() { return *client_; }
+  // Traffic through the rig's ports (wire0 in, host0 out), not started;
+  // one at a time.
+  std::unique_ptr<Traffic> MakeTraffic() {
+    return std::make_unique<Traffic>(rings_->rx(0), rings_->tx(1), pool_,
+                                     kWindow);
+  }
 
  private:
   static constexpr unsigned kRingSize = 4096;

@@ -26,6 +26,7 @@
 namespace spinnic {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -523,6 +524,11 @@ TEST_F(ControlApiTest, HandlerWritesItsBoundRegionWhichCannotGoWhileBound) {
   (*install.mutable_handler()->mutable_params())["snap"] = "128";
   install.add_bound_regions(region->id());
   ASSERT_TRUE(Call(install).ok());
+  // ListHandlers gives the whole install request back, regions included.
+  v1::ListHandlersResponse handlers = List();
+  ASSERT_EQ(handlers.bound_regions().count("cap"), 1u);
+  EXPECT_THAT(handlers.bound_regions().at("cap").ids(),
+              ElementsAre(region->id()));
   v1::ListRegionsResponse listed = Regions();
   ASSERT_EQ(listed.regions(0).bound_to_size(), 1);
   EXPECT_EQ(listed.regions(0).bound_to(0), "cap");
@@ -552,6 +558,7 @@ TEST_F(ControlApiTest, HandlerWritesItsBoundRegionWhichCannotGoWhileBound) {
   remove.set_name("cap");
   v1::RemoveHandlerResponse removed;
   ASSERT_TRUE(stub_->RemoveHandler(&context, remove, &removed).ok());
+  EXPECT_TRUE(List().bound_regions().empty());
   EXPECT_TRUE(Deregister(region->id()).ok());
 }
 
