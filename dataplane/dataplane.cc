@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/common/checksum.h"
+#include "dataplane/host_checks.h"
 #include "dataplane/rcu_table.h"
 
 namespace spinnic {
@@ -50,6 +51,8 @@ void FreeRing(rte_ring* ring) {
 }  // namespace
 
 absl::Status InitEal(const std::vector<std::string>& args) {
+  // Before the EAL, whose own failure without hugepages names no fix.
+  if (absl::Status status = CheckHugepages(args); !status.ok()) return status;
   std::vector<char*> argv;
   std::vector<std::string> copies = args;  // rte_eal_init may permute argv
   for (std::string& arg : copies) argv.push_back(arg.data());

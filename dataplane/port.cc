@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "dataplane/host_checks.h"
 
 namespace spinnic {
 namespace {
@@ -37,6 +38,9 @@ absl::StatusOr<uint16_t> ProbeDevice(const PortConfig& config,
   // PCI address.
   std::string device_name = devargs.substr(0, devargs.find(','));
   int rc = rte_dev_probe(devargs.c_str());
+  if (rc != 0 && !config.pci.empty()) {
+    return PortError(config, DiagnosePciDevice(config.pci), rc);
+  }
   if (rc != 0) {
     return PortError(
         config,
@@ -154,7 +158,14 @@ absl::StatusOr<Port> Port::Open(const PortConfig& config,
     }
   }
   rc = rte_eth_dev_start(port.port_id_);
-  if (rc != 0) return PortError(config, "start failed", rc);
+  if (rc != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "port '", config.name, "': cannot start ethdev ", port.port_id_, ": ",
+        rte_strerror(-rc),
+        "; the driver's log lines above say why: check the device, a vdev's "
+        "arguments (a memif client needs its server's socket) and the "
+        "port's queues and mtu"));
+  }
   if (config.promiscuous) {
     // Some virtual devices have no such mode and pass everything anyway.
     rte_eth_promiscuous_enable(port.port_id_);

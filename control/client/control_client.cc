@@ -416,6 +416,30 @@ absl::StatusOr<v1::Stats> ControlClient::GetStats() {
   return response;
 }
 
+absl::StatusOr<v1::SetLogLevelResponse> ControlClient::SetLogLevel(
+    const std::string& component, const std::string& level) {
+  v1::SetLogLevelRequest request;
+  request.set_component(component);
+  request.set_level(level);
+  v1::SetLogLevelResponse response;
+  grpc::Status status =
+      stub_->SetLogLevel(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListLogLevelsResponse> ControlClient::ListLogLevels(
+    bool include_dpdk) {
+  v1::ListLogLevelsRequest request;
+  request.set_include_dpdk(include_dpdk);
+  v1::ListLogLevelsResponse response;
+  grpc::Status status =
+      stub_->ListLogLevels(UnaryContext().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+
 absl::StatusOr<uint32_t> ControlClient::AddPeer(const v1::DiadPeer& peer) {
   v1::AddPeerRequest request;
   *request.mutable_peer() = peer;

@@ -104,6 +104,11 @@ class ControlClient {
   absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(
       const v1::ApplyConfigRequest& request);
   absl::StatusOr<v1::GetRunningConfigResponse> GetRunningConfig();
+  // Log levels (docs/logs.md): `component` a spinnic component ("roce"), a
+  // DPDK type or glob, or "global"; `level` a name or 1..8.
+  absl::StatusOr<v1::SetLogLevelResponse> SetLogLevel(
+      const std::string& component, const std::string& level);
+  absl::StatusOr<v1::ListLogLevelsResponse> ListLogLevels(bool include_dpdk);
 
   // DiAD peers (spinnic.v1.DiadService). AddPeer returns the peer's slot.
   absl::StatusOr<uint32_t> AddPeer(const v1::DiadPeer& peer);

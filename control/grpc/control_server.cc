@@ -11,12 +11,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "control/grpc/audit_interceptor.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -110,6 +113,33 @@ absl::StatusOr<std::string> ReadPem(absl::string_view flag,
   return pem;
 }
 
+// The socket's directory exists or can be made, by reading only: the
+// nearest existing ancestor must be a directory spinnicd may write, so that
+// a bad --control_socket stops spinnicd before anything starts.
+absl::Status CheckSocketDirectory(const std::string& socket) {
+  if (socket.empty()) return absl::OkStatus();
+  std::filesystem::path directory = std::filesystem::path(socket).parent_path();
+  if (directory.empty()) directory = ".";
+  std::error_code error;
+  while (!std::filesystem::exists(directory, error) &&
+         directory.has_parent_path() && directory != directory.parent_path()) {
+    directory = directory.parent_path();
+  }
+  // A relative path none of whose directories exists yet.
+  if (!std::filesystem::exists(directory, error)) directory = ".";
+  const bool is_directory = std::filesystem::is_directory(directory, error);
+  if (!is_directory || access(directory.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--control_socket: cannot create ", socket, ": ", directory.string(),
+        is_directory ? absl::StrCat(" is not writable by spinnicd (",
+                                    std::strerror(errno), ")")
+                     : " is not a directory",
+        "; pass --control_socket with a path in a directory spinnicd's user "
+        "may write, or create that directory for it"));
+  }
+  return absl::OkStatus();
+}
+
 // Everything ValidateControlServerOptions checks; returns the PEM contents
 // so that Start reads each file once.
 absl::StatusOr<TlsMaterial> CheckOptions(const ControlServerOptions& options) {
@@ -133,6 +163,10 @@ absl::StatusOr<TlsMaterial> CheckOptions(const ControlServerOptions& options) {
         "--control_socket: '", options.unix_socket, "' is longer than ",
         sizeof(sockaddr_un{}.sun_path) - 1,
         " bytes, the limit of a Unix socket path; choose a shorter path"));
+  }
+  if (absl::Status status = CheckSocketDirectory(options.unix_socket);
+      !status.ok()) {
+    return status;
   }
   const bool any_tls = !options.tls_cert_file.empty() ||
                        !options.tls_key_file.empty() ||
@@ -308,6 +342,12 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(
   for (const auto& feature : server->service_->features()) {
     builder.RegisterService(feature->service());
   }
+  // One audit line per mutating call (audit_interceptor.h).
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<AuditInterceptorFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,

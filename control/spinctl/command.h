@@ -82,6 +82,8 @@ std::vector<Command> DiadCommands();
 std::vector<Command> RoceCommands();
 // Hitless reload: apply, config show (config_commands.cc).
 std::vector<Command> ConfigCommands();
+// Log levels (log_commands.cc).
+std::vector<Command> LogCommands();
 // Streams a port's frames into a pcapng file (capture_command.cc).
 std::vector<Command> CaptureCommands();
 // Offline: decodes a capture, never connects (decode_command.cc).

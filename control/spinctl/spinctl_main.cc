@@ -51,9 +51,10 @@ const std::vector<FlagSpec>& GlobalFlags() {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> all;
-  for (auto* group : {&HandlerCommands, &RegionCommands, &DiadCommands,
-                      &RoceCommands, &StatsCommands, &ConfigCommands,
-                      &CaptureCommands, &DecodeCommands, &BpfCommands}) {
+  for (auto* group :
+       {&HandlerCommands, &RegionCommands, &DiadCommands, &RoceCommands,
+        &StatsCommands, &ConfigCommands, &LogCommands, &CaptureCommands,
+        &DecodeCommands, &BpfCommands}) {
     for (Command& c : group()) all.push_back(std::move(c));
   }
   return all;

@@ -292,6 +292,18 @@ else
   check "region-deregister again: exit 1, NOT_FOUND" eval 'rc_is 1 && err_has "^spinctl: NOT_FOUND: "'
 fi
 
+# --- logs (docs/logs.md) ------------------------------------------------------
+sc log
+check "log: the global level and spinnic's types" eval 'rc_is 0 && out_has "^global +debug$" && out_has "^spinnic.roce +info$"'
+sc log roce debug
+check "log roce debug: exit 0, spinnic.roce: debug" eval 'rc_is 0 && out_has "^spinnic.roce: debug$"'
+sc log nosuch debug
+check "log nosuch debug: exit 1, names the known components" eval 'rc_is 1 && err_has "^spinctl: INVALID_ARGUMENT: unknown log component .nosuch.; use one of control, dataplane, diad, impair, roce "'
+sc log roce
+check "log with COMPONENT only: usage error (exit 2)" rc_is 2
+check "spinnicd's log: one audit line per SetLogLevel, with its result" eval \
+  'grep -Eq "^audit peer=unix:[^ ]* method=/spinnic.v1.Spinnic/SetLogLevel target=roce code=OK ms=" "$TMP/spinnicd.err" && grep -Eq "^audit .* target=nosuch code=INVALID_ARGUMENT error=" "$TMP/spinnicd.err" && ! grep -q "method=/spinnic.v1.Spinnic/ListLogLevels" "$TMP/spinnicd.err"'
+
 # --- TCP with mutual TLS -----------------------------------------------------
 if [[ $TLS -eq 1 ]]; then
   tcp() {
@@ -300,6 +312,10 @@ if [[ $TLS -eq 1 ]]; then
   }
   tcp --tls_ca "$TMP/ca.pem" --tls_cert "$TMP/client.pem" --tls_key "$TMP/client.key" info
   check "TCP, mutual TLS: info works" eval 'rc_is 0 && out_has "net_null0"'
+  tcp --tls_ca "$TMP/ca.pem" --tls_cert "$TMP/client.pem" --tls_key "$TMP/client.key" log roce info
+  check "TCP, mutual TLS: log roce info works" rc_is 0
+  check "TCP, mutual TLS: the audit line names the client certificate's subject" \
+    grep -Eq "^audit peer=ipv4:127.0.0.1:[0-9]+ subject=\"?[^ ]*CN=spinctl.* method=/spinnic.v1.Spinnic/SetLogLevel target=roce code=OK " "$TMP/spinnicd.err"
   tcp --tls_ca "$TMP/ca.pem" --tls_cert "$TMP/client.pem" --tls_key "$TMP/client.key" \
     --target "localhost:$PORT" health
   check "TCP, mutual TLS by host name: health works" rc_is 0
