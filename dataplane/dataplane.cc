@@ -281,6 +281,7 @@ absl::Status Dataplane::CreateHpus(const DataplaneConfig& config) {
   shared.stop = &stop_;
   shared.table = &table_;
   shared.regions = &regions_;
+  shared.captures = &captures_;
   shared.rcu = rcu_;
   shared.pool = pool_;
   shared.burst = config.burst;

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "dataplane/capture.h"
 #include "dataplane/dataplane_config.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
@@ -123,6 +124,14 @@ class Dataplane {
     return nullptr;
   }
 
+  // Frame capture (capture.h, dataplane_capture.cc). StartCapture publishes
+  // `session` to the HPUs; FAILED_PRECONDITION, naming the running one, when
+  // its port and stage already have one. StopCapture unpublishes it and
+  // returns once no HPU can offer it another frame (what they enqueued
+  // before stays readable). Both safe while traffic flows, from any thread.
+  absl::Status StartCapture(std::shared_ptr<CaptureSession> session);
+  void StopCapture(const CaptureSession* session);
+
   // Whether a snapshot copies every ECTX's state memory (up to
   // Ectx::kMaxStateSize each); callers that only want counters omit it.
   enum class StateCopy { kInclude, kOmit };
@@ -200,6 +209,11 @@ class Dataplane {
   uint64_t region_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t max_regions_ = 0;
   uint64_t region_bytes_limit_ = 0;
+  // The capture sessions (capture.h); null when none runs.
+  absl::Mutex capture_mu_;
+  std::atomic<const CaptureTable*> captures_{nullptr};
+  std::unique_ptr<const CaptureTable> current_captures_
+      ABSL_GUARDED_BY(capture_mu_);
   // The transports (transport.h), made for every config (off or on).
   std::vector<std::unique_ptr<TransportModule>> transports_;
   std::vector<TransportModule*> transport_list_;

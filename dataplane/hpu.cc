@@ -115,6 +115,7 @@ int Hpu::Run() {
 
 uint32_t Hpu::PollOnce() {
   const EctxTable* table = shared_.table->load(std::memory_order_acquire);
+  captures_ = shared_.captures->load(std::memory_order_acquire);
   rte_mbuf* packets[kHpuMaxBurst];
   uint32_t received = 0;
   for (uint16_t in = 0; in < port_count_; ++in) {
@@ -124,6 +125,8 @@ uint32_t Hpu::PollOnce() {
         rte_eth_rx_burst(port.port_id, port.rx_queue, packets, shared_.burst);
     if (count == 0) continue;
     received += count;
+    if (captures_ != nullptr) [[unlikely]]
+      Capture(in, CaptureStage::kRx, packets, count);
     ProcessBurst(in, packets, count, *table);
   }
   if (shared_.inbound != nullptr) {
@@ -134,6 +137,8 @@ uint32_t Hpu::PollOnce() {
   FlushAll();
   counters_.loops.Add();
   if (received != 0) counters_.busy_loops.Add();
+  // Past the quiescent state that follows, the table may be freed.
+  captures_ = nullptr;
   return received;
 }
 
@@ -297,8 +302,17 @@ void Hpu::DrainTxRings() {
 }
 
 void Hpu::DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason) {
+  if (captures_ != nullptr) [[unlikely]]
+    Capture(port, CaptureStage::kDrop, &packet, 1, reason);
   port_counters_[port].Drop(reason);
   rte_pktmbuf_free(packet);
+}
+
+void Hpu::Capture(uint16_t port, CaptureStage stage, rte_mbuf* const* packets,
+                  uint32_t count, DropReason reason) {
+  CaptureSession* session = captures_->Find(port, stage);
+  if (session == nullptr) return;
+  session->Offer(packets, count, clock::NowNanos(), reason);
 }
 
 void Hpu::SendThroughRing(uint16_t out, rte_mbuf* packet) {
@@ -313,6 +327,8 @@ void Hpu::Flush(uint16_t out) {
   const HpuPort& port = ports_[out];
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < batch.count; ++i) bytes += batch.packets[i]->pkt_len;
+  if (captures_ != nullptr) [[unlikely]]
+    Capture(out, CaptureStage::kTx, batch.packets, batch.count);
   uint16_t sent =
       rte_eth_tx_burst(port.port_id, port.tx_queue, batch.packets, batch.count);
   const uint16_t first_sent = sent;
@@ -340,8 +356,12 @@ void Hpu::DrainPacer(uint16_t out) {
   const uint64_t now = pacer.rate_limited() ? clock::NowNanos() : 0;
   PortCounters& counters = port_counters_[out];
   if (port.tx_queue != kNoPort) {
-    const TxPacer::Drained drained =
-        pacer.Drain(now, [&port](rte_mbuf** packets, uint16_t count) {
+    const TxPacer::Drained drained = pacer.Drain(
+        now, [this, out, &port](rte_mbuf** packets, uint16_t count) {
+          // A frame the queue refuses stays in the pacer and is offered
+          // (and captured) again next loop.
+          if (captures_ != nullptr) [[unlikely]]
+            Capture(out, CaptureStage::kTx, packets, count);
           return rte_eth_tx_burst(port.port_id, port.tx_queue, packets, count);
         });
     counters.tx_packets.Add(drained.frames);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 
+#include "dataplane/capture.h"
 #include "dataplane/classifier.h"
 #include "dataplane/counter.h"
 #include "dataplane/ectx_table.h"
@@ -30,6 +31,7 @@ namespace spinnic {
 inline constexpr uint16_t kMaxPorts = 32;
 inline constexpr uint16_t kNoPort = 0xffff;
 inline constexpr uint16_t kHpuMaxBurst = 512;
+static_assert(kMaxPorts == kCaptureMaxPorts);
 static_assert(kHpuMaxBurst <= TxPacer::kMaxBurst);
 // Size of each HPU's inbound ring and of each scheduled port's TX ring.
 inline constexpr uint32_t kSchedulerRingSize = 4096;
@@ -98,6 +100,9 @@ struct HpuShared {
   // Registered memory regions by rkey, for the transports' remote accesses;
   // read under the same RCU discipline as `table`.
   std::atomic<const RegionTable*>* regions = nullptr;
+  // The capture sessions (capture.h), null when none runs; read under the
+  // same RCU discipline, once per poll.
+  std::atomic<const CaptureTable*>* captures = nullptr;
   rte_rcu_qsbr* rcu = nullptr;
   rte_mempool* pool = nullptr;
   uint16_t burst = 32;
@@ -252,6 +257,10 @@ class Hpu final : public ActionSink {
   // A transport frame the full pacer queue refused: freed, counted.
   void RefuseTransport(uint16_t port, rte_mbuf* packet);
   void DropPacket(uint16_t port, rte_mbuf* packet, DropReason reason);
+  // Offers `packets` to the capture session on `port` and `stage`, if one
+  // runs. Called only when captures_ is set (capture.h).
+  void Capture(uint16_t port, CaptureStage stage, rte_mbuf* const* packets,
+               uint32_t count, DropReason reason = DropReason::kCount);
 
   uint32_t index_;
   HpuShared shared_;
@@ -276,6 +285,9 @@ class Hpu final : public ActionSink {
   std::array<IpAddress, kMaxTransportAddresses> transport_addresses_{};
   uint32_t transport_address_count_ = 0;
   bool transports_take_any_ = false;
+  // The capture table PollOnce loaded (null: no capture runs, and the
+  // stages pay this one test); reset when the poll ends.
+  const CaptureTable* captures_ = nullptr;
   // Set around handler invocations so that actions know their origin.
   uint16_t current_in_port_ = kNoPort;
   uint32_t current_ectx_ = 0;

@@ -32,6 +32,8 @@ packages=(
   valgrind
   # the control API's TLS tests make their certificates with the openssl CLI
   openssl
+  # the capture test reads spinctl capture's pcapng back with tcpdump -r
+  tcpdump
   # quick start and integration tests: namespaces + veth (ip), sysctl (procps),
   # checksum offload off (ethtool), ping, traffic/JSON helpers (python3),
   # timeout/sha256sum/mktemp (coreutils)

@@ -563,6 +563,46 @@ absl::Status ControlClient::WatchEvents(
   return FromGrpc(status);
 }
 
+void StreamCanceller::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool StreamCanceller::cancelled() const {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+void StreamCanceller::Attach(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  context_ = context;
+  if (cancelled_) context_->TryCancel();
+}
+
+void StreamCanceller::Detach() {
+  absl::MutexLock lock(&mu_);
+  context_ = nullptr;
+}
+
+absl::Status ControlClient::Capture(
+    const v1::CaptureRequest& request,
+    const std::function<bool(const v1::CaptureReply&)>& on_reply,
+    StreamCanceller* canceller) {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::CaptureReply>> reader =
+      stub_->Capture(&context, request);
+  if (canceller != nullptr) canceller->Attach(&context);
+  auto [status, stopped] = ReadStream(context, *reader, on_reply);
+  if (canceller != nullptr) canceller->Detach();
+  if (stopped) return absl::OkStatus();
+  if (canceller != nullptr && canceller->cancelled() &&
+      status.error_code() == grpc::StatusCode::CANCELLED) {
+    return absl::OkStatus();
+  }
+  return FromGrpc(status);
+}
+
 absl::StatusOr<bool> ControlClient::CheckHealth(const std::string& service) {
   absl::StatusOr<HealthStatus> status =
       HealthCheck(channel_, service, timeout_);

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "spinnic/v1/control.grpc.pb.h"
@@ -44,6 +45,23 @@ struct ClientOptions {
   // TCP with TLS only: the name the server's certificate must carry, when it
   // differs from the target's host (e.g. connecting by IP address).
   std::string tls_server_name;
+};
+
+// Ends a stream call from another thread (spinctl capture's Ctrl-C). A
+// Cancel before the call starts ends it as soon as it does.
+class StreamCanceller {
+ public:
+  void Cancel();
+  bool cancelled() const;
+
+ private:
+  friend class ControlClient;
+  void Attach(grpc::ClientContext* context);
+  void Detach();
+
+  mutable absl::Mutex mu_;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class ControlClient {
@@ -127,6 +145,16 @@ class ControlClient {
   absl::Status WatchEvents(
       const std::function<bool(const v1::Event&)>& on_event,
       absl::Duration max_wait);
+
+  // A frame capture (docs/capture.md): `on_reply` gets the started
+  // message, the frame batches and the summary. Returns OK when the server
+  // ended the capture, `on_reply` returned false, or `canceller` (may be
+  // null) cancelled it; else the server's status (INVALID_ARGUMENT for a
+  // filter, FAILED_PRECONDITION while another capture runs there).
+  absl::Status Capture(
+      const v1::CaptureRequest& request,
+      const std::function<bool(const v1::CaptureReply&)>& on_reply,
+      StreamCanceller* canceller);
 
   // grpc.health.v1.Health/Check for `service` ("" = the server as a whole,
   // "spinnic.v1.Spinnic" = the API). True when SERVING; NOT_FOUND when the

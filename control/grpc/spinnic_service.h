@@ -102,6 +102,11 @@ class SpinnicService final : public v1::Spinnic::Service {
   grpc::Status ListLogLevels(grpc::ServerContext*,
                              const v1::ListLogLevelsRequest* request,
                              v1::ListLogLevelsResponse* response) override;
+
+  // capture_rpcs.cc (docs/capture.md).
+  grpc::Status Capture(grpc::ServerContext* context,
+                       const v1::CaptureRequest* request,
+                       grpc::ServerWriter<v1::CaptureReply>* writer) override;
   // The features' services (feature_services.cc), for the server to
   // register beside this one.
   const std::vector<std::unique_ptr<FeatureService>>& features() const {

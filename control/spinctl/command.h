@@ -84,6 +84,8 @@ std::vector<Command> RoceCommands();
 std::vector<Command> ConfigCommands();
 // Log levels (log_commands.cc).
 std::vector<Command> LogCommands();
+// Streams a port's frames into a pcapng file (capture_command.cc).
+std::vector<Command> CaptureCommands();
 // Offline: decodes a capture, never connects (decode_command.cc).
 std::vector<Command> DecodeCommands();
 // Offline: checks an eBPF handler program (bpf_command.cc).

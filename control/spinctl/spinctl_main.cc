@@ -53,8 +53,8 @@ std::vector<Command> AllCommands() {
   std::vector<Command> all;
   for (auto* group :
        {&HandlerCommands, &RegionCommands, &DiadCommands, &RoceCommands,
-        &StatsCommands, &ConfigCommands, &LogCommands, &DecodeCommands,
-        &BpfCommands}) {
+        &StatsCommands, &ConfigCommands, &LogCommands, &CaptureCommands,
+        &DecodeCommands, &BpfCommands}) {
     for (Command& c : group()) all.push_back(std::move(c));
   }
   return all;
