@@ -76,7 +76,7 @@ struct alignas(64) EctxCounters {
 
 // See EctxCounters::cycles.
 inline constexpr uint64_t kExactCalls = 1024;
-inline constexpr uint32_t kCycleSamplePeriod = 32;
+inline constexpr uint32_t kCycleSamplePeriod = 64;
 
 // Where a message stands. Zero-initialised state is "before the header".
 struct MessageState {
