@@ -126,10 +126,10 @@ EctxStats Dataplane::SumEctxCounters(uint32_t id) const {
   EctxStats sum;
   for (const auto& hpu : hpus_) {
     const EctxCounters& c = hpu->ectx_counters(id);
-    sum.messages += c.messages.Get();
-    sum.packets += c.packets.Get();
+    sum.messages += c.Messages();
+    sum.packets += c.Packets();
     sum.bytes += c.bytes.Get();
-    sum.invocations += c.invocations.Get();
+    sum.invocations += c.Invocations();
     sum.cycles += c.cycles.Get();
     sum.over_budget += c.over_budget.Get();
     sum.dropped += c.dropped.Get();

@@ -98,6 +98,10 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
                               .base_address = region->base_address()});
   }
   ectx->region_holders_ = std::move(regions);
+  ectx->regions_view_ = ectx->regions_;
+  const HandlerOps& ops = *ectx->instance_.ops();
+  ectx->payload_only_ = ops.header == nullptr && ops.payload != nullptr &&
+                        ops.completion == nullptr;
   if (state_size > 0) {
     // Cache-line aligned so that handlers' shared words never straddle lines.
     size_t rounded = (state_size + 63) / 64 * 64;

@@ -64,7 +64,12 @@ class Ectx {
   uint32_t priority() const { return priority_; }
   uint64_t cycle_budget() const { return cycle_budget_; }
   std::span<uint8_t> state() const { return {state_, state_size_}; }
-  std::span<const BoundRegion> regions() const { return regions_; }
+  // Kept as a span: the handler context is built from it on every call,
+  // and a vector's size() divides by sizeof(BoundRegion).
+  std::span<const BoundRegion> regions() const { return regions_view_; }
+  // The kind runs a payload handler only (no header, no completion): a
+  // one-packet message is one call (SpinEngine::RunSinglePacketMessage).
+  bool payload_only() const { return payload_only_; }
   // The registered region behind regions()[index], or nullptr.
   const MemoryRegion* region_holder(size_t index) const {
     return index < region_holders_.size() ? region_holders_[index].get()
@@ -103,6 +108,8 @@ class Ectx {
   uint8_t* state_ = nullptr;
   uint32_t state_size_ = 0;
   std::vector<BoundRegion> regions_;
+  std::span<const BoundRegion> regions_view_;
+  bool payload_only_ = false;
   std::vector<std::shared_ptr<const MemoryRegion>> region_holders_;
   // Mutable: HPUs record overruns on a const Ectx from the published table.
   mutable std::atomic<bool> disabled_{false};

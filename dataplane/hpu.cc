@@ -160,10 +160,31 @@ uint32_t Hpu::PollOnce() {
   }
   const Ectx* ectx = table.Match(frame, in, packet);
   if (ectx != nullptr) {
-    RunMatched(in, pair, packet, frame, *ectx);
+    RunMatchedPayloadOnly(in, pair, packet, frame, *ectx);
     return;
   }
   Send(pair, packet);
+}
+
+[[gnu::always_inline]] inline void Hpu::RunMatchedPayloadOnly(
+    uint16_t in, uint16_t pair, rte_mbuf* packet, const ParsedFrame& frame,
+    const Ectx& ectx) {
+  if (packet->nb_segs != 1 || !ectx.payload_only()) [[unlikely]] {
+    RunMatched(in, pair, packet, frame, ectx);
+    return;
+  }
+  PacketView view(rte_pktmbuf_mtod(packet, uint8_t*), packet->data_len,
+                  frame.layers, in);
+  current_in_port_ = in;
+  current_ectx_ = ectx.id();
+  MessageState message;
+  engine_.RunPayloadOnly(ectx, message, view);
+  current_in_port_ = kNoPort;
+  if (view.GetDisposition() == Disposition::kForward) [[likely]] {
+    Send(pair, packet);
+    return;
+  }
+  FinishMatched(in, pair, packet, view.GetDisposition(), message.invalid);
 }
 
 void Hpu::RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
@@ -180,8 +201,13 @@ void Hpu::RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
   current_ectx_ = ectx.id();
   const bool invalid = engine_.RunSinglePacketMessage(ectx, view).invalid;
   current_in_port_ = kNoPort;
+  FinishMatched(in, pair, packet, view.GetDisposition(), invalid);
+}
+
+void Hpu::FinishMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
+                        Disposition disposition, bool invalid) {
   uint16_t out = pair;
-  switch (view.GetDisposition()) {
+  switch (disposition) {
     case Disposition::kForward:
       break;
     case Disposition::kReply:

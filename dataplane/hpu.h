@@ -229,6 +229,15 @@ class Hpu final : public ActionSink {
   // forward (to `pair`), reply, drop or consume as they say.
   void RunMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
                   const ParsedFrame& frame, const Ectx& ectx);
+  // RunMatched for the common case, inlined into the burst loop: a
+  // one-segment frame and a payload-only kind (Ectx::payload_only). The
+  // rest goes to RunMatched.
+  void RunMatchedPayloadOnly(uint16_t in, uint16_t pair, rte_mbuf* packet,
+                             const ParsedFrame& frame, const Ectx& ectx);
+  // Where a handler's `disposition` sends `packet`; `invalid`: the drop is
+  // counted as kHandlerInvalid.
+  void FinishMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
+                     Disposition disposition, bool invalid);
   // The HPU a frame of a scheduled port belongs to (flow hash).
   uint32_t ScheduleTarget(const ParsedFrame& frame) const;
   uint32_t PollInbound(const EctxTable& table);

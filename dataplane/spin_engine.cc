@@ -22,7 +22,7 @@ void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
   // same id left in timed_weight.
   counters.cycles.Add(budget != 0 ? cycles : cycles * counters.timed_weight);
   uint32_t gap = 1;
-  if (budget == 0 && counters.invocations.Get() >= kExactCalls) {
+  if (budget == 0 && counters.Invocations() >= kExactCalls) {
     random_ ^= random_ << 13;
     random_ ^= random_ >> 17;
     random_ ^= random_ << 5;

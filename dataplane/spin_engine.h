@@ -56,6 +56,17 @@ struct alignas(64) EctxCounters {
   Counter failed;    // FAIL returns (any handler)
   Counter invalid;   // codes not allowed at that point
   Counter bypassed;  // packets that met a disabled ECTX
+  // One-packet messages of a payload-only kind (Ectx::payload_only) that
+  // ran: each is one packet, one message and one invocation, counted here
+  // once instead of in each of the three. Read those through Packets(),
+  // Messages() and Invocations(), which add it back.
+  Counter single_calls;
+
+  uint64_t Packets() const { return packets.Get() + single_calls.Get(); }
+  uint64_t Messages() const { return messages.Get() + single_calls.Get(); }
+  uint64_t Invocations() const {
+    return invocations.Get() + single_calls.Get();
+  }
 
   // The owning lcore's sampling state; no other thread reads it. Calls to
   // run before the next timed one, and how many calls that one stands for.
@@ -65,7 +76,7 @@ struct alignas(64) EctxCounters {
 
 // See EctxCounters::cycles.
 inline constexpr uint64_t kExactCalls = 1024;
-inline constexpr uint32_t kCycleSamplePeriod = 32;
+inline constexpr uint32_t kCycleSamplePeriod = 64;
 
 // Where a message stands. Zero-initialised state is "before the header".
 struct MessageState {
@@ -102,9 +113,21 @@ class SpinEngine {
   [[gnu::always_inline]] MessageState RunSinglePacketMessage(
       const Ectx& ectx, PacketView& packet) {
     MessageState message;
-    DeliverPacket(ectx, message, packet, /*first=*/true, /*last=*/true);
+    if (ectx.payload_only()) [[likely]] {
+      RunPayloadOnly(ectx, message, packet);
+    } else {
+      DeliverPacket(ectx, message, packet, /*first=*/true, /*last=*/true);
+    }
     return message;
   }
+
+  // RunSinglePacketMessage for an ECTX whose payload_only() is true, for
+  // callers that checked it themselves: DeliverPacket's counts and
+  // dispositions, with one counter update for the packet, the message and
+  // the call (EctxCounters::single_calls).
+  [[gnu::always_inline]] inline void RunPayloadOnly(const Ectx& ectx,
+                                                    MessageState& message,
+                                                    PacketView& packet);
 
   // Ends a message whose remaining packets will never arrive (transport
   // failure, flow control): runs the completion handler once.
@@ -127,7 +150,21 @@ class SpinEngine {
   // Counts one handler call, `call()`, and times it when it is due
   // (EctxCounters::cycles).
   template <typename Call>
-  HandlerResult Invoke(const Ectx& ectx, EctxCounters& counters, Call call);
+  HandlerResult Invoke(const Ectx& ectx, EctxCounters& counters, Call call) {
+    counters.invocations.Add();
+    return InvokeCounted(ectx, counters, call);
+  }
+  // Invoke for a call already counted.
+  template <typename Call>
+  HandlerResult InvokeCounted(const Ectx& ectx, EctxCounters& counters,
+                              Call call);
+  // The payload handler's result: the packet's disposition and the
+  // message's failure.
+  [[gnu::always_inline]] inline void ApplyPayloadResult(const Ectx& ectx,
+                                                        MessageState& message,
+                                                        PacketView& packet,
+                                                        HandlerResult result,
+                                                        EctxCounters& counters);
   // A timed call: its weighted cycles, the budget check, the next gap.
   void RecordCycles(const Ectx& ectx, uint64_t cycles, EctxCounters& counters);
   // kFault: Fail, then an overrun (which may disable the ECTX).
@@ -143,9 +180,9 @@ class SpinEngine {
 };
 
 template <typename Call>
-inline HandlerResult SpinEngine::Invoke(const Ectx& ectx,
-                                        EctxCounters& counters, Call call) {
-  counters.invocations.Add();
+inline HandlerResult SpinEngine::InvokeCounted(const Ectx& ectx,
+                                               EctxCounters& counters,
+                                               Call call) {
   // With a budget every call is timed: each one is checked against it.
   if (counters.untimed_left != 0 && ectx.cycle_budget() == 0) [[likely]] {
     --counters.untimed_left;
@@ -155,6 +192,57 @@ inline HandlerResult SpinEngine::Invoke(const Ectx& ectx,
   const HandlerResult result = call();
   RecordCycles(ectx, rte_rdtsc() - start, counters);
   return result;
+}
+
+inline void SpinEngine::ApplyPayloadResult(const Ectx& ectx,
+                                           MessageState& message,
+                                           PacketView& packet,
+                                           HandlerResult result,
+                                           EctxCounters& counters) {
+  switch (result) {
+    case HandlerResult::kSuccess:
+      break;
+    case HandlerResult::kDrop:
+      packet.Drop();
+      break;
+    case HandlerResult::kFail:
+      Fail(ectx, message, kEventHandlerFailed, counters);
+      packet.Drop();
+      break;
+    case HandlerResult::kFault:
+      Fault(ectx, message, counters);
+      packet.Drop();
+      break;
+    default:  // PROCESS_DATA is a header-only code
+      Fail(ectx, message, kEventHandlerInvalid, counters);
+      packet.Drop();
+      break;
+  }
+}
+
+inline void SpinEngine::RunPayloadOnly(const Ectx& ectx, MessageState& message,
+                                       PacketView& packet) {
+  EctxCounters& counters = counters_[ectx.id()];
+  counters.bytes.Add(packet.Length());
+  if (ectx.disabled()) [[unlikely]] {
+    counters.packets.Add();
+    counters.bypassed.Add();
+    return;
+  }
+  counters.single_calls.Add();
+  // The message mode stays kStart: no completion handler reads it.
+  HandlerContext ctx = MakeContext(ectx);
+  const HandlerOps& ops = *ectx.instance().ops();
+  void* self = ectx.instance().self();
+  const HandlerResult result = InvokeCounted(
+      ectx, counters, [&] { return ops.payload(self, ctx, packet); });
+  if (result != HandlerResult::kSuccess) [[unlikely]] {
+    ApplyPayloadResult(ectx, message, packet, result, counters);
+  }
+  if (packet.GetDisposition() == Disposition::kDrop) {
+    counters.dropped.Add();
+    message.dropped_bytes += packet.Length();
+  }
 }
 
 inline void SpinEngine::DeliverPacket(const Ectx& ectx, MessageState& message,
@@ -208,25 +296,7 @@ inline void SpinEngine::DeliverPacket(const Ectx& ectx, MessageState& message,
       if (ops.payload != nullptr) {
         const HandlerResult result = Invoke(
             ectx, counters, [&] { return ops.payload(self, ctx, packet); });
-        switch (result) {
-          case HandlerResult::kSuccess:
-            break;
-          case HandlerResult::kDrop:
-            packet.Drop();
-            break;
-          case HandlerResult::kFail:
-            Fail(ectx, message, kEventHandlerFailed, counters);
-            packet.Drop();
-            break;
-          case HandlerResult::kFault:
-            Fault(ectx, message, counters);
-            packet.Drop();
-            break;
-          default:  // PROCESS_DATA is a header-only code
-            Fail(ectx, message, kEventHandlerInvalid, counters);
-            packet.Drop();
-            break;
-        }
+        ApplyPayloadResult(ectx, message, packet, result, counters);
       }
       break;
     case MessageState::Mode::kDefault:

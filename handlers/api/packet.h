@@ -87,9 +87,11 @@ class PacketView {
   // message.
   PacketView(uint8_t* data, uint32_t length, const PacketLayers& layers,
              uint16_t in_port)
-      : data_(data), length_(length), layers_(layers), in_port_(in_port) {
-    message_.length = PayloadEnd() - PayloadStart();
-  }
+      : data_(data),
+        length_(length),
+        layers_(layers),
+        in_port_(in_port),
+        message_length_due_(true) {}
   // A packet of a transport's message.
   PacketView(uint8_t* data, uint32_t length, const PacketLayers& layers,
              uint16_t in_port, const MessageInfo& message)
@@ -119,9 +121,18 @@ class PacketView {
   uint16_t InPort() const { return in_port_; }
 
   // The message this packet is part of (see MessageInfo).
-  const MessageInfo& Message() const { return message_; }
+  const MessageInfo& Message() const {
+    if (message_length_due_) [[unlikely]] {
+      message_.length = PayloadEnd() - PayloadStart();
+      message_length_due_ = false;
+    }
+    return message_;
+  }
   // For transports and tests: the message as the transport knows it.
-  void SetMessage(const MessageInfo& message) { message_ = message; }
+  void SetMessage(const MessageInfo& message) {
+    message_ = message;
+    message_length_due_ = false;
+  }
 
   Disposition GetDisposition() const { return disposition_; }
   void Forward() { disposition_ = Disposition::kForward; }
@@ -150,7 +161,11 @@ class PacketView {
   PacketLayers layers_;
   uint16_t in_port_;
   Disposition disposition_ = Disposition::kForward;
-  MessageInfo message_;
+  // A passthrough packet's message length (its payload's) is worked out
+  // when a handler first asks: most never do, and every matched frame
+  // would pay for it.
+  mutable bool message_length_due_ = false;
+  mutable MessageInfo message_;
 };
 
 }  // namespace spinnic

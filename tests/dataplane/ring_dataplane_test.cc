@@ -601,8 +601,8 @@ TEST_F(ScheduledRingDataplaneTest, SpreadsFlowsAndKeepsPerFlowOrder) {
   EXPECT_EQ(Port(stats, 1).tx_packets, sent.size());
   EXPECT_EQ(stats.ectxs[0].packets, sent.size());
   // HPU 1 has no queue: whatever it handled came through the scheduler.
-  EXPECT_GT(dataplane_->hpu(1).ectx_counters(0).packets.Get(), 0u);
-  EXPECT_GT(dataplane_->hpu(0).ectx_counters(0).packets.Get(), 0u);
+  EXPECT_GT(dataplane_->hpu(1).ectx_counters(0).Packets(), 0u);
+  EXPECT_GT(dataplane_->hpu(0).ectx_counters(0).Packets(), 0u);
 }
 
 // Two ring ports and a Dataplane on them with DiAD and RoCE on and two HPUs

@@ -24,6 +24,7 @@ struct Script {
   uint64_t completion_dropped_bytes = 0;
   int spin_cycles = 0;
   size_t payload_calls = 0;
+  std::vector<uint64_t> message_lengths;  // what test_payload_only saw
 };
 Script* g_script = nullptr;
 
@@ -69,9 +70,12 @@ class PayloadOnly {
       const HandlerParams&) {
     return std::make_unique<PayloadOnly>();
   }
-  HandlerResult Payload(HandlerContext&, PacketView&) {
+  HandlerResult Payload(HandlerContext&, PacketView& packet) {
     g_script->calls.push_back("payload");
-    return HandlerResult::kSuccess;
+    g_script->message_lengths.push_back(packet.Message().length);
+    size_t i = g_script->payload_calls++;
+    return i < g_script->payload.size() ? g_script->payload[i]
+                                        : HandlerResult::kSuccess;
   }
 };
 SPINNIC_HANDLER(PayloadOnly);
@@ -245,6 +249,44 @@ TEST_F(SpinEngineTest, KindWithoutHeaderRunsPayloadOnEveryPacket) {
   auto ectx = Make("test_payload_only");
   Message(*ectx, {10, 20});
   EXPECT_EQ(script_.calls, (std::vector<std::string>{"payload", "payload"}));
+}
+
+// A payload-only kind's one-packet messages take RunPayloadOnly, which
+// counts a packet, a message and a call once (single_calls): the totals
+// must read as Deliver's would.
+TEST_F(SpinEngineTest, PayloadOnlySinglePacketMessagesCountAsDeliverDoes) {
+  auto ectx = Make("test_payload_only");
+  script_.payload = {R::kSuccess, R::kDrop, R::kProcessData, R::kFail};
+  std::vector<uint8_t> bytes(100);
+  PacketLayers layers;
+  layers.l3_end = 90;
+  layers.payload_offset = 42;
+  std::vector<D> dispositions;
+  std::vector<bool> invalid;
+  for (int i = 0; i < 4; ++i) {
+    PacketView packet(bytes.data(), 100, layers, 0);
+    invalid.push_back(engine_.RunSinglePacketMessage(*ectx, packet).invalid);
+    dispositions.push_back(packet.GetDisposition());
+  }
+  EXPECT_EQ(dispositions,
+            (std::vector<D>{D::kForward, D::kDrop, D::kDrop, D::kDrop}));
+  EXPECT_EQ(invalid, (std::vector<bool>{false, false, true, false}));
+  // The message is the payload: from 42 to the IP datagram's end at 90.
+  EXPECT_EQ(script_.message_lengths, (std::vector<uint64_t>(4, 48)));
+  EXPECT_EQ(Counters().Messages(), 4u);
+  EXPECT_EQ(Counters().Packets(), 4u);
+  EXPECT_EQ(Counters().Invocations(), 4u);
+  EXPECT_EQ(Counters().bytes.Get(), 400u);
+  EXPECT_EQ(Counters().dropped.Get(), 3u);
+  EXPECT_EQ(Counters().invalid.Get(), 1u);
+  EXPECT_EQ(Counters().failed.Get(), 1u);
+  EXPECT_EQ(sink_.events,
+            (std::vector<uint32_t>{kEventHandlerInvalid, kEventHandlerFailed}));
+  // A multi-packet message of the same kind still counts through Deliver.
+  Message(*ectx, {10, 20});
+  EXPECT_EQ(Counters().Messages(), 5u);
+  EXPECT_EQ(Counters().Packets(), 6u);
+  EXPECT_EQ(Counters().Invocations(), 6u);
 }
 
 TEST_F(SpinEngineTest, AbortRunsCompletionOnce) {

@@ -65,7 +65,7 @@ TEST_F(EnginePathTest, FilterDropIsAHandlerDrop) {
   EXPECT_EQ(counters_[kId].dropped.Get(), 1u);
   EXPECT_EQ(counters_[kId].failed.Get(), 0u);
   EXPECT_EQ(counters_[kId].invalid.Get(), 0u);
-  EXPECT_EQ(counters_[kId].invocations.Get(), 2u);
+  EXPECT_EQ(counters_[kId].Invocations(), 2u);
 }
 
 TEST_F(EnginePathTest, ReflectRepliesInPlace) {
