@@ -1,7 +1,9 @@
 // spinnicd's Prometheus endpoint (metrics_exporter.h, docs/metrics.md).
 #include "control/metrics_exporter.h"
 
+#include <algorithm>
 #include <exception>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -12,7 +14,7 @@
 #include "control/grpc/control_server.h"
 #include "dataplane/classifier.h"
 #include "dataplane/diad/diad_module.h"
-#include "dataplane/latency_histogram.h"
+#include "dataplane/log2_histogram.h"
 #include "dataplane/roce/roce_module.h"
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
@@ -78,36 +80,30 @@ class Family {
     }
     family_.metric.push_back(std::move(m));
   }
-  void AddHistogram(Labels labels, uint64_t count, double sum) {
+  // Log2Histogram buckets, cumulative as Prometheus wants them, each bound
+  // times `scale` (the metric's unit). The +Inf bucket and _count are
+  // `count`, and no finite bucket exceeds it: a snapshot reads the HPUs'
+  // counters one after another while they run.
+  template <typename Histogram>
+  void AddLog2Histogram(Labels labels, const HistogramStats<Histogram>& h,
+                        double scale, uint64_t count, double sum) {
     ClientMetric m;
     m.label = std::move(labels);
-    m.histogram.sample_count = count;
-    m.histogram.sample_sum = sum;
-    // Only the +Inf bucket: the HPUs keep sums, not samples (docs/metrics.md).
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b + 1 < Histogram::kBuckets; ++b) {
+      cumulative += h.counts[b];
+      ClientMetric::Bucket bucket;
+      bucket.upper_bound =
+          static_cast<double>(Histogram::UpperBound(b)) * scale;
+      bucket.cumulative_count = std::min(cumulative, count);
+      m.histogram.bucket.push_back(bucket);
+    }
     ClientMetric::Bucket inf;
     inf.upper_bound = std::numeric_limits<double>::infinity();
     inf.cumulative_count = count;
     m.histogram.bucket.push_back(inf);
-    family_.metric.push_back(std::move(m));
-  }
-  // A latency distribution in seconds, its buckets cumulative as
-  // Prometheus wants them.
-  void AddLatencyHistogram(Labels labels, const LatencyHistogramStats& h) {
-    ClientMetric m;
-    m.label = std::move(labels);
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b < LatencyHistogram::kBuckets; ++b) {
-      cumulative += h.counts[b];
-      ClientMetric::Bucket bucket;
-      bucket.upper_bound =
-          b + 1 < LatencyHistogram::kBuckets
-              ? static_cast<double>(LatencyHistogram::UpperBoundNs(b)) * 1e-9
-              : std::numeric_limits<double>::infinity();
-      bucket.cumulative_count = cumulative;
-      m.histogram.bucket.push_back(bucket);
-    }
-    m.histogram.sample_count = cumulative;
-    m.histogram.sample_sum = static_cast<double>(h.sum_ns) * 1e-9;
+    m.histogram.sample_count = count;
+    m.histogram.sample_sum = sum;
     family_.metric.push_back(std::move(m));
   }
 
@@ -286,11 +282,11 @@ void AddHandlers(const StatsSnapshot& s, std::vector<MetricFamily>* out) {
     for (const EctxStats& e : s.ectxs) f.Add(handler(e), e.disabled ? 1 : 0);
   }
   Family h(out, "spinnic_handler_cycles_per_invocation",
-           "TSC cycles per handler call (count and sum only: no buckets "
-           "until the HPUs keep samples)",
+           "TSC cycles per handler call (buckets from sampled calls)",
            MetricType::Histogram);
   for (const EctxStats& e : s.ectxs) {
-    h.AddHistogram(handler(e), e.invocations, D(e.cycles));
+    h.AddLog2Histogram(handler(e), e.call_cycles, 1.0, e.invocations,
+                       D(e.cycles));
   }
 }
 
@@ -323,7 +319,8 @@ void AddTransports(const StatsSnapshot& s, std::vector<MetricFamily>* out) {
                absl::StrCat("The ", t.name, " transport's ", name,
                             " samples in seconds, summed over HPUs"),
                MetricType::Histogram);
-      f.AddLatencyHistogram({}, histogram);
+      f.AddLog2Histogram({}, histogram, 1e-9, histogram.total(),
+                         static_cast<double>(histogram.sum) * 1e-9);
     }
   }
 }

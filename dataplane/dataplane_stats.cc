@@ -136,6 +136,7 @@ EctxStats Dataplane::SumEctxCounters(uint32_t id) const {
     sum.failed += c.failed.Get();
     sum.invalid += c.invalid.Get();
     sum.bypassed += c.bypassed.Get();
+    sum.call_cycles.Add(c.call_cycles);
   }
   return sum;
 }

@@ -20,7 +20,9 @@ void SpinEngine::RecordCycles(const Ectx& ectx, uint64_t cycles,
   const uint64_t budget = ectx.cycle_budget();
   // With a budget every call is timed, whatever an earlier ECTX of the
   // same id left in timed_weight.
-  counters.cycles.Add(budget != 0 ? cycles : cycles * counters.timed_weight);
+  const uint32_t weight = budget != 0 ? 1 : counters.timed_weight;
+  counters.cycles.Add(cycles * weight);
+  counters.call_cycles.Record(cycles, weight);
   uint32_t gap = 1;
   if (budget == 0 && counters.Invocations() >= kExactCalls) {
     random_ ^= random_ << 13;

@@ -17,6 +17,7 @@
 
 #include "dataplane/counter.h"
 #include "dataplane/ectx.h"
+#include "dataplane/log2_histogram.h"
 #include "handlers/api/context.h"
 #include "handlers/api/packet.h"
 
@@ -29,8 +30,9 @@ enum EngineEvent : uint32_t {
   kEventEctxDisabled = 0xffff0003,    // auto-disabled after overruns
 };
 
-// Per (lcore, ECTX) counters, one cache line each. All exact except
-// `cycles`, which is estimated from sampled calls (below).
+// Per (lcore, ECTX) counters: what every call touches in the first cache
+// line, the histogram (touched by timed calls only) after it. All exact
+// except `cycles` and `call_cycles`, estimated from sampled calls (below).
 struct alignas(64) EctxCounters {
   Counter messages;
   Counter packets;
@@ -72,6 +74,11 @@ struct alignas(64) EctxCounters {
   // run before the next timed one, and how many calls that one stands for.
   uint32_t untimed_left = 0;
   uint32_t timed_weight = 1;
+
+  // The timed calls' cycles, each weighted as in `cycles`
+  // (spinnic_handler_cycles_per_invocation, docs/metrics.md): its total
+  // lags Invocations() as `cycles` does.
+  CycleHistogram call_cycles;
 };
 
 // See EctxCounters::cycles.

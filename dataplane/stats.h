@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "dataplane/classifier.h"
-#include "dataplane/latency_histogram.h"
+#include "dataplane/log2_histogram.h"
 
 namespace spinnic {
 
@@ -49,6 +49,8 @@ struct EctxStats {
   std::string runtime;
   uint64_t messages = 0, packets = 0, bytes = 0, invocations = 0, cycles = 0,
            over_budget = 0, dropped = 0, failed = 0, invalid = 0, bypassed = 0;
+  // The timed calls' cycles (EctxCounters::call_cycles).
+  CycleHistogramStats call_cycles;
   std::vector<uint8_t> state;  // a copy of the ECTX state memory
 
   // Adds (sign +1) or subtracts (-1) the counter fields of `other`.
@@ -64,6 +66,10 @@ struct EctxStats {
     failed += s * other.failed;
     invalid += s * other.invalid;
     bypassed += s * other.bypassed;
+    for (size_t b = 0; b < CycleHistogram::kBuckets; ++b) {
+      call_cycles.counts[b] += s * other.call_cycles.counts[b];
+    }
+    call_cycles.sum += s * other.call_cycles.sum;
   }
 };
 
@@ -77,7 +83,7 @@ struct TransportStats {
   std::vector<std::pair<std::string, uint64_t>> counters;
   // Latency distributions by name ("rtt": the round-trip samples the
   // transport's timers learn from), summed over HPUs.
-  std::vector<std::pair<std::string, LatencyHistogramStats>> histograms;
+  std::vector<std::pair<std::string, RttHistogramStats>> histograms;
 };
 
 // One HPU's share of a port's counters: per RX/TX queue when the port has

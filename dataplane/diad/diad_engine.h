@@ -28,7 +28,7 @@
 #include "dataplane/diad/diad_op.h"
 #include "dataplane/diad/peer_table.h"
 #include "dataplane/diad/wire.h"
-#include "dataplane/latency_histogram.h"
+#include "dataplane/log2_histogram.h"
 #include "dataplane/spin_engine.h"
 #include "dataplane/transport.h"
 
@@ -123,7 +123,7 @@ struct alignas(64) DiadCounters {
   Counter rtt_samples;
   Counter rtt_karn_skips;
   // The samples themselves (spinnic_diad_rtt_seconds, docs/metrics.md).
-  LatencyHistogram rtt;
+  RttHistogram rtt;
   // Reads and writes failed with deadline_exceeded (answered never).
   Counter txn_deadline_exceeded;
   // Requests of peers this node refused (answered with that status), per

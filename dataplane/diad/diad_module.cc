@@ -619,7 +619,7 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
     stats->counters.emplace_back(
         absl::StrCat("drop_", DiadDropName(static_cast<DiadDrop>(r))), sum);
   }
-  LatencyHistogramStats rtt;
+  RttHistogramStats rtt;
   for (const DiadEngine* engine : engines_) rtt.Add(engine->counters().rtt);
   stats->histograms.emplace_back("rtt", rtt);
 }

@@ -31,7 +31,7 @@
 #include "dataplane/classifier.h"
 #include "dataplane/common/clock.h"
 #include "dataplane/counter.h"
-#include "dataplane/latency_histogram.h"
+#include "dataplane/log2_histogram.h"
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/dcqcn.h"
 #include "dataplane/roce/ib_types.h"
@@ -85,7 +85,7 @@ inline constexpr size_t kParseErrorCount =
 struct alignas(64) RoceCounters {
   // The requester's round-trip samples, every QP of the HPU
   // (spinnic_roce_rtt_seconds, docs/metrics.md).
-  LatencyHistogram rtt;
+  RttHistogram rtt;
   Counter rx_packets;
   Counter rx_bytes;
   Counter tx_packets;

@@ -671,7 +671,7 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
                      roce::RoceDropName(static_cast<roce::RoceDrop>(d))),
         sum([d](const C& c) -> const Counter& { return c.drops[d]; }));
   }
-  LatencyHistogramStats rtt;
+  RttHistogramStats rtt;
   for (const RoceEngine* engine : engines_) rtt.Add(engine->counters().rtt);
   stats->histograms.emplace_back("rtt", rtt);
 }

@@ -1954,14 +1954,14 @@ TEST_F(DiadDataplaneTest, AdaptiveTimeoutMeasuresTheRoundTrip) {
     const TransportStats& diad = stats.transport("diad");
     ASSERT_EQ(diad.histograms.size(), 1u);
     EXPECT_EQ(diad.histograms[0].first, "rtt");
-    const LatencyHistogramStats& rtt = diad.histograms[0].second;
+    const RttHistogramStats& rtt = diad.histograms[0].second;
     uint64_t samples = 0;
     for (const auto& [name, value] : diad.counters) {
       if (name == "rtt_samples") samples = value;
     }
     EXPECT_EQ(rtt.total(), samples);
-    EXPECT_GT(rtt.sum_ns, 0u);
-    EXPECT_EQ(rtt.counts[LatencyHistogram::kBuckets - 1], 0u)
+    EXPECT_GT(rtt.sum, 0u);
+    EXPECT_EQ(rtt.counts[RttHistogram::kBuckets - 1], 0u)
         << "a round trip above 4 s on a ring";
   }
   std::vector<PeerInfo> peers =

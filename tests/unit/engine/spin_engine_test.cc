@@ -346,6 +346,23 @@ TEST_F(SpinEngineTest, SampledCyclesEstimateTheMeanCostPerCall) {
   EXPECT_EQ(Counters().invocations.Get(), 3u * kMessages);
   EXPECT_GT(Counters().cycles.Get(), uint64_t{kPayloadSpin} * kMessages / 2);
   EXPECT_LE(Counters().cycles.Get(), elapsed * (kCycleSamplePeriod * 3 / 2));
+
+  // The histogram holds the same timed calls with the same weights: its
+  // sum is `cycles`, its count lags the invocations by fewer than 1.5
+  // sampling periods, and the spinning payload calls (a third of all) are
+  // at or above 20,000 cycles while the others are not.
+  CycleHistogramStats h;
+  h.Add(Counters().call_cycles);
+  EXPECT_EQ(h.sum, Counters().cycles.Get());
+  EXPECT_LE(h.total(), 3u * kMessages);
+  EXPECT_GT(h.total(), 3u * kMessages - kCycleSamplePeriod * 3 / 2);
+  uint64_t slow = 0;
+  for (size_t b = CycleHistogram::BucketOf(kPayloadSpin);
+       b < CycleHistogram::kBuckets; ++b) {
+    slow += h.counts[b];
+  }
+  EXPECT_GT(slow, h.total() / 6);
+  EXPECT_LT(slow, h.total() * 2 / 3);
 }
 
 TEST(EctxTest, CreateValidatesKindStateAndParams) {
