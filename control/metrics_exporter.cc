@@ -182,7 +182,13 @@ void AddPorts(const StatsSnapshot& s, std::vector<MetricFamily>* out) {
                MetricType::Counter);
     for (const PortHpuStats& q : s.port_hpus) {
       if (q.port >= s.ports.size()) continue;
-      Labels l{{"port", s.ports[q.port].name}, {"hpu", absl::StrCat(q.hpu)}};
+      auto queue = [](int32_t id) {
+        return id < 0 ? std::string("none") : absl::StrCat(id);
+      };
+      Labels l{{"port", s.ports[q.port].name},
+               {"hpu", absl::StrCat(q.hpu)},
+               {"rx_queue", queue(q.rx_queue)},
+               {"tx_queue", queue(q.tx_queue)}};
       rx.Add(l, D(q.rx_packets));
       rxb.Add(l, D(q.rx_bytes));
       tx.Add(l, D(q.tx_packets));

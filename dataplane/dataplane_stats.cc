@@ -57,6 +57,9 @@ StatsSnapshot Dataplane::Snapshot(StateCopy state_copy) const {
       PortHpuStats share;
       share.port = static_cast<uint16_t>(p);
       share.hpu = static_cast<uint32_t>(w);
+      const HpuPort& queues = hpus_[w]->port(static_cast<uint16_t>(p));
+      if (queues.rx_queue != kNoPort) share.rx_queue = queues.rx_queue;
+      if (queues.tx_queue != kNoPort) share.tx_queue = queues.tx_queue;
       share.rx_packets = c.rx_packets.Get();
       share.rx_bytes = c.rx_bytes.Get();
       share.tx_packets = c.tx_packets.Get();

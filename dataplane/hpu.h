@@ -172,6 +172,8 @@ class Hpu final : public ActionSink {
   const MemoryRegion* BoundMemoryRegion(uint32_t ectx_id, uint32_t index) const;
 
   uint32_t index() const { return index_; }
+  // How this HPU reaches port `port` (our index): its queues.
+  const HpuPort& port(uint16_t port) const { return ports_[port]; }
   const PortCounters& port_counters(uint16_t port) const {
     return port_counters_[port];
   }

@@ -91,6 +91,9 @@ struct TransportStats {
 struct PortHpuStats {
   uint16_t port = 0;  // index into StatsSnapshot::ports
   uint32_t hpu = 0;
+  // The device queues this HPU polls and sends on; -1: none of its own
+  // (fewer queues than HPUs: frames reach it through the scheduler's rings).
+  int32_t rx_queue = -1, tx_queue = -1;
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
 };
 

@@ -124,14 +124,17 @@ check "traffic happened: p0 sent and received, DiAD sent, drops no_route" \
 s = json.load(open(sys.argv[1]))
 p0 = s["ports"][0]; d = {c["name"]: int(c["value"]) for c in s["diad"]}
 sys.exit(0 if int(p0["tx_packets"]) > 0 and int(p0["rx_packets"]) > 0 and int(p0["drops"]["no_route"]) > 0 and d["tx_data"] > 0 else 1)' "$TMP/s1.json"
-check "per-port, per-HPU, per-handler, per-region, per-peer families are there" eval \
+check "per-port, per-queue, per-HPU, per-handler, per-region, per-peer families and the histograms' buckets are there" eval \
   'grep -q "^spinnic_port_rx_packets_total{port=\"p0\"} " "$TMP/metrics.txt" &&
    grep -q "^spinnic_hpu_loops_total{.*hpu=\"0\"" "$TMP/metrics.txt" &&
    grep -q "^spinnic_handler_invocations_total{handler=\"count-ip6\"" "$TMP/metrics.txt" &&
    grep -q "^spinnic_region_bytes{.*name=\"buf\".*} 65536$" "$TMP/metrics.txt" &&
    grep -q "^spinnic_diad_peer_tx_packets_total{peer=\"b\"} [1-9]" "$TMP/metrics.txt" &&
    grep -q "^spinnic_diad_peer_up{peer=\"b\"} 0$" "$TMP/metrics.txt" &&
-   grep -q "^# TYPE spinnic_handler_cycles_per_invocation histogram$" "$TMP/metrics.txt"'
+   grep -q "^# TYPE spinnic_handler_cycles_per_invocation histogram$" "$TMP/metrics.txt" &&
+   grep -q "^spinnic_handler_cycles_per_invocation_bucket{.*le=\"1024\"" "$TMP/metrics.txt" &&
+   grep -q "^spinnic_diad_rtt_seconds_bucket{le=\"0.001024\"}" "$TMP/metrics.txt" &&
+   grep -q "^spinnic_port_hpu_rx_packets_total{.*port=\"p0\".*rx_queue=\"0\"" "$TMP/metrics.txt"'
 # The checker itself rejects what it must (so a pass above means something).
 printf '# TYPE x counter\nx 1\ny{a="1"} 2\n' >"$TMP/badfmt.txt"
 "$PY" "$PROM" format "$TMP/badfmt.txt" >/dev/null 2>&1
