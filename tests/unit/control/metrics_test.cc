@@ -30,6 +30,7 @@ StatsSnapshot SampleSnapshot() {
   PortHpuStats share;
   share.port = 0;
   share.hpu = 0;
+  share.rx_queue = 0;  // its own RX queue; no TX queue of its own
   share.rx_packets = 12345678901ULL;
   s.port_hpus.push_back(share);
   HpuStats h;
@@ -74,7 +75,8 @@ TEST(MetricsTest, FamiliesCarryTheSnapshotsValuesAndLabels) {
                               "reason=\"no_route\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("spinnic_port_link_up{port=\"wire0\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("spinnic_port_hpu_rx_packets_total{port="
-                              "\"wire0\",hpu=\"0\"} 12345678901\n"));
+                              "\"wire0\",hpu=\"0\",rx_queue=\"0\",tx_queue="
+                              "\"none\"} 12345678901\n"));
   EXPECT_THAT(text,
               HasSubstr("spinnic_hpu_loops_total{hpu=\"0\",lcore=\"1\"} 1000"));
   EXPECT_THAT(text, HasSubstr("# TYPE spinnic_handler_cycles_per_invocation "
