@@ -121,8 +121,8 @@ struct alignas(64) RoceCounters {
   Counter cm_rejects;      // REJ sent
   Counter neighbor_answers;
   Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
-  // READ response packets whose payload went out of the region
-  // (region_tx.h), and those meant to that were copied instead.
+  // READ response and WRITE/SEND request packets whose payload went out of
+  // the region (region_tx.h), and those meant to that were copied instead.
   Counter zero_copy_packets;
   Counter zero_copy_fallbacks;
   // Congestion control (docs/congestion.md): CE-marked packets received on
@@ -439,11 +439,16 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   void SendReplies(Qp& qp, uint32_t budget);
   bool SendAck(Qp& qp, const ResponderReply& reply);
   bool SendReadResponse(Qp& qp, ReplyJob& job);
-  // The packet of SendReadResponse as headers, region bytes and trailer
-  // (zero-copy); nullptr when it cannot be had (the caller copies).
-  rte_mbuf* ZeroCopyReadResponse(const Qp& qp, const ReplyJob& job,
-                                 const Bth& bth, const ExtHeaders& ext,
-                                 uint32_t offset, uint32_t length);
+  // A frame as headers, `length` bytes of `region` at `bytes` and the
+  // trailer (zero-copy); nullptr when it cannot be had (the caller copies).
+  rte_mbuf* ZeroCopyFrame(const FrameParams& params, const MemoryRegion& region,
+                          const Bth& bth, const ExtHeaders& ext,
+                          const uint8_t* bytes, uint32_t length);
+  // Sends a ZeroCopyFrame and counts it: its bytes on the wire, or 0 (a
+  // fallback, counted when zero-copy was meant) when the caller must copy.
+  uint32_t SendZeroCopy(const FrameParams& params, const MemoryRegion& region,
+                        const Bth& bth, const ExtHeaders& ext,
+                        const uint8_t* bytes, uint32_t length);
   // A reply frame with headers written and `payload` pointing at its
   // payload; the caller fills the payload, then FinishAndSend.
   rte_mbuf* NewFrame(const FrameParams& params, const Bth& bth,

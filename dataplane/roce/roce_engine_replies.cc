@@ -111,17 +111,10 @@ bool RoceEngine::SendReadResponse(Qp& qp, ReplyJob& job) {
   ExtHeaders ext;
   ext.aeth.syndrome = r.syndrome;
   ext.aeth.msn = r.msn;
-  if (shared_.region_tx != nullptr && job.region != nullptr &&
-      length >= config_.zero_copy_min_bytes) {
-    if (rte_mbuf* m = ZeroCopyReadResponse(qp, job, bth, ext, offset, length)) {
-      counters_.zero_copy_packets.Add();
-      counters_.read_bytes.Add(length);
-      counters_.tx_packets.Add();
-      counters_.tx_bytes.Add(m->pkt_len);
-      hpu_->Transmit(config_.port, m);
-      return true;
-    }
-    counters_.zero_copy_fallbacks.Add();
+  if (job.region != nullptr && SendZeroCopy(qp.params, *job.region, bth, ext,
+                                            job.data + offset, length) != 0) {
+    counters_.read_bytes.Add(length);
+    return true;
   }
   uint8_t* payload = nullptr;
   rte_mbuf* m = NewFrame(qp.params, bth, ext, length, &payload);
@@ -135,22 +128,40 @@ bool RoceEngine::SendReadResponse(Qp& qp, ReplyJob& job) {
   return true;
 }
 
-rte_mbuf* RoceEngine::ZeroCopyReadResponse(const Qp& qp, const ReplyJob& job,
-                                           const Bth& bth,
-                                           const ExtHeaders& ext,
-                                           uint32_t offset, uint32_t length) {
-  const FrameParams& params = qp.params;
+uint32_t RoceEngine::SendZeroCopy(const FrameParams& params,
+                                  const MemoryRegion& region, const Bth& bth,
+                                  const ExtHeaders& ext, const uint8_t* bytes,
+                                  uint32_t length) {
+  if (shared_.region_tx == nullptr || length < config_.zero_copy_min_bytes) {
+    return 0;
+  }
+  rte_mbuf* m = ZeroCopyFrame(params, region, bth, ext, bytes, length);
+  if (m == nullptr) {
+    counters_.zero_copy_fallbacks.Add();
+    return 0;
+  }
+  const uint32_t frame_bytes = m->pkt_len;
+  counters_.zero_copy_packets.Add();
+  counters_.tx_packets.Add();
+  counters_.tx_bytes.Add(frame_bytes);
+  hpu_->Transmit(config_.port, m);
+  return frame_bytes;
+}
+
+rte_mbuf* RoceEngine::ZeroCopyFrame(const FrameParams& params,
+                                    const MemoryRegion& region, const Bth& bth,
+                                    const ExtHeaders& ext, const uint8_t* bytes,
+                                    uint32_t length) {
   const uint32_t header_bytes =
       HeaderBytes(params.ip_version, bth.opcode, params.vlan);
   const uint32_t frame_bytes =
       FrameBytes(params.ip_version, bth.opcode, length, params.vlan);
   rte_mbuf* head = rte_pktmbuf_alloc(shared_.pool);
   rte_mbuf* tail = rte_pktmbuf_alloc(shared_.pool);
-  const uint8_t* bytes = job.data + offset;
   rte_mbuf* body =
       head == nullptr || tail == nullptr
           ? nullptr
-          : shared_.region_tx->Attach(shared_.pool, *job.region, bytes,
+          : shared_.region_tx->Attach(shared_.pool, region, bytes,
                                       static_cast<uint16_t>(length));
   auto* headers = reinterpret_cast<uint8_t*>(
       body == nullptr

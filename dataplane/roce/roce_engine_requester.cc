@@ -103,6 +103,16 @@ uint32_t RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
   ext.atomic_eth = {plan.atomic_va, plan.atomic_rkey, plan.atomic_swap_add,
                     plan.atomic_compare};
   ext.imm_data = plan.imm;
+  // A WRITE or SEND out of a registered region leaves zero-copy, as a
+  // hardware requester DMAs it (the region stays pinned until the NIC is
+  // done; retransmissions are built anew from the plan).
+  const uint8_t* source = reinterpret_cast<const uint8_t*>(plan.payload_offset);
+  const MemoryRegion* region = qp.wrs[plan.wr_id % kSqDepth].region;
+  if (region != nullptr && plan.payload_length != 0) {
+    const uint32_t bytes =
+        SendZeroCopy(qp.params, *region, bth, ext, source, plan.payload_length);
+    if (bytes != 0) return bytes;
+  }
   uint8_t* payload = nullptr;
   rte_mbuf* m = NewFrame(qp.params, bth, ext, plan.payload_length, &payload);
   if (m == nullptr) {
@@ -110,8 +120,7 @@ uint32_t RoceEngine::SendRequestPacket(Qp& qp, const PacketPlan& plan) {
     return 0;
   }
   if (plan.payload_length != 0) {
-    std::memcpy(payload, reinterpret_cast<const uint8_t*>(plan.payload_offset),
-                plan.payload_length);
+    std::memcpy(payload, source, plan.payload_length);
   }
   const uint32_t bytes = m->pkt_len;
   FinishAndSend(qp.params, m);

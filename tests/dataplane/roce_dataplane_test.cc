@@ -1133,7 +1133,13 @@ TEST_P(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
   EXPECT_EQ(out[2].packet.ext.imm_data, 0x100u);
   EXPECT_TRUE(out[2].packet.bth.ack_req);
   EXPECT_TRUE(out[2].packet.bth.solicited);
-  EXPECT_EQ(joined, data);
+  EXPECT_EQ(joined, data);  // every ICRC checked by Await
+  // The two full packets left zero-copy from the region (headers, region
+  // bytes, trailer), as a hardware requester DMAs them; the 10-byte last
+  // one, below zero_copy_min_bytes, was copied.
+  EXPECT_EQ(chained_frames_, 2u);
+  EXPECT_EQ(Counter("zero_copy_packets"), 2u);
+  EXPECT_EQ(Counter("zero_copy_fallbacks"), 0u);
   SendFrame(Ack(Opcode::kRcAck, 0x779, roce::AethAck(), {}));
   absl::StatusOr<RoceOpResult> done = Finish(result);
   EXPECT_TRUE(done.ok()) << done.status();
