@@ -8,12 +8,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "control/grpc/control_server.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -362,6 +366,34 @@ TEST_F(ControlApiTest, StatsAndWatchStats) {
   while (stream->Read(&stats)) {
   }
   stream->Finish();
+}
+
+// A WatchStats client asking for the longest interval (2^32-1 ms) and then
+// cancelling must not keep a server thread asleep for 49 days: the server's
+// shutdown waits for every handler thread, so it would hang. (Found by the
+// control-plane abuse test, tests/integration/grpc_abuse.sh.)
+TEST_F(ControlApiTest, CancelledWatchStatsWithHugeIntervalFreesItsThread) {
+  grpc::ClientContext watch;
+  v1::WatchStatsRequest slow;
+  slow.set_interval_ms(UINT32_MAX);
+  v1::Stats stats;
+  auto stream = stub_->WatchStats(&watch, slow);
+  ASSERT_TRUE(stream->Read(&stats));  // the first snapshot comes at once
+  watch.TryCancel();
+  while (stream->Read(&stats)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // Bounded: a handler still asleep would block Shutdown for 49 days.
+  auto done = std::make_shared<absl::Notification>();
+  std::thread([server = server_.get(), done] {
+    server->Shutdown();
+    done->Notify();
+  }).detach();
+  if (!done->WaitForNotificationWithTimeout(absl::Seconds(60))) {
+    ADD_FAILURE() << "ControlServer::Shutdown still waits for the cancelled "
+                     "WatchStats handler after 60 s";
+    std::_Exit(1);  // the stuck thread would hang the test's exit too
+  }
 }
 
 TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {
