@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "control/grpc/control_server.h"
+#include "control/grpc/service_internal.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/create_channel.h"
@@ -394,6 +395,31 @@ TEST_F(ControlApiTest, CancelledWatchStatsWithHugeIntervalFreesItsThread) {
                      "WatchStats handler after 60 s";
     std::_Exit(1);  // the stuck thread would hang the test's exit too
   }
+}
+
+// Generated DiAD operations (RemoteWrite/StreamSend generate_count) of all
+// requests together hold at most kMaxGenerateBytes: 100 clients asking for
+// 1 GiB each must not make spinnicd hold 100 GiB (found by grpc_abuse).
+TEST(GenerateReservationTest, AllRequestsTogetherStayWithinTheLimit) {
+  ASSERT_EQ(GenerateReservation::InFlight(), 0u);
+  {
+    absl::StatusOr<GenerateReservation> first =
+        GenerateReservation::Acquire(kMaxGenerateBytes - 10);
+    ASSERT_TRUE(first.ok()) << first.status();
+    absl::StatusOr<GenerateReservation> small =
+        GenerateReservation::Acquire(10);
+    ASSERT_TRUE(small.ok()) << small.status();
+    absl::StatusOr<GenerateReservation> over = GenerateReservation::Acquire(1);
+    ASSERT_FALSE(over.ok());
+    EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(over.status().message(),
+                HasSubstr("other requests hold 1073741824 bytes"));
+    EXPECT_EQ(GenerateReservation::InFlight(), kMaxGenerateBytes);
+  }
+  EXPECT_EQ(GenerateReservation::InFlight(), 0u);
+  absl::StatusOr<GenerateReservation> again =
+      GenerateReservation::Acquire(kMaxGenerateBytes);
+  EXPECT_TRUE(again.ok()) << again.status();
 }
 
 TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {

@@ -617,7 +617,11 @@ void Classify(Tally& tally, const std::string& section, const Method& method,
     default:
       break;
   }
-  tally.Add(section, method.path, CodeName(code), failure,
+  std::string what = CodeName(code);
+  if (code == grpc::StatusCode::INTERNAL && !failure) {
+    what = req.parses ? "INTERNAL(health-watch)" : "INTERNAL(unparsable)";
+  }
+  tally.Add(section, method.path, what, failure,
             absl::StrCat(ModeName(req.mode), " request of ", req.bytes.size(),
                          " bytes (", req.parses ? "parses" : "does not parse",
                          "): ", status.error_message().substr(0, 200)));
