@@ -8,6 +8,7 @@
 //
 // Exit codes: 0 clean stop, 2 bad config or flags (nothing started), 1 a
 // failure after the config was accepted (EAL, ports).
+#include <malloc.h>
 #include <rte_eal.h>
 #include <rte_pdump.h>
 #include <rte_version.h>
@@ -348,6 +349,9 @@ class HealthReporter {
   StatsSnapshot status_snapshot_;
 };
 
+// How often the main thread returns free heap pages to the system.
+constexpr absl::Duration kHeapTrimInterval = absl::Seconds(5);
+
 // Serves from `start` until a stop signal or runtime.duration_s, printing
 // the counters every runtime.stats_interval_ms and on SIGUSR1, forwarding
 // the dataplane's events to `control` (may be null), reporting health and
@@ -362,9 +366,18 @@ void ServeUntilStopped(Dataplane& dp, ControlServer* control,
   absl::Time next_stats = start + interval;
   StatsSnapshot previous = dp.Snapshot();
   absl::Time previous_time = start;
+  absl::Time next_trim = start + kHeapTrimInterval;
   while (g_signal.load() == 0) {
     absl::SleepFor(absl::Milliseconds(50));
     absl::Time now = absl::Now();
+    if (now >= next_trim) {
+      // glibc keeps what the control threads freed in its arenas: after a
+      // burst of large or many concurrent requests (gRPC over TLS holds
+      // several copies of each message) RSS would stay at the peak for good.
+      // Give the free pages back (tests/integration/grpc_abuse.sh).
+      malloc_trim(0);
+      next_trim = now + kHeapTrimInterval;
+    }
     ForwardEvents(dp, control, events);
     health.Check(dp, now);
     if (g_reload.exchange(false)) reload();

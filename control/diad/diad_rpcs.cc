@@ -298,6 +298,10 @@ grpc::Status DiadRpcs::RemoteWrite(grpc::ServerContext*,
       !s.ok()) {
     return ToGrpc(s);
   }
+  // Declared before the operations: they are freed first.
+  absl::StatusOr<GenerateReservation> reservation =
+      GenerateReservation::Acquire(static_cast<uint64_t>(count) * size);
+  if (!reservation.ok()) return ToGrpc(reservation.status());
   std::vector<DiadRequest> ops;
   if (count == 0) {
     DiadRequest op = RemoteOp(diad::DiadOp::Kind::kWrite, request->peer(),
@@ -430,6 +434,10 @@ grpc::Status DiadRpcs::StreamSend(grpc::ServerContext*,
       !s.ok()) {
     return ToGrpc(s);
   }
+  // Declared before the operations: they are freed first.
+  absl::StatusOr<GenerateReservation> reservation =
+      GenerateReservation::Acquire(static_cast<uint64_t>(count) * size);
+  if (!reservation.ok()) return ToGrpc(reservation.status());
   std::vector<DiadRequest> ops;
   uint64_t bytes = 0;
   if (count == 0) {

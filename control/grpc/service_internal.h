@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dataplane/dataplane.h"
 #include "grpcpp/support/status.h"
@@ -38,6 +39,30 @@ absl::Duration RemoteTimeout(uint32_t timeout_ms);
 // Nearest-rank percentile of sorted `values` (not empty).
 uint64_t Percentile(const std::vector<uint64_t>& values, int percent);
 uint64_t ElapsedNs(absl::Time start);
+
+// The bytes of generated operations (RemoteWrite's and StreamSend's
+// generate_count x generate_size, held until the request is done) of all
+// requests at once: at most kMaxGenerateBytes together, so that concurrent
+// clients cannot make spinnicd hold N x 1 GiB. A reservation that would go
+// beyond fails with RESOURCE_EXHAUSTED; its destructor gives the bytes back
+// and, after a large one, returns the freed heap to the system (malloc_trim),
+// so that RSS goes back down after a burst of large generated requests.
+class GenerateReservation {
+ public:
+  static absl::StatusOr<GenerateReservation> Acquire(uint64_t bytes);
+  GenerateReservation(GenerateReservation&& other) noexcept
+      : bytes_(other.bytes_) {
+    other.bytes_ = 0;
+  }
+  GenerateReservation& operator=(GenerateReservation&&) = delete;
+  ~GenerateReservation();
+  // Bytes reserved by every live reservation (for tests).
+  static uint64_t InFlight();
+
+ private:
+  explicit GenerateReservation(uint64_t bytes) : bytes_(bytes) {}
+  uint64_t bytes_;
+};
 
 }  // namespace spinnic
 

@@ -1,12 +1,16 @@
 // Helpers the gRPC services share (service_internal.h).
 #include <arpa/inet.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "control/grpc/service_internal.h"
 
@@ -15,6 +19,13 @@ namespace {
 
 // A remote operation's timeout when the request gives none.
 constexpr absl::Duration kDefaultRemoteTimeout = absl::Seconds(10);
+
+// After giving back a reservation this large, trim the heap: glibc keeps
+// freed memory in its arenas otherwise, and RSS would stay at the peak.
+constexpr uint64_t kTrimAfterBytes = uint64_t{64} << 20;
+
+absl::Mutex generate_mu;
+uint64_t generate_in_flight ABSL_GUARDED_BY(generate_mu) = 0;
 
 }  // namespace
 
@@ -53,6 +64,35 @@ uint64_t Percentile(const std::vector<uint64_t>& values, int percent) {
 
 uint64_t ElapsedNs(absl::Time start) {
   return static_cast<uint64_t>(absl::ToInt64Nanoseconds(absl::Now() - start));
+}
+
+absl::StatusOr<GenerateReservation> GenerateReservation::Acquire(
+    uint64_t bytes) {
+  absl::MutexLock lock(&generate_mu);
+  if (bytes > kMaxGenerateBytes - generate_in_flight) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "generating ", bytes, " bytes: other requests hold ",
+        generate_in_flight,
+        " bytes of generated operations and all together "
+        "may hold at most ",
+        kMaxGenerateBytes, "; retry when they are done, or generate fewer"));
+  }
+  generate_in_flight += bytes;
+  return GenerateReservation(bytes);
+}
+
+GenerateReservation::~GenerateReservation() {
+  if (bytes_ == 0) return;
+  {
+    absl::MutexLock lock(&generate_mu);
+    generate_in_flight -= bytes_;
+  }
+  if (bytes_ >= kTrimAfterBytes) malloc_trim(0);
+}
+
+uint64_t GenerateReservation::InFlight() {
+  absl::MutexLock lock(&generate_mu);
+  return generate_in_flight;
 }
 
 }  // namespace spinnic

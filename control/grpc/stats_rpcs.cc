@@ -1,5 +1,7 @@
 // The stats RPCs of SpinnicService: GetStats, WatchStats (the snapshot to
 // v1::Stats conversion is FillStats, control/stats_format.h).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "control/grpc/service_internal.h"
@@ -10,6 +12,10 @@ namespace spinnic {
 namespace {
 
 constexpr uint32_t kMinWatchIntervalMs = 100;
+// A stream sleeping between snapshots looks at its client at least this
+// often: a client that cancels or vanishes frees the handler's thread soon,
+// whatever interval it asked for (up to 2^32 ms, 49 days).
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(100);
 
 }  // namespace
 
@@ -34,7 +40,12 @@ grpc::Status SpinnicService::WatchStats(grpc::ServerContext* context,
     v1::Stats stats;
     FillStats(dataplane_->Snapshot(Dataplane::StateCopy::kOmit), &stats);
     if (!writer->Write(stats)) break;
-    absl::SleepFor(absl::Milliseconds(request->interval_ms()));
+    const absl::Time next =
+        absl::Now() + absl::Milliseconds(request->interval_ms());
+    for (absl::Time now = absl::Now(); now < next && !context->IsCancelled();
+         now = absl::Now()) {
+      absl::SleepFor(std::min(next - now, kCancelPoll));
+    }
   }
   return grpc::Status::OK;
 }

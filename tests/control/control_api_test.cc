@@ -8,13 +8,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "control/grpc/control_server.h"
+#include "control/grpc/service_internal.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/create_channel.h"
@@ -362,6 +367,59 @@ TEST_F(ControlApiTest, StatsAndWatchStats) {
   while (stream->Read(&stats)) {
   }
   stream->Finish();
+}
+
+// A WatchStats client asking for the longest interval (2^32-1 ms) and then
+// cancelling must not keep a server thread asleep for 49 days: the server's
+// shutdown waits for every handler thread, so it would hang. (Found by the
+// control-plane abuse test, tests/integration/grpc_abuse.sh.)
+TEST_F(ControlApiTest, CancelledWatchStatsWithHugeIntervalFreesItsThread) {
+  grpc::ClientContext watch;
+  v1::WatchStatsRequest slow;
+  slow.set_interval_ms(UINT32_MAX);
+  v1::Stats stats;
+  auto stream = stub_->WatchStats(&watch, slow);
+  ASSERT_TRUE(stream->Read(&stats));  // the first snapshot comes at once
+  watch.TryCancel();
+  while (stream->Read(&stats)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // Bounded: a handler still asleep would block Shutdown for 49 days.
+  auto done = std::make_shared<absl::Notification>();
+  std::thread([server = server_.get(), done] {
+    server->Shutdown();
+    done->Notify();
+  }).detach();
+  if (!done->WaitForNotificationWithTimeout(absl::Seconds(60))) {
+    ADD_FAILURE() << "ControlServer::Shutdown still waits for the cancelled "
+                     "WatchStats handler after 60 s";
+    std::_Exit(1);  // the stuck thread would hang the test's exit too
+  }
+}
+
+// Generated DiAD operations (RemoteWrite/StreamSend generate_count) of all
+// requests together hold at most kMaxGenerateBytes: 100 clients asking for
+// 1 GiB each must not make spinnicd hold 100 GiB (found by grpc_abuse).
+TEST(GenerateReservationTest, AllRequestsTogetherStayWithinTheLimit) {
+  ASSERT_EQ(GenerateReservation::InFlight(), 0u);
+  {
+    absl::StatusOr<GenerateReservation> first =
+        GenerateReservation::Acquire(kMaxGenerateBytes - 10);
+    ASSERT_TRUE(first.ok()) << first.status();
+    absl::StatusOr<GenerateReservation> small =
+        GenerateReservation::Acquire(10);
+    ASSERT_TRUE(small.ok()) << small.status();
+    absl::StatusOr<GenerateReservation> over = GenerateReservation::Acquire(1);
+    ASSERT_FALSE(over.ok());
+    EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(over.status().message(),
+                HasSubstr("other requests hold 1073741824 bytes"));
+    EXPECT_EQ(GenerateReservation::InFlight(), kMaxGenerateBytes);
+  }
+  EXPECT_EQ(GenerateReservation::InFlight(), 0u);
+  absl::StatusOr<GenerateReservation> again =
+      GenerateReservation::Acquire(kMaxGenerateBytes);
+  EXPECT_TRUE(again.ok()) << again.status();
 }
 
 TEST_F(ControlApiTest, WatchEventsStreamsHandlerFailures) {
