@@ -633,6 +633,8 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"acks_sent", &C::acks_sent},
       {"naks_sent", &C::naks_sent},
       {"duplicates", &C::duplicates},
+      {"executed", &C::executed},
+      {"refused_rnr", &C::refused_rnr},
       {"handoffs", &C::handoffs},
       {"cm_received", &C::cm_received},
       {"cm_sent", &C::cm_sent},
@@ -664,6 +666,20 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
         absl::StrCat("drop_",
                      roce::ParseErrorName(static_cast<roce::ParseError>(e))),
         sum([e](const C& c) -> const Counter& { return c.parse_errors[e]; }));
+  }
+  for (size_t n = 0; n < roce::kNakCodeCount; ++n) {
+    stats->counters.emplace_back(
+        absl::StrCat("refused_",
+                     roce::ResponderNakName(static_cast<roce::NakCode>(n))),
+        sum([n](const C& c) -> const Counter& { return c.refused_naks[n]; }));
+  }
+  for (size_t r = 1; r < roce::kResponderDropReasons; ++r) {
+    stats->counters.emplace_back(
+        absl::StrCat("drop_responder_",
+                     roce::Describe(static_cast<roce::ResponderDropReason>(r))),
+        sum([r](const C& c) -> const Counter& {
+          return c.responder_drops[r];
+        }));
   }
   for (size_t d = 0; d < roce::kRoceDropCount; ++d) {
     stats->counters.emplace_back(

@@ -11,19 +11,27 @@
 #include <rte_ring.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "dataplane/classifier.h"
+#include "dataplane/common/byte_order.h"
+#include "dataplane/common/checksum.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/cnp.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
+#include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
@@ -883,6 +891,519 @@ TEST_P(RoceDataplaneTest, BadFramesAreCountedDrops) {
   SendFrame(frame);
   Poll();
   ASSERT_EQ(Collect().size(), 1u);
+}
+
+// A hostile RoCE network (issue 20), on the same appliance as a live
+// connection. Three kinds of forged frames, interleaved with the client's
+// legitimate WRITEs (one and three packets), READs and atomics:
+//  - a hostile peer on its own QPs (it knows its PSNs: on path), sending
+//    random RC and UD opcodes (SEND/WRITE FIRST, MIDDLE, LAST, ONLY, with
+//    immediate or invalidate, READ, atomics, responses) with random rkeys,
+//    addresses, lengths, payload sizes and sometimes PSNs; its keys are
+//    real ones with ranges outside their region or rights they lack, or no
+//    region's; a QP its requests put into the error state is replaced;
+//  - an off-path sender injecting into the live connection: a wrong source
+//    address with the right QPN, or the client's address (spoofed) with a
+//    wrong UDP source port and a guessed QPN (near the real one, or random)
+//    and a PSN outside the window (anything but the one expected next);
+//  - frames broken on the wire (ICRC, reserved opcode, truncated).
+// Every region is registered between guard regions filled with a pattern,
+// and the target region keeps 128-byte margins the client never writes.
+// Asserted: no forged request moves a byte (the regions and guards are
+// byte-exact against the client's writes; write, read and atomic bytes
+// are the client's), every legitimate operation completes byte-exact and
+// the connection is never errored, and every forged frame is counted
+// exactly once: dropped by reason, refused by NAK code, answered as a
+// duplicate, or executed without memory (a zero-length RDMA, which IBA 9.4
+// serves with any rkey, or a SEND into the hostile QP's own receive
+// buffer). SPINNIC_HOSTILE_REQUESTS sets how many (20,000 by default;
+// docs/testing.md has the 10^6 command).
+TEST_P(RoceDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
+  const char* env = std::getenv("SPINNIC_HOSTILE_REQUESTS");
+  const uint64_t forged =
+      env != nullptr ? std::strtoull(env, nullptr, 10) : 20000;
+  roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+  std::mt19937_64 random(20 + GetParam());
+  auto pick = [&](uint64_t n) { return random() % n; };
+
+  // Regions, each between guards; every byte starts as a pattern.
+  constexpr uint64_t kTarget = 8192;
+  constexpr uint64_t kMargin = 128;
+  std::vector<std::pair<RegionInfo, Bytes>> expected;  // final images
+  auto add = [&](uint64_t length, uint32_t access) {
+    RegionInfo region = Region(length, access | kLocalRead | kLocalWrite);
+    Bytes image = Pattern(length, static_cast<uint32_t>(region.id) + 77);
+    EXPECT_TRUE(dataplane().WriteRegion(region.id, 0, image).ok());
+    expected.emplace_back(region, image);
+    return expected.size() - 1;
+  };
+  add(4096, 0);
+  const size_t target_at = add(kTarget, kRemoteWrite | kRemoteRead);
+  add(4096, 0);
+  const size_t read_only_at = add(4096, kRemoteRead);
+  add(4096, 0);
+  const size_t local_at = add(4096, 0);
+  add(4096, 0);
+  const RegionInfo target = expected[target_at].first;
+  const RegionInfo read_only = expected[read_only_at].first;
+  const RegionInfo local = expected[local_at].first;
+  Bytes& image = expected[target_at].second;
+  std::set<uint32_t> real_keys;
+  for (const auto& [region, bytes] : expected) real_keys.insert(region.rkey);
+
+  // The hostile peer's QPs.
+  constexpr roce::Mac kHostileMac = {0x02, 0, 0, 0, 0, 0x66};
+  const roce::Gid kHostileIp = roce::Ipv4Mapped(0xc0000242);  // 192.0.2.66
+  struct HostileQp {
+    uint32_t qpn = 0;
+    uint32_t remote_qpn = 0;
+    uint32_t psn = 0;  // the next PSN it sends
+  };
+  std::vector<HostileQp> hostile(4);
+  uint32_t next_remote = 0x6600;
+  auto open_hostile = [&](HostileQp& h) {
+    roce::QpSpec spec;
+    spec.remote_qpn = h.remote_qpn = next_remote++;
+    spec.remote_ip = kHostileIp;
+    spec.remote_mac = kHostileMac;
+    spec.pmtu = kPmtu;
+    spec.expected_psn = h.psn = static_cast<uint32_t>(random()) & 0xffffff;
+    absl::StatusOr<uint32_t> qpn = module.CreateQp(spec);
+    ASSERT_TRUE(qpn.ok()) << qpn.status();
+    h.qpn = *qpn;
+  };
+  for (HostileQp& h : hostile) open_hostile(h);
+  Poll();
+
+  const StatsSnapshot before =
+      dataplane().Snapshot(Dataplane::StateCopy::kOmit);
+  auto delta = [&](const std::string& name) {
+    uint64_t then = 0;
+    for (const auto& [counter, value] : before.transport("roce").counters) {
+      if (counter == name) then = value;
+    }
+    return Counter(name) - then;
+  };
+
+  // The client's operations and what each answer must be.
+  uint32_t legit_psn = kClientPsn;
+  uint64_t legit_packets = 0;
+  uint64_t legit_messages = 0;
+  uint64_t legit_write_bytes = 0;
+  uint64_t legit_read_bytes = 0;
+  uint64_t legit_atomics = 0;
+  std::map<uint32_t, Bytes> read_answers;       // response PSN -> bytes
+  std::map<uint32_t, uint64_t> atomic_answers;  // PSN -> original value
+  size_t reads_answered = 0;
+  size_t atomics_answered = 0;
+  std::vector<std::string> failures;
+  auto send_write = [&] {
+    const bool three = pick(4) == 0;
+    const uint32_t length =
+        three ? 2 * kPmtu + 1 + static_cast<uint32_t>(pick(kPmtu))
+              : 1 + static_cast<uint32_t>(pick(kPmtu));
+    const uint64_t offset = kMargin + pick(kTarget - 2 * kMargin - length + 1);
+    const Bytes data = Pattern(length, static_cast<uint32_t>(random()));
+    std::copy(data.begin(), data.end(), image.begin() + offset);
+    const ExtHeaders reth =
+        Reth(target.base_address + offset, target.rkey, length);
+    if (!three) {
+      SendFrame(
+          Build(Opcode::kRcWriteOnly, legit_psn++, reth, data, pick(2) == 0));
+      ++legit_packets;
+    } else {
+      SendFrame(Build(Opcode::kRcWriteFirst, legit_psn++, reth,
+                      Bytes(data.begin(), data.begin() + kPmtu)));
+      SendFrame(Build(Opcode::kRcWriteMiddle, legit_psn++, {},
+                      Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+      SendFrame(Build(Opcode::kRcWriteLast, legit_psn++, {},
+                      Bytes(data.begin() + 2 * kPmtu, data.end()), true));
+      legit_packets += 3;
+    }
+    ++legit_messages;
+    legit_write_bytes += length;
+  };
+  auto send_read = [&] {
+    const uint32_t length = static_cast<uint32_t>(pick(3 * kPmtu));
+    const uint64_t offset = pick(kTarget - length + 1);
+    SendFrame(Build(Opcode::kRcReadRequest, legit_psn,
+                    Reth(target.base_address + offset, target.rkey, length),
+                    {}));
+    const uint32_t packets = length == 0 ? 1 : (length + kPmtu - 1) / kPmtu;
+    for (uint32_t i = 0; i < packets; ++i) {
+      const uint64_t from = offset + uint64_t{i} * kPmtu;
+      const uint64_t to = std::min<uint64_t>(offset + length, from + kPmtu);
+      read_answers[(legit_psn + i) & 0xffffff] =
+          Bytes(image.begin() + from, image.begin() + to);
+    }
+    legit_psn += packets;
+    ++legit_packets;
+    ++legit_messages;
+    legit_read_bytes += length;
+  };
+  auto send_atomic = [&] {
+    const bool fetch_add = pick(2) == 0;
+    const uint64_t offset = fetch_add ? 64 : 72;  // inside the margin
+    uint64_t original = 0;
+    std::memcpy(&original, image.data() + offset, 8);
+    const uint64_t operand = random();
+    uint64_t now = original;
+    ExtHeaders ext;
+    if (fetch_add) {
+      now = original + operand;
+      ext.atomic_eth = {target.base_address + offset, target.rkey, operand, 0};
+    } else {
+      const uint64_t compare = pick(2) == 0 ? original : random();
+      if (compare == original) now = operand;
+      ext.atomic_eth = {target.base_address + offset, target.rkey, operand,
+                        compare};
+    }
+    std::memcpy(image.data() + offset, &now, 8);
+    atomic_answers[legit_psn & 0xffffff] = original;
+    SendFrame(Build(fetch_add ? Opcode::kRcFetchAdd : Opcode::kRcCompareSwap,
+                    legit_psn++, ext, {}));
+    ++legit_packets;
+    ++legit_messages;
+    ++legit_atomics;
+  };
+  // The atomics' words are the client's too (margins elsewhere stay).
+  auto send_legit = [&] {
+    switch (pick(4)) {
+      case 0:
+        send_read();
+        break;
+      case 1:
+        send_atomic();
+        break;
+      default:
+        send_write();
+        break;
+    }
+  };
+
+  // A forged key and range: none grants the access its opcode needs.
+  auto forge_key = [&](uint64_t* va, uint32_t* rkey, uint32_t* length,
+                       bool write) {
+    switch (pick(6)) {
+      case 0:  // the target region, starting before it
+        *rkey = target.rkey;
+        *va = target.base_address - 1 - pick(1 << 20);
+        if (*length == 0) *length = 1 + static_cast<uint32_t>(pick(64));
+        break;
+      case 1:  // the target region, running past its end
+        *rkey = target.rkey;
+        *length = std::max<uint32_t>(*length, 1 + pick(4096));
+        *va = target.base_address + kTarget - *length + 1 + pick(64);
+        break;
+      case 2:  // the read-only region (written; a READ of it: its end)
+        *rkey = read_only.rkey;
+        *va = read_only.base_address + pick(4096);
+        if (!write) {
+          *length = std::max<uint32_t>(*length, 1);
+          *va = read_only.base_address + 4096 - *length + 1 + pick(8);
+        }
+        break;
+      case 3:  // a region with no remote access at all
+        *rkey = local.rkey;
+        *va = local.base_address + pick(4096);
+        break;
+      case 4:  // a connection region's key of some QP (its own, or not)
+        *rkey = (static_cast<uint32_t>(roce::kFirstQpn + pick(16)) << 8) |
+                (1 + static_cast<uint32_t>(pick(2)));
+        *va = random();
+        break;
+      default:  // a key that is no region's
+        do {
+          *rkey = static_cast<uint32_t>(random());
+        } while (real_keys.contains(*rkey));
+        *va = pick(2) == 0 ? random() : target.base_address + pick(kTarget);
+        break;
+    }
+  };
+  // Opcodes WriteHeaders builds: RC requests and responses, UD SENDs.
+  static constexpr uint8_t kOpcodes[] = {
+      0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
+      0x0a, 0x0b, 0x0c, 0x0c, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11,
+      0x12, 0x13, 0x13, 0x14, 0x14, 0x16, 0x17, 0x64, 0x65};
+  auto forge_frame = [&](roce::FrameParams params, uint32_t dest_qp,
+                         uint32_t psn) {
+    Bth bth;
+    bth.opcode = kOpcodes[pick(std::size(kOpcodes))];
+    bth.dest_qp = dest_qp;
+    bth.psn = psn & 0xffffff;
+    bth.ack_req = pick(2) == 0;
+    bth.solicited = pick(8) == 0;
+    const roce::OpcodeInfo& info = roce::GetOpcodeInfo(bth.opcode);
+    const bool write =
+        info.kind == roce::OpKind::kWrite || info.kind == roce::OpKind::kAtomic;
+    uint32_t payload = 0;
+    if (info.has(roce::kHasPayload)) {
+      switch (pick(4)) {
+        case 0:
+          payload = kPmtu;
+          break;
+        case 1:
+          payload = static_cast<uint32_t>(pick(kPmtu + 200));
+          break;
+        default:
+          payload = static_cast<uint32_t>(pick(64));
+          break;
+      }
+    }
+    ExtHeaders ext;
+    uint32_t length = pick(3) == 0   ? static_cast<uint32_t>(random())
+                      : pick(4) == 0 ? 0
+                                     : static_cast<uint32_t>(pick(8192));
+    if (info.has(roce::kHasReth) && info.kind == roce::OpKind::kWrite &&
+        pick(2) == 0) {
+      length = payload;  // a WRITE ONLY whose length agrees
+    }
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    forge_key(&va, &rkey, &length, write);
+    ext.reth = {va, rkey, length};
+    // An atomic's 8 bytes: outside the target region (before its start,
+    // or past its end), anywhere in the others.
+    uint64_t atomic_va = va;
+    if (rkey == target.rkey) {
+      atomic_va = pick(2) == 0 ? target.base_address - 8 - pick(4096)
+                               : target.base_address + kTarget + pick(4096);
+    }
+    if (pick(4) != 0) atomic_va &= ~uint64_t{7};
+    ext.atomic_eth = {atomic_va, rkey, random(), random()};
+    ext.aeth = {static_cast<uint8_t>(random()),
+                static_cast<uint32_t>(random()) & 0xffffff};
+    ext.atomic_ack_eth.original = random();
+    ext.imm_data = static_cast<uint32_t>(random());
+    ext.ieth = static_cast<uint32_t>(random());
+    ext.deth.qkey = static_cast<uint32_t>(random());
+    ext.deth.src_qp = static_cast<uint32_t>(random()) & 0xffffff;
+    Bytes frame(roce::FrameBytes(4, bth.opcode, payload));
+    const uint32_t headers =
+        roce::WriteHeaders(params, bth, ext, payload, frame.data(),
+                           static_cast<uint32_t>(frame.size()));
+    EXPECT_NE(headers, 0u) << int(bth.opcode);
+    for (uint32_t i = 0; i < payload; ++i) {
+      frame[headers + i] = static_cast<uint8_t>(random());
+    }
+    EXPECT_NE(roce::FinishFrame(params, frame.data(),
+                                static_cast<uint32_t>(frame.size())),
+              0u);
+    return frame;
+  };
+  auto client_params = [&] {
+    roce::FrameParams params;
+    params.src_mac = kClientMac;
+    params.dst_mac = kDutMac;
+    params.src_ip = kClientIp;
+    params.dst_ip = kDutIp;
+    params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
+    return params;
+  };
+
+  uint64_t on_path = 0, off_path = 0, broken = 0, replaced = 0;
+  uint64_t naks_to_client = 0;
+  std::vector<Event> events;
+  auto drain = [&] {
+    Poll(2);
+    for (const Out& o : Collect()) {
+      if (!o.roce || o.packet.bth.dest_qp != kClientQpn) continue;
+      const uint32_t psn = o.packet.bth.psn;
+      const uint8_t opcode = o.packet.bth.opcode;
+      const roce::OpKind kind = o.packet.info->kind;
+      if (kind == roce::OpKind::kReadResponse) {
+        auto it = read_answers.find(psn);
+        if (it == read_answers.end() || it->second != o.payload()) {
+          failures.push_back(absl::StrCat("READ response PSN ", psn));
+        } else {
+          ++reads_answered;
+          read_answers.erase(it);
+        }
+      } else if (opcode == static_cast<uint8_t>(Opcode::kRcAtomicAck)) {
+        auto it = atomic_answers.find(psn);
+        if (it == atomic_answers.end() ||
+            it->second != o.packet.ext.atomic_ack_eth.original) {
+          failures.push_back(absl::StrCat("atomic answer PSN ", psn));
+        } else {
+          ++atomics_answered;
+        }
+      } else if (o.packet.ext.aeth.syndrome != roce::AethAck()) {
+        // Only an injected PSN ahead of the window may NAK the client
+        // (a sequence NAK naming the PSN it expects: harmless).
+        if (o.packet.ext.aeth.syndrome !=
+            roce::AethNak(roce::NakCode::kPsnSequenceError)) {
+          failures.push_back(absl::StrCat("client NAKed PSN ", psn,
+                                          " syndrome ",
+                                          o.packet.ext.aeth.syndrome));
+        }
+        ++naks_to_client;
+      }
+    }
+    Collect(1);  // nothing forged may pass through to the host either
+    events.clear();
+    dataplane().DrainEvents(&events);
+    // Replace the hostile QPs its requests put into the error state, and
+    // learn the PSNs the others expect (the peer knows its connection).
+    for (const QpInfo& qp : module.ListQps()) {
+      for (HostileQp& h : hostile) {
+        if (h.qpn != qp.qpn) continue;
+        if (qp.state == roce::QpState::kError) {
+          ASSERT_TRUE(module.DestroyQp(h.qpn).ok());
+          open_hostile(h);
+          ++replaced;
+        } else {
+          h.psn = qp.expected_psn;
+        }
+      }
+    }
+  };
+
+  std::set<uint32_t> hostile_qpns;
+  for (uint64_t i = 0; i < forged; ++i) {
+    const uint64_t kind = pick(16);
+    if (kind < 8) {
+      // On path: the hostile peer on one of its QPs.
+      HostileQp& h = hostile[pick(hostile.size())];
+      roce::FrameParams params = client_params();
+      params.src_mac = kHostileMac;
+      params.src_ip = kHostileIp;
+      params.udp_src_port = roce::UdpSourcePort(h.remote_qpn, h.qpn);
+      const uint32_t psn =
+          pick(4) != 0 ? h.psn++ : static_cast<uint32_t>(random());
+      SendFrame(forge_frame(params, h.qpn, psn));
+      ++on_path;
+    } else if (kind < 15) {
+      // Off path, into the live connection.
+      roce::FrameParams params = client_params();
+      params.udp_src_port = static_cast<uint16_t>(random());
+      uint32_t dest = qpn_;
+      if (pick(3) == 0) {
+        // A wrong source address with the right QPN (any PSN).
+        params.src_ip = roce::Ipv4Mapped(
+            pick(2) == 0 ? 0xc0000200u | static_cast<uint32_t>(pick(256))
+                         : static_cast<uint32_t>(random()));
+        if (params.src_ip == kClientIp) params.src_ip = kHostileIp;
+      } else if (pick(2) == 0) {
+        // A guessed QPN: near the real one, or any.
+        do {
+          dest = pick(2) == 0 ? qpn_ - 8 + static_cast<uint32_t>(pick(17))
+                              : static_cast<uint32_t>(random()) & 0xffffff;
+        } while (dest == qpn_ || dest == roce::kGsiQp);
+      }
+      // A PSN outside the window: anything but the one expected next
+      // (and, with two HPUs, the other client QP's first).
+      uint32_t psn;
+      do {
+        psn = static_cast<uint32_t>(random()) & 0xffffff;
+      } while (psn == (legit_psn & 0xffffff) || psn == kClientPsn);
+      SendFrame(forge_frame(params, dest, psn));
+      ++off_path;
+    } else {
+      // Broken on the wire, to any of the QPs.
+      HostileQp& h = hostile[pick(hostile.size())];
+      roce::FrameParams params = client_params();
+      params.src_ip = kHostileIp;
+      Bytes frame = forge_frame(params, h.qpn, h.psn);
+      switch (pick(3)) {
+        case 0:
+          frame[frame.size() - 1 - pick(4)] ^= 0x40;  // the ICRC
+          break;
+        case 1:
+          frame[42] = static_cast<uint8_t>(0x18 + pick(8));  // reserved
+          break;
+        default: {
+          // Cut inside the BTH, the IP and UDP lengths made to agree.
+          const uint16_t cut = static_cast<uint16_t>(42 + pick(12));
+          frame.resize(cut);
+          StoreBe16(frame.data() + 16, static_cast<uint16_t>(cut - 14));
+          StoreBe16(frame.data() + 38, static_cast<uint16_t>(cut - 34));
+          StoreBe16(frame.data() + 24, 0);
+          StoreBe16(frame.data() + 24,
+                    checksum::Compute(frame.data() + 14, 20));
+          break;
+        }
+      }
+      SendFrame(frame);
+      ++broken;
+    }
+    if (i % 8 == 7) {
+      send_legit();
+      drain();
+    }
+  }
+  for (int i = 0; i < 4; ++i) drain();
+
+  // Not one forged request moved a byte; every legitimate one did, once.
+  EXPECT_TRUE(failures.empty())
+      << failures.size() << " wrong answers; first: " << failures.front();
+  for (const auto& [region, bytes] : expected) {
+    absl::StatusOr<std::string> now =
+        dataplane().ReadRegion(region.id, 0, 0, 1 << 20);
+    ASSERT_TRUE(now.ok()) << now.status();
+    EXPECT_TRUE(Bytes(now->begin(), now->end()) == bytes)
+        << "region " << region.id << " (" << region.length
+        << " bytes) changed outside the client's writes";
+  }
+  EXPECT_TRUE(read_answers.empty()) << read_answers.size() << " READ "
+                                    << "response packets never came";
+  EXPECT_EQ(atomics_answered, legit_atomics);
+  EXPECT_EQ(delta("write_bytes"), legit_write_bytes);
+  EXPECT_EQ(delta("read_bytes"), legit_read_bytes);
+  EXPECT_EQ(delta("atomics"), legit_atomics);
+  for (const QpInfo& qp : module.ListQps()) {
+    if (qp.qpn != qpn_) continue;
+    EXPECT_EQ(qp.state, roce::QpState::kRts);
+    EXPECT_EQ(qp.expected_psn, legit_psn & 0xffffff);
+    EXPECT_EQ(qp.msn, legit_messages & 0xffffff);
+  }
+
+  // Every forged frame counted exactly once.
+  const uint64_t sent = on_path + off_path + broken;
+  uint64_t parse_drops = 0;
+  for (size_t e = 1; e < roce::kParseErrorCount; ++e) {
+    parse_drops += delta(absl::StrCat(
+        "drop_", roce::ParseErrorName(static_cast<roce::ParseError>(e))));
+  }
+  uint64_t responder_drops = 0;
+  for (size_t r = 1; r < roce::kResponderDropReasons; ++r) {
+    responder_drops += delta(absl::StrCat(
+        "drop_responder_",
+        roce::Describe(static_cast<roce::ResponderDropReason>(r))));
+  }
+  EXPECT_EQ(responder_drops, delta("drop_responder"));
+  uint64_t refused = delta("refused_rnr");
+  for (size_t n = 0; n < roce::kNakCodeCount; ++n) {
+    refused += delta(absl::StrCat(
+        "refused_", roce::ResponderNakName(static_cast<roce::NakCode>(n))));
+  }
+  const uint64_t engine_drops =
+      delta("drop_unknown_qp") + delta("drop_wrong_peer") +
+      delta("drop_unsupported") + delta("drop_not_request") +
+      delta("drop_reply_queue_full") + delta("drop_no_buffer") +
+      delta("drop_handoff_full");
+  const uint64_t executed = delta("executed");
+  ASSERT_GE(executed, legit_packets);
+  const uint64_t forged_executed = executed - legit_packets;
+  EXPECT_EQ(parse_drops + engine_drops + responder_drops + refused +
+                delta("duplicates") + forged_executed,
+            sent);
+  EXPECT_EQ(delta("drop_reply_queue_full") + delta("drop_no_buffer") +
+                delta("drop_handoff_full"),
+            0u);
+  std::printf(
+      "forged %lu (on path %lu, off path %lu, broken %lu): parse drops %lu, "
+      "engine drops %lu (unknown QP %lu, wrong peer %lu, unsupported %lu, "
+      "not a request %lu), responder drops %lu, refused %lu (remote access "
+      "%lu, invalid request %lu, PSN sequence %lu, RNR %lu), duplicates %lu, "
+      "executed without memory %lu; hostile QPs replaced %lu; legitimate "
+      "messages %lu (%lu packets), sequence NAKs to the client %lu\n",
+      sent, on_path, off_path, broken, parse_drops, engine_drops,
+      delta("drop_unknown_qp"), delta("drop_wrong_peer"),
+      delta("drop_unsupported"), delta("drop_not_request"), responder_drops,
+      refused, delta("refused_remote_access_error"),
+      delta("refused_invalid_request"), delta("refused_psn_sequence_error"),
+      delta("refused_rnr"), delta("duplicates"), forged_executed, replaced,
+      legit_messages, legit_packets, naks_to_client);
 }
 
 TEST_P(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
