@@ -131,6 +131,11 @@ struct alignas(64) RoceCounters {
   Counter cm_sent;
   Counter cm_connections;  // connections accepted (REP sent)
   Counter cm_rejects;      // REJ sent
+  // ... of them, REQs refused for want of a QP (the QP table, roce.max_qps,
+  // is full: REJ reason 1, No QP available) and of a CM connection slot
+  // (kCmMaxConnections in set-up or time-wait: REJ reason 3, No resources).
+  Counter cm_rejects_no_qp;
+  Counter cm_rejects_no_resources;
   Counter neighbor_answers;
   Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
   // READ response packets whose payload went out of the region

@@ -640,6 +640,8 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"cm_sent", &C::cm_sent},
       {"cm_connections", &C::cm_connections},
       {"cm_rejects", &C::cm_rejects},
+      {"cm_rejects_no_qp", &C::cm_rejects_no_qp},
+      {"cm_rejects_no_resources", &C::cm_rejects_no_resources},
       {"neighbor_answers", &C::neighbor_answers},
       {"udp_checksum_zero", &C::udp_checksum_zero},
       {"zero_copy_packets", &C::zero_copy_packets},

@@ -8,6 +8,7 @@
 // land on HPU 0 or 1 round robin.
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 
 #include <atomic>
@@ -28,6 +29,7 @@
 #include "dataplane/common/checksum.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/cm.h"
+#include "dataplane/roce/cm_service.h"
 #include "dataplane/roce/cnp.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
@@ -1406,6 +1408,231 @@ TEST_P(RoceDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
       legit_messages, legit_packets, naks_to_client);
 }
 
+// Exhaustion (issue 20): each limit answers with its documented refusal,
+// counts it, and the connections that exist keep working. The fixture's
+// QP table holds 4 QPs (the fixture's take 1 or 2) and regions 64 KiB.
+class RoceLimitsTest : public RoceDataplaneTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    options.roce.max_qps = max_qps_;
+    options.region_bytes_limit = 64 << 10;
+  }
+
+  // An rdma_cm REQ from the client's QP `client_qpn` to the listened port.
+  Bytes Req(uint32_t client_qpn, uint32_t comm_id) {
+    roce::RdmaCmConnectParams params;
+    params.transaction_id = comm_id;
+    params.local_comm_id = comm_id;
+    params.local_qpn = client_qpn;
+    params.starting_psn = 0x1000 + client_qpn;
+    params.port = kListenPort;
+    params.rdma_cm.ip_version = 4;
+    params.rdma_cm.src_port = static_cast<uint16_t>(0x8000 + client_qpn);
+    std::copy(kClientIp.begin() + 12, kClientIp.end(),
+              params.rdma_cm.src_addr.begin() + 12);
+    std::copy(kDutIp.begin() + 12, kDutIp.end(),
+              params.rdma_cm.dst_addr.begin() + 12);
+    params.local_gid = kClientIp;
+    params.remote_gid = kDutIp;
+    return BuildMad(roce::BuildRdmaCmReq(params));
+  }
+
+  // The fixture's QP still serves a WRITE: acknowledged, bytes in place.
+  void ExpectTheQpWorks(const RegionInfo& region) {
+    const Bytes data = Pattern(256, next_psn_);
+    SendFrame(Build(Opcode::kRcWriteOnly, next_psn_,
+                    Reth(region.base_address, region.rkey, 256), data, true));
+    Poll();
+    bool acked = false;
+    for (const Out& o : Collect()) {
+      if (!o.roce || o.packet.bth.dest_qp != kClientQpn) continue;
+      ExpectAck(o, next_psn_, roce::AethAck(), ++messages_);
+      acked = true;
+    }
+    EXPECT_TRUE(acked) << "no ACK for PSN " << next_psn_;
+    ++next_psn_;
+    absl::StatusOr<std::string> stored =
+        dataplane().ReadRegion(region.id, 0, 256, 1 << 20);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+  }
+
+  uint32_t max_qps_ = 4;
+  uint32_t next_psn_ = kClientPsn;
+  uint32_t messages_ = 0;
+};
+
+// QP table full (roce.max_qps): a CM REQ is refused with REJ reason 1 ("No
+// QP available", IBA 12.6.7.2), counted in cm_rejects_no_qp; CreateQp says
+// RESOURCE_EXHAUSTED and names the setting; the QPs that exist keep
+// working; a connection closed makes room for the next.
+TEST_P(RoceLimitsTest, QpTableFullRejectsCmRequestsWithNoQp) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  const uint32_t free_qps = max_qps_ - GetParam();
+  std::vector<roce::CmMad> reps;
+  size_t rejected = 0;
+  for (uint32_t i = 0; i < free_qps + 3; ++i) {
+    SendFrame(Req(0x40 + i, 0xc000 + i));
+    Poll();
+    for (const Out& o : Collect()) {
+      roce::CmMad mad = MadOf(o);
+      if (std::get_if<roce::CmRep>(&mad.message) != nullptr) {
+        reps.push_back(mad);
+      } else if (const auto* rej = std::get_if<roce::CmRej>(&mad.message)) {
+        EXPECT_EQ(rej->reason, static_cast<uint16_t>(roce::CmRejReason::kNoQp));
+        EXPECT_EQ(rej->remote_comm_id, 0xc000 + i);
+        ++rejected;
+      } else {
+        ADD_FAILURE() << "neither REP nor REJ for REQ " << i;
+      }
+    }
+  }
+  ASSERT_EQ(reps.size(), free_qps);
+  EXPECT_EQ(rejected, 3u);
+  EXPECT_EQ(Counter("cm_rejects_no_qp"), 3u);
+  EXPECT_EQ(Counter("cm_rejects"), 3u);
+  EXPECT_EQ(Counter("cm_connections"), free_qps);
+  roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+  roce::QpSpec spec;
+  spec.remote_qpn = 0x77;
+  spec.remote_ip = kClientIp;
+  spec.remote_mac = kClientMac;
+  spec.pmtu = kPmtu;
+  absl::StatusOr<uint32_t> refused = module.CreateQp(spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("roce.max_qps"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(module.ListQps().size(), max_qps_);
+  ExpectTheQpWorks(region);
+
+  // The client closes its first connection: the next REQ is accepted.
+  const roce::CmRep& rep = std::get<roce::CmRep>(reps[0].message);
+  roce::CmMad dreq;
+  dreq.header = reps[0].header;
+  dreq.header.transaction_id = 0xd000;
+  roce::CmDreq d;
+  d.local_comm_id = 0xc000;
+  d.remote_comm_id = rep.local_comm_id;
+  d.remote_qpn = rep.local_qpn;
+  dreq.message = d;
+  SendFrame(BuildMad(dreq));
+  Poll();
+  ASSERT_EQ(Collect().size(), 1u);  // the DREP
+  SendFrame(Req(0x60, 0xe000));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad again = MadOf(out[0]);
+  EXPECT_NE(std::get_if<roce::CmRep>(&again.message), nullptr);
+  ExpectTheQpWorks(region);
+}
+
+// Region memory at runtime.region_bytes_limit: RegisterRegion says
+// RESOURCE_EXHAUSTED with what is in use and the setting to raise; the
+// regions that exist keep serving RDMA; deregistering makes room.
+TEST_P(RoceLimitsTest, RegionMemoryAtItsLimitIsAClearError) {
+  RegionInfo region = Region(32 << 10, kRemoteWrite);
+  RegionInfo second = Region(16 << 10, kRemoteWrite);
+  RegionConfig config;
+  config.length = 24 << 10;
+  config.access = kRemoteWrite;
+  absl::StatusOr<RegionInfo> refused = dataplane().RegisterRegion(config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("runtime.region_bytes_limit"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("49152 of the 65536"),
+            std::string::npos)
+      << refused.status();
+  ExpectTheQpWorks(region);
+  ASSERT_TRUE(dataplane().DeregisterRegion(second.id).ok());
+  absl::StatusOr<RegionInfo> fits = dataplane().RegisterRegion(config);
+  EXPECT_TRUE(fits.ok()) << fits.status();
+  ExpectTheQpWorks(region);
+}
+
+// The mbuf pool empty (every mbuf held elsewhere, as under flat-out load):
+// requests are still executed and their replies wait in the QP's reply
+// queue, each attempt counted in drop_no_buffer; once mbufs are back, the
+// replies leave, byte-exact, and the QP goes on.
+TEST_P(RoceLimitsTest, MbufPoolExhaustionIsCountedAndRecovers) {
+  RegionInfo region = Region(8192, kRemoteWrite | kRemoteRead);
+  const Bytes data = Pattern(3000, 3);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  rte_mempool* pool = rte_mempool_lookup("spinnic_pkts");
+  ASSERT_NE(pool, nullptr);
+  std::vector<rte_mbuf*> held;
+  while (rte_mbuf* m = rte_pktmbuf_alloc(pool)) held.push_back(m);
+  ASSERT_FALSE(held.empty());
+  // A READ and an atomic: accepted, their answers cannot be built.
+  SendFrame(Build(Opcode::kRcReadRequest, next_psn_,
+                  Reth(region.base_address, region.rkey, 3000), {}));
+  ExtHeaders fetch_add;
+  fetch_add.atomic_eth = {region.base_address + 4096, region.rkey, 5, 0};
+  SendFrame(Build(Opcode::kRcFetchAdd, next_psn_ + 3, fetch_add, {}));
+  Poll(4);
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_GE(Counter("drop_no_buffer"), 1u);
+  for (rte_mbuf* m : held) rte_pktmbuf_free(m);
+  Poll(4);
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 4u);
+  Bytes read;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(out[i].roce);
+    EXPECT_EQ(out[i].packet.bth.psn, next_psn_ + i);
+    const Bytes part = out[i].payload();
+    read.insert(read.end(), part.begin(), part.end());
+  }
+  EXPECT_EQ(read, data);
+  EXPECT_EQ(out[3].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcAtomicAck));
+  EXPECT_EQ(out[3].packet.ext.atomic_ack_eth.original, 0u);
+  next_psn_ += 4;
+  messages_ += 2;
+  ExpectTheQpWorks(region);
+}
+
+// A CM REQ flood (roce.max_qps above the CM's table): REQs from distinct
+// QPs fill the CM's kCmMaxConnections (256) connection slots; the rest are
+// refused with REJ reason 3 ("No resources"), counted in
+// cm_rejects_no_resources; the QPs that exist keep working.
+class RoceCmFloodTest : public RoceLimitsTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    max_qps_ = 320;
+    RoceLimitsTest::Configure(options);
+  }
+};
+
+TEST_P(RoceCmFloodTest, CmRequestFloodRejectsWithNoResources) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  constexpr uint32_t kFlood = 300;
+  std::set<uint32_t> accepted;
+  std::set<uint32_t> rejected;
+  for (uint32_t i = 0; i < kFlood; ++i) {
+    SendFrame(Req(0x1000 + i, 0x10000 + i));
+    if (i % 32 != 31 && i + 1 != kFlood) continue;
+    Poll();
+    for (const Out& o : Collect()) {
+      roce::CmMad mad = MadOf(o);
+      if (const auto* rep = std::get_if<roce::CmRep>(&mad.message)) {
+        accepted.insert(rep->remote_comm_id);
+      } else if (const auto* rej = std::get_if<roce::CmRej>(&mad.message)) {
+        EXPECT_EQ(rej->reason,
+                  static_cast<uint16_t>(roce::CmRejReason::kNoResources));
+        rejected.insert(rej->remote_comm_id);
+      }
+    }
+  }
+  EXPECT_EQ(accepted.size(), roce::kCmMaxConnections);
+  EXPECT_EQ(rejected.size(), kFlood - roce::kCmMaxConnections);
+  EXPECT_EQ(Counter("cm_rejects_no_resources"),
+            kFlood - roce::kCmMaxConnections);
+  EXPECT_EQ(Counter("cm_rejects_no_qp"), 0u);
+  ExpectTheQpWorks(region);
+}
+
 TEST_P(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
   // RoCE to another address is not ours: forwarded unchanged.
   Bytes frame = Build(Opcode::kRcWriteOnly, 1, Reth(0, 1, 4), {1, 2, 3, 4});
@@ -2222,6 +2449,14 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
                            return absl::StrCat(info.param, "hpu");
                          });
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                            return absl::StrCat(info.param, "hpu");
                          });
