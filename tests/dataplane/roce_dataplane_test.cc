@@ -1593,6 +1593,64 @@ TEST_P(RoceLimitsTest, MbufPoolExhaustionIsCountedAndRecovers) {
   ExpectTheQpWorks(region);
 }
 
+// A control plane that does not drain events (a slow WatchEvents
+// subscriber upstream): the HPU's event ring (4096 entries) fills, every
+// event after that is counted in the HPU's event_overflow and lost, and
+// the WRITEs that raise them are still stored and acknowledged; once
+// drained, events flow again. (The gRPC side, EventHub's bounded queue per
+// subscriber with missed_before, is control_api_test's
+// SlowSubscriberLosesCountedEventsOthersDoNot.)
+TEST_P(RoceLimitsTest, FullEventRingIsCountedAndWritesGoOn) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  auto overflow = [&] {
+    uint64_t total = 0;
+    for (const HpuStats& h :
+         dataplane().Snapshot(Dataplane::StateCopy::kOmit).hpus) {
+      total += h.event_overflow;
+    }
+    return total;
+  };
+  constexpr uint32_t kWrites = 4200;
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    ExtHeaders ext = Reth(region.base_address + 8, region.rkey, 4);
+    ext.imm_data = i;
+    SendFrame(Build(Opcode::kRcWriteOnlyImm, next_psn_++, ext,
+                    {1, 2, 3, static_cast<uint8_t>(i)}, i + 1 == kWrites));
+    if (i % 32 == 31 || i + 1 == kWrites) {
+      Poll();
+      Collect();
+    }
+  }
+  messages_ += kWrites;
+  EXPECT_EQ(Counter("write_immediates"), kWrites);
+  events.clear();
+  const size_t delivered = dataplane().DrainEvents(&events);
+  EXPECT_GT(delivered, 0u);
+  EXPECT_LT(delivered, kWrites);
+  EXPECT_EQ(delivered + overflow(), kWrites);
+  ASSERT_FALSE(events.empty());
+  // The events kept are the first ones, in order.
+  uint32_t data[3];
+  std::memcpy(data, events.back().data, sizeof data);
+  EXPECT_EQ(data[1], delivered - 1);
+  ExpectTheQpWorks(region);
+  // Drained: the next event is delivered.
+  ExtHeaders ext = Reth(region.base_address + 8, region.rkey, 4);
+  ext.imm_data = 0xabc;
+  SendFrame(
+      Build(Opcode::kRcWriteOnlyImm, next_psn_++, ext, {9, 9, 9, 9}, true));
+  Poll();
+  Collect();
+  ++messages_;
+  events.clear();
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  std::memcpy(data, events[0].data, sizeof data);
+  EXPECT_EQ(data[1], 0xabcu);
+}
+
 // A CM REQ flood (roce.max_qps above the CM's table): REQs from distinct
 // QPs fill the CM's kCmMaxConnections (256) connection slots; the rest are
 // refused with REJ reason 3 ("No resources"), counted in
