@@ -1658,6 +1658,65 @@ TEST_P(RoceLimitsTest, FullEventRingIsCountedAndWritesGoOn) {
   EXPECT_EQ(data[1], 0xabcu);
 }
 
+// A QP's reply queue (32 replies) full: READs arriving faster than their
+// responses leave (8 KiB each, 8 response packets, 32 packets sent per QP
+// per poll) find no room; they are not executed, counted in
+// drop_reply_queue_full, and the client's retransmissions are served,
+// byte-exact.
+TEST_P(RoceLimitsTest, FullReplyQueueDropsUntilTheRequesterRetries) {
+  RegionInfo region = Region(4 * 8192, kRemoteRead);
+  Bytes image(4 * 8192);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<uint8_t>(i);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, image).ok());
+  constexpr uint32_t kReads = 40;
+  constexpr uint32_t kLength = 8192;
+  const uint32_t first_psn = next_psn_;
+  std::map<uint32_t, Bytes> answers;  // response PSN -> payload
+  auto read = [&](uint32_t i) {
+    const uint32_t offset = (i % 4) * kLength;
+    SendFrame(Build(Opcode::kRcReadRequest, first_psn + i * 8,
+                    Reth(region.base_address + offset, region.rkey, kLength),
+                    {}));
+  };
+  auto collect = [&] {
+    for (const Out& o : Collect()) {
+      if (o.roce && o.packet.info->kind == roce::OpKind::kReadResponse) {
+        answers[o.packet.bth.psn] = o.payload();
+      }
+    }
+  };
+  for (uint32_t i = 0; i < kReads; ++i) read(i);
+  for (int round = 0; round < 20; ++round) {
+    Poll(1);
+    collect();
+  }
+  EXPECT_GE(Counter("drop_reply_queue_full"), 1u);
+  // The client retransmits from its first unanswered READ (go-back-N).
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    uint32_t i = 0;
+    while (i < kReads && answers.contains(first_psn + i * 8 + 7)) ++i;
+    if (i == kReads) break;
+    for (; i < kReads; ++i) read(i);
+    for (int round = 0; round < 20; ++round) {
+      Poll(1);
+      collect();
+    }
+  }
+  for (uint32_t i = 0; i < kReads; ++i) {
+    const uint32_t offset = (i % 4) * kLength;
+    for (uint32_t p = 0; p < 8; ++p) {
+      auto it = answers.find(first_psn + i * 8 + p);
+      ASSERT_NE(it, answers.end()) << "READ " << i << " packet " << p;
+      EXPECT_EQ(it->second, Bytes(image.begin() + offset + p * kPmtu,
+                                  image.begin() + offset + (p + 1) * kPmtu));
+    }
+  }
+  next_psn_ = first_psn + kReads * 8;
+  messages_ += kReads;
+  RegionInfo target = Region(4096, kRemoteWrite);
+  ExpectTheQpWorks(target);
+}
+
 // A CM REQ flood (roce.max_qps above the CM's table): REQs from distinct
 // QPs fill the CM's kCmMaxConnections (256) connection slots; the rest are
 // refused with REJ reason 3 ("No resources"), counted in
