@@ -455,6 +455,7 @@ absl::StatusOr<DiadOp*> DiadModule::Submit(DiadRequest request) {
   if (pending_ops_.fetch_add(1, std::memory_order_relaxed) >=
       config_.max_pending_ops) {
     pending_ops_.fetch_sub(1, std::memory_order_relaxed);
+    ops_refused_busy_.fetch_add(1, std::memory_order_relaxed);
     delete op;
     return absl::UnavailableError(
         absl::StrCat(config_.max_pending_ops,
@@ -464,6 +465,7 @@ absl::StatusOr<DiadOp*> DiadModule::Submit(DiadRequest request) {
   if (rte_ring_mp_enqueue(command_rings_[op->channel % env_.hpu_count], op) !=
       0) {
     pending_ops_.fetch_sub(1, std::memory_order_relaxed);
+    ops_refused_busy_.fetch_add(1, std::memory_order_relaxed);
     delete op;
     return absl::UnavailableError(
         "the HPU's DiAD command ring is full; poll the HPUs and retry");
@@ -610,6 +612,8 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
     }
     stats->counters.emplace_back(name, sum);
   }
+  stats->counters.emplace_back(
+      "ops_refused_busy", ops_refused_busy_.load(std::memory_order_relaxed));
   for (size_t r = static_cast<size_t>(DiadDrop::kTruncated); r < kDiadDropCount;
        ++r) {
     uint64_t sum = 0;

@@ -140,6 +140,9 @@ class DiadModule final : public TransportModule {
   std::vector<rte_ring*> command_rings_;
   std::vector<rte_ring*> action_rings_;  // per HPU: handed handler actions
   std::atomic<uint32_t> pending_ops_{0};
+  // Submits refused because diad.max_pending_ops were pending or the HPU's
+  // command ring was full (counter ops_refused_busy).
+  std::atomic<uint64_t> ops_refused_busy_{0};
   // One per HPU, for counters; cleared before the HPUs are destroyed.
   std::vector<const DiadEngine*> engines_;
   mutable absl::Mutex mu_;

@@ -79,6 +79,9 @@ enum class RoceDrop : uint8_t {
 };
 const char* RoceDropName(RoceDrop drop);
 inline constexpr size_t kRoceDropCount = static_cast<size_t>(RoceDrop::kCount);
+inline constexpr size_t kNakCodeCount = 5;  // NakCode values
+inline constexpr size_t kResponderDropReasons =
+    static_cast<size_t>(ResponderDropReason::kCount);
 inline constexpr size_t kParseErrorCount =
     static_cast<size_t>(ParseError::kCount);
 
@@ -114,11 +117,25 @@ struct alignas(64) RoceCounters {
   Counter acks_sent;           // ACKs (coalesced) and re-ACKs
   Counter naks_sent;           // NAKs of every code, RNR NAKs included
   Counter duplicates;          // duplicate requests answered
-  Counter handoffs;            // frames passed to HPU 0
-  Counter cm_received;         // CM MADs on QP1
+  // Every request packet a QP's responder judged ends in exactly one of
+  // these (docs/roce.md "Refusals"): executed (new, in sequence, its
+  // memory checked), refused with a NAK of its code (counted when decided,
+  // whether or not the NAK leaves), an RNR NAK, a duplicate answered, or a
+  // responder drop by reason (drop_responder is their sum).
+  Counter executed;
+  std::array<Counter, kNakCodeCount> refused_naks;  // by NakCode
+  Counter refused_rnr;
+  std::array<Counter, kResponderDropReasons> responder_drops;
+  Counter handoffs;     // frames passed to HPU 0
+  Counter cm_received;  // CM MADs on QP1
   Counter cm_sent;
   Counter cm_connections;  // connections accepted (REP sent)
   Counter cm_rejects;      // REJ sent
+  // ... of them, REQs refused for want of a QP (the QP table, roce.max_qps,
+  // is full: REJ reason 1, No QP available) and of a CM connection slot
+  // (kCmMaxConnections in set-up or time-wait: REJ reason 3, No resources).
+  Counter cm_rejects_no_qp;
+  Counter cm_rejects_no_resources;
   Counter neighbor_answers;
   Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
   // READ response and WRITE/SEND request packets whose payload went out of

@@ -28,9 +28,13 @@ void RoceEngine::ReceiveGsi(const Packet& p, const uint8_t* frame) {
   CmPeer peer;
   peer.gid = p.src_ip;
   peer.qpn = p.ext.deth.src_qp;
+  const uint64_t table_full = cm_->stats().table_full;
   const CmResult result =
       cm_->HandleMad(peer, {frame + p.payload_offset, kMadBytes},
                      clock::NowMicros(), &cm_actions_);
+  if (cm_->stats().table_full != table_full) {
+    counters_.cm_rejects_no_resources.Add();
+  }
   if (result == CmResult::kParseError) counters_.Drop(RoceDrop::kBadMad);
   if (result == CmResult::kRejected) counters_.cm_rejects.Add();
   RunCmActions();
@@ -141,6 +145,7 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
       return;
     }
   }
+  counters_.cm_rejects_no_qp.Add();
   decision->accept = false;
   decision->reject_reason = CmRejReason::kNoQp;
 }

@@ -50,18 +50,30 @@ void RoceEngine::Request(Qp& qp, const Arrival& arrival,
     qp.touched = true;
     touched_.push_back(qp.qpn - kFirstQpn);
   }
+  // Each request ends in exactly one counter (RoceCounters::executed).
   if (!plan.needs_commit) {
-    if (plan.verdict == ResponderVerdict::kDrop) {
-      counters_.Drop(RoceDrop::kResponder);
-    } else if (plan.verdict == ResponderVerdict::kDuplicate) {
-      counters_.duplicates.Add();
+    switch (plan.verdict) {
+      case ResponderVerdict::kDrop:
+        counters_.Drop(RoceDrop::kResponder);
+        counters_.responder_drops[static_cast<size_t>(plan.drop_reason)].Add();
+        break;
+      case ResponderVerdict::kDuplicate:
+        counters_.duplicates.Add();
+        break;
+      case ResponderVerdict::kNak:
+        counters_.refused_naks[static_cast<size_t>(plan.nak)].Add();
+        break;
+      case ResponderVerdict::kExecute:
+        break;
     }
     if (plan.reply.kind != ResponderReplyKind::kNone) Queue(qp, plan.reply);
     Publish(qp);
     return;
   }
   if (plan.verdict == ResponderVerdict::kDuplicate) counters_.duplicates.Add();
+  const uint64_t accepted = qp.responder.counters().accepted;
   Execute(qp, plan, arrival, regions);
+  if (qp.responder.counters().accepted != accepted) counters_.executed.Add();
   Publish(qp);
 }
 
@@ -101,6 +113,11 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       ok = target != nullptr;
     }
     if (!ok) {
+      // A duplicate READ refused here was counted as a duplicate.
+      if (plan.verdict == ResponderVerdict::kExecute) {
+        counters_.refused_naks[static_cast<size_t>(NakCode::kRemoteAccessError)]
+            .Add();
+      }
       Queue(qp, qp.responder.Fail(plan, NakCode::kRemoteAccessError));
       RaiseQpError(qp);
       return false;

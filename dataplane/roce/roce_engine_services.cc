@@ -68,12 +68,14 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
   if (service == nullptr || (plan.starts_message && !service->CanReceive())) {
     // No receive for it: the requester waits and retries (RNR), as with a
     // QP whose receive queue is empty.
+    counters_.refused_rnr.Add();
     Queue(qp, qp.responder.Rnr(plan));
     return false;
   }
   if (plan.send_offset > qp.receive.size() ||
       plan.length > qp.receive.size() - plan.send_offset) {
     // Larger than the service takes: the receive buffer is too small.
+    counters_.refused_naks[static_cast<size_t>(NakCode::kInvalidRequest)].Add();
     Queue(qp, qp.responder.Fail(plan, NakCode::kInvalidRequest));
     RaiseQpError(qp);
     return false;

@@ -633,11 +633,15 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"acks_sent", &C::acks_sent},
       {"naks_sent", &C::naks_sent},
       {"duplicates", &C::duplicates},
+      {"executed", &C::executed},
+      {"refused_rnr", &C::refused_rnr},
       {"handoffs", &C::handoffs},
       {"cm_received", &C::cm_received},
       {"cm_sent", &C::cm_sent},
       {"cm_connections", &C::cm_connections},
       {"cm_rejects", &C::cm_rejects},
+      {"cm_rejects_no_qp", &C::cm_rejects_no_qp},
+      {"cm_rejects_no_resources", &C::cm_rejects_no_resources},
       {"neighbor_answers", &C::neighbor_answers},
       {"udp_checksum_zero", &C::udp_checksum_zero},
       {"zero_copy_packets", &C::zero_copy_packets},
@@ -664,6 +668,20 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
         absl::StrCat("drop_",
                      roce::ParseErrorName(static_cast<roce::ParseError>(e))),
         sum([e](const C& c) -> const Counter& { return c.parse_errors[e]; }));
+  }
+  for (size_t n = 0; n < roce::kNakCodeCount; ++n) {
+    stats->counters.emplace_back(
+        absl::StrCat("refused_",
+                     roce::ResponderNakName(static_cast<roce::NakCode>(n))),
+        sum([n](const C& c) -> const Counter& { return c.refused_naks[n]; }));
+  }
+  for (size_t r = 1; r < roce::kResponderDropReasons; ++r) {
+    stats->counters.emplace_back(
+        absl::StrCat("drop_responder_",
+                     roce::Describe(static_cast<roce::ResponderDropReason>(r))),
+        sum([r](const C& c) -> const Counter& {
+          return c.responder_drops[r];
+        }));
   }
   for (size_t d = 0; d < roce::kRoceDropCount; ++d) {
     stats->counters.emplace_back(

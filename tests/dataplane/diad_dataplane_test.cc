@@ -349,6 +349,78 @@ TEST_F(DiadDataplaneTest, HostTrafficPassesThroughAndStrangersAreDropped) {
   EXPECT_EQ(DiadCounter(dataplane(), "drop_unknown_peer"), 1u);
 }
 
+// Exhaustion (issue 20): DiAD's operation table (diad.max_pending_ops) full.
+// One more Submit is UNAVAILABLE naming the setting and counted in
+// ops_refused_busy; the session goes on serving the peer's own requests;
+// once the peer answers, the operations complete and there is room again.
+TEST_F(DiadDataplaneTest, PendingOperationsAtTheirLimitAreRefusedAndCounted) {
+  RingDataplaneOptions options = DefaultOptions();
+  options.diad.max_pending_ops = 4;
+  Build(options);
+  RegionInfo region = Region(4096, kRemoteWrite | kRemoteRead | kLocalRead);
+  diad::DiadModule& module = *dataplane().transport<diad::DiadModule>();
+  DiadRequest write;
+  write.kind = diad::DiadOp::Kind::kWrite;
+  write.peer = "b";
+  write.key = 42;
+  write.address = 0x1000;
+  const Bytes data = Pattern(100, 7);
+  write.data.assign(data.begin(), data.end());
+  std::vector<diad::DiadOp*> ops;
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<diad::DiadOp*> op = module.Submit(write);
+    ASSERT_TRUE(op.ok()) << op.status();
+    ops.push_back(*op);
+  }
+  absl::StatusOr<diad::DiadOp*> refused = module.Submit(write);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("diad.max_pending_ops"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_EQ(DiadCounter(dataplane(), "ops_refused_busy"), 1u);
+  Poll();
+  std::vector<Received> requests =
+      OfType(peer_->Take(), PacketType::kWriteRequest);
+  ASSERT_EQ(requests.size(), 4u);
+  // Still full while none has completed.
+  EXPECT_FALSE(module.Submit(write).ok());
+  EXPECT_EQ(DiadCounter(dataplane(), "ops_refused_busy"), 2u);
+
+  // The peer's own write on the same session is served meanwhile.
+  const Bytes theirs = Pattern(200, 8);
+  SendMessage(PacketType::kWriteRequest, 77, region.rkey,
+              region.base_address + 16, theirs);
+  Poll();
+  std::vector<Received> got = OfType(peer_->Take(), PacketType::kWriteResponse);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.txn, 77u);
+  EXPECT_EQ(got[0].header.status, diad::Status::kOk);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 16, theirs.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), theirs);
+
+  // The peer answers: every operation completes, and there is room again.
+  for (const Received& r : requests) {
+    Header response;
+    response.type = PacketType::kWriteResponse;
+    response.flags = diad::kFlagFirst | diad::kFlagLast;
+    response.txn = r.header.txn;
+    response.msg_length = r.header.msg_length;
+    ASSERT_TRUE(peer_->Send(response));
+  }
+  Poll();
+  for (diad::DiadOp* op : ops) {
+    EXPECT_TRUE(op->done.load(std::memory_order_acquire));
+    EXPECT_EQ(op->status, diad::Status::kOk);
+    op->Unref();
+  }
+  absl::StatusOr<diad::DiadOp*> again = module.Submit(write);
+  ASSERT_TRUE(again.ok()) << again.status();
+  Poll();
+  (*again)->Unref();
+}
+
 TEST_F(DiadDataplaneTest, SegmentedWriteLandsAndReadReturnsIt) {
   RegionInfo region = Region(8192, kRemoteWrite | kRemoteRead | kLocalRead);
   const Bytes data = Pattern(3308, 1);  // three packets at path MTU 1500

@@ -8,22 +8,32 @@
 // land on HPU 0 or 1 round robin.
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "dataplane/classifier.h"
+#include "dataplane/common/byte_order.h"
+#include "dataplane/common/checksum.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/roce/cm.h"
+#include "dataplane/roce/cm_service.h"
 #include "dataplane/roce/cnp.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
+#include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
@@ -885,6 +895,868 @@ TEST_P(RoceDataplaneTest, BadFramesAreCountedDrops) {
   ASSERT_EQ(Collect().size(), 1u);
 }
 
+// A hostile RoCE network (issue 20), on the same appliance as a live
+// connection. Three kinds of forged frames, interleaved with the client's
+// legitimate WRITEs (one and three packets), READs and atomics:
+//  - a hostile peer on its own QPs (it knows its PSNs: on path), sending
+//    random RC and UD opcodes (SEND/WRITE FIRST, MIDDLE, LAST, ONLY, with
+//    immediate or invalidate, READ, atomics, responses) with random rkeys,
+//    addresses, lengths, payload sizes and sometimes PSNs; its keys are
+//    real ones with ranges outside their region or rights they lack, or no
+//    region's; a QP its requests put into the error state is replaced;
+//  - an off-path sender injecting into the live connection: a wrong source
+//    address with the right QPN, or the client's address (spoofed) with a
+//    wrong UDP source port and a guessed QPN (near the real one, or random)
+//    and a PSN outside the window (anything but the one expected next);
+//  - frames broken on the wire (ICRC, reserved opcode, truncated).
+// Every region is registered between guard regions filled with a pattern,
+// and the target region keeps 128-byte margins the client never writes.
+// Asserted: no forged request moves a byte (the regions and guards are
+// byte-exact against the client's writes; write, read and atomic bytes
+// are the client's), every legitimate operation completes byte-exact and
+// the connection is never errored, and every forged frame is counted
+// exactly once: dropped by reason, refused by NAK code, answered as a
+// duplicate, or executed without memory (a zero-length RDMA, which IBA 9.4
+// serves with any rkey, or a SEND into the hostile QP's own receive
+// buffer). SPINNIC_HOSTILE_REQUESTS sets how many (20,000 by default;
+// docs/testing.md has the 10^6 command).
+TEST_P(RoceDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
+  const char* env = std::getenv("SPINNIC_HOSTILE_REQUESTS");
+  const uint64_t forged =
+      env != nullptr ? std::strtoull(env, nullptr, 10) : 20000;
+  roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+  std::mt19937_64 random(20 + GetParam());
+  auto pick = [&](uint64_t n) { return random() % n; };
+
+  // Regions, each between guards; every byte starts as a pattern.
+  constexpr uint64_t kTarget = 8192;
+  constexpr uint64_t kMargin = 128;
+  std::vector<std::pair<RegionInfo, Bytes>> expected;  // final images
+  auto add = [&](uint64_t length, uint32_t access) {
+    RegionInfo region = Region(length, access | kLocalRead | kLocalWrite);
+    Bytes image = Pattern(length, static_cast<uint32_t>(region.id) + 77);
+    EXPECT_TRUE(dataplane().WriteRegion(region.id, 0, image).ok());
+    expected.emplace_back(region, image);
+    return expected.size() - 1;
+  };
+  add(4096, 0);
+  const size_t target_at = add(kTarget, kRemoteWrite | kRemoteRead);
+  add(4096, 0);
+  const size_t read_only_at = add(4096, kRemoteRead);
+  add(4096, 0);
+  const size_t local_at = add(4096, 0);
+  add(4096, 0);
+  const RegionInfo target = expected[target_at].first;
+  const RegionInfo read_only = expected[read_only_at].first;
+  const RegionInfo local = expected[local_at].first;
+  Bytes& image = expected[target_at].second;
+  std::set<uint32_t> real_keys;
+  for (const auto& [region, bytes] : expected) real_keys.insert(region.rkey);
+
+  // The hostile peer's QPs.
+  constexpr roce::Mac kHostileMac = {0x02, 0, 0, 0, 0, 0x66};
+  const roce::Gid kHostileIp = roce::Ipv4Mapped(0xc0000242);  // 192.0.2.66
+  struct HostileQp {
+    uint32_t qpn = 0;
+    uint32_t remote_qpn = 0;
+    uint32_t psn = 0;  // the next PSN it sends
+  };
+  std::vector<HostileQp> hostile(4);
+  uint32_t next_remote = 0x6600;
+  auto open_hostile = [&](HostileQp& h) {
+    roce::QpSpec spec;
+    spec.remote_qpn = h.remote_qpn = next_remote++;
+    spec.remote_ip = kHostileIp;
+    spec.remote_mac = kHostileMac;
+    spec.pmtu = kPmtu;
+    spec.expected_psn = h.psn = static_cast<uint32_t>(random()) & 0xffffff;
+    absl::StatusOr<uint32_t> qpn = module.CreateQp(spec);
+    ASSERT_TRUE(qpn.ok()) << qpn.status();
+    h.qpn = *qpn;
+  };
+  for (HostileQp& h : hostile) open_hostile(h);
+  Poll();
+
+  const StatsSnapshot before =
+      dataplane().Snapshot(Dataplane::StateCopy::kOmit);
+  auto delta = [&](const std::string& name) {
+    uint64_t then = 0;
+    for (const auto& [counter, value] : before.transport("roce").counters) {
+      if (counter == name) then = value;
+    }
+    return Counter(name) - then;
+  };
+
+  // The client's operations and what each answer must be.
+  uint32_t legit_psn = kClientPsn;
+  uint64_t legit_packets = 0;
+  uint64_t legit_messages = 0;
+  uint64_t legit_write_bytes = 0;
+  uint64_t legit_read_bytes = 0;
+  uint64_t legit_atomics = 0;
+  std::map<uint32_t, Bytes> read_answers;       // response PSN -> bytes
+  std::map<uint32_t, uint64_t> atomic_answers;  // PSN -> original value
+  size_t reads_answered = 0;
+  size_t atomics_answered = 0;
+  std::vector<std::string> failures;
+  auto send_write = [&] {
+    const bool three = pick(4) == 0;
+    const uint32_t length =
+        three ? 2 * kPmtu + 1 + static_cast<uint32_t>(pick(kPmtu))
+              : 1 + static_cast<uint32_t>(pick(kPmtu));
+    const uint64_t offset = kMargin + pick(kTarget - 2 * kMargin - length + 1);
+    const Bytes data = Pattern(length, static_cast<uint32_t>(random()));
+    std::copy(data.begin(), data.end(), image.begin() + offset);
+    const ExtHeaders reth =
+        Reth(target.base_address + offset, target.rkey, length);
+    if (!three) {
+      SendFrame(
+          Build(Opcode::kRcWriteOnly, legit_psn++, reth, data, pick(2) == 0));
+      ++legit_packets;
+    } else {
+      SendFrame(Build(Opcode::kRcWriteFirst, legit_psn++, reth,
+                      Bytes(data.begin(), data.begin() + kPmtu)));
+      SendFrame(Build(Opcode::kRcWriteMiddle, legit_psn++, {},
+                      Bytes(data.begin() + kPmtu, data.begin() + 2 * kPmtu)));
+      SendFrame(Build(Opcode::kRcWriteLast, legit_psn++, {},
+                      Bytes(data.begin() + 2 * kPmtu, data.end()), true));
+      legit_packets += 3;
+    }
+    ++legit_messages;
+    legit_write_bytes += length;
+  };
+  auto send_read = [&] {
+    const uint32_t length = static_cast<uint32_t>(pick(3 * kPmtu));
+    const uint64_t offset = pick(kTarget - length + 1);
+    SendFrame(Build(Opcode::kRcReadRequest, legit_psn,
+                    Reth(target.base_address + offset, target.rkey, length),
+                    {}));
+    const uint32_t packets = length == 0 ? 1 : (length + kPmtu - 1) / kPmtu;
+    for (uint32_t i = 0; i < packets; ++i) {
+      const uint64_t from = offset + uint64_t{i} * kPmtu;
+      const uint64_t to = std::min<uint64_t>(offset + length, from + kPmtu);
+      read_answers[(legit_psn + i) & 0xffffff] =
+          Bytes(image.begin() + from, image.begin() + to);
+    }
+    legit_psn += packets;
+    ++legit_packets;
+    ++legit_messages;
+    legit_read_bytes += length;
+  };
+  auto send_atomic = [&] {
+    const bool fetch_add = pick(2) == 0;
+    const uint64_t offset = fetch_add ? 64 : 72;  // inside the margin
+    uint64_t original = 0;
+    std::memcpy(&original, image.data() + offset, 8);
+    const uint64_t operand = random();
+    uint64_t now = original;
+    ExtHeaders ext;
+    if (fetch_add) {
+      now = original + operand;
+      ext.atomic_eth = {target.base_address + offset, target.rkey, operand, 0};
+    } else {
+      const uint64_t compare = pick(2) == 0 ? original : random();
+      if (compare == original) now = operand;
+      ext.atomic_eth = {target.base_address + offset, target.rkey, operand,
+                        compare};
+    }
+    std::memcpy(image.data() + offset, &now, 8);
+    atomic_answers[legit_psn & 0xffffff] = original;
+    SendFrame(Build(fetch_add ? Opcode::kRcFetchAdd : Opcode::kRcCompareSwap,
+                    legit_psn++, ext, {}));
+    ++legit_packets;
+    ++legit_messages;
+    ++legit_atomics;
+  };
+  // The atomics' words are the client's too (margins elsewhere stay).
+  auto send_legit = [&] {
+    switch (pick(4)) {
+      case 0:
+        send_read();
+        break;
+      case 1:
+        send_atomic();
+        break;
+      default:
+        send_write();
+        break;
+    }
+  };
+
+  // A forged key and range: none grants the access its opcode needs.
+  auto forge_key = [&](uint64_t* va, uint32_t* rkey, uint32_t* length,
+                       bool write) {
+    switch (pick(6)) {
+      case 0:  // the target region, starting before it
+        *rkey = target.rkey;
+        *va = target.base_address - 1 - pick(1 << 20);
+        if (*length == 0) *length = 1 + static_cast<uint32_t>(pick(64));
+        break;
+      case 1:  // the target region, running past its end
+        *rkey = target.rkey;
+        *length = std::max<uint32_t>(*length, 1 + pick(4096));
+        *va = target.base_address + kTarget - *length + 1 + pick(64);
+        break;
+      case 2:  // the read-only region (written; a READ of it: its end)
+        *rkey = read_only.rkey;
+        *va = read_only.base_address + pick(4096);
+        if (!write) {
+          *length = std::max<uint32_t>(*length, 1);
+          *va = read_only.base_address + 4096 - *length + 1 + pick(8);
+        }
+        break;
+      case 3:  // a region with no remote access at all
+        *rkey = local.rkey;
+        *va = local.base_address + pick(4096);
+        break;
+      case 4:  // a connection region's key of some QP (its own, or not)
+        *rkey = (static_cast<uint32_t>(roce::kFirstQpn + pick(16)) << 8) |
+                (1 + static_cast<uint32_t>(pick(2)));
+        *va = random();
+        break;
+      default:  // a key that is no region's
+        do {
+          *rkey = static_cast<uint32_t>(random());
+        } while (real_keys.contains(*rkey));
+        *va = pick(2) == 0 ? random() : target.base_address + pick(kTarget);
+        break;
+    }
+  };
+  // Opcodes WriteHeaders builds: RC requests and responses, UD SENDs.
+  static constexpr uint8_t kOpcodes[] = {
+      0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
+      0x0a, 0x0b, 0x0c, 0x0c, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11,
+      0x12, 0x13, 0x13, 0x14, 0x14, 0x16, 0x17, 0x64, 0x65};
+  auto forge_frame = [&](roce::FrameParams params, uint32_t dest_qp,
+                         uint32_t psn) {
+    Bth bth;
+    bth.opcode = kOpcodes[pick(std::size(kOpcodes))];
+    bth.dest_qp = dest_qp;
+    bth.psn = psn & 0xffffff;
+    bth.ack_req = pick(2) == 0;
+    bth.solicited = pick(8) == 0;
+    const roce::OpcodeInfo& info = roce::GetOpcodeInfo(bth.opcode);
+    const bool write =
+        info.kind == roce::OpKind::kWrite || info.kind == roce::OpKind::kAtomic;
+    uint32_t payload = 0;
+    if (info.has(roce::kHasPayload)) {
+      switch (pick(4)) {
+        case 0:
+          payload = kPmtu;
+          break;
+        case 1:
+          payload = static_cast<uint32_t>(pick(kPmtu + 200));
+          break;
+        default:
+          payload = static_cast<uint32_t>(pick(64));
+          break;
+      }
+    }
+    ExtHeaders ext;
+    uint32_t length = pick(3) == 0   ? static_cast<uint32_t>(random())
+                      : pick(4) == 0 ? 0
+                                     : static_cast<uint32_t>(pick(8192));
+    if (info.has(roce::kHasReth) && info.kind == roce::OpKind::kWrite &&
+        pick(2) == 0) {
+      length = payload;  // a WRITE ONLY whose length agrees
+    }
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    forge_key(&va, &rkey, &length, write);
+    ext.reth = {va, rkey, length};
+    // An atomic's 8 bytes: outside the target region (before its start,
+    // or past its end), anywhere in the others.
+    uint64_t atomic_va = va;
+    if (rkey == target.rkey) {
+      atomic_va = pick(2) == 0 ? target.base_address - 8 - pick(4096)
+                               : target.base_address + kTarget + pick(4096);
+    }
+    if (pick(4) != 0) atomic_va &= ~uint64_t{7};
+    ext.atomic_eth = {atomic_va, rkey, random(), random()};
+    ext.aeth = {static_cast<uint8_t>(random()),
+                static_cast<uint32_t>(random()) & 0xffffff};
+    ext.atomic_ack_eth.original = random();
+    ext.imm_data = static_cast<uint32_t>(random());
+    ext.ieth = static_cast<uint32_t>(random());
+    ext.deth.qkey = static_cast<uint32_t>(random());
+    ext.deth.src_qp = static_cast<uint32_t>(random()) & 0xffffff;
+    Bytes frame(roce::FrameBytes(4, bth.opcode, payload));
+    const uint32_t headers =
+        roce::WriteHeaders(params, bth, ext, payload, frame.data(),
+                           static_cast<uint32_t>(frame.size()));
+    EXPECT_NE(headers, 0u) << int(bth.opcode);
+    for (uint32_t i = 0; i < payload; ++i) {
+      frame[headers + i] = static_cast<uint8_t>(random());
+    }
+    EXPECT_NE(roce::FinishFrame(params, frame.data(),
+                                static_cast<uint32_t>(frame.size())),
+              0u);
+    return frame;
+  };
+  auto client_params = [&] {
+    roce::FrameParams params;
+    params.src_mac = kClientMac;
+    params.dst_mac = kDutMac;
+    params.src_ip = kClientIp;
+    params.dst_ip = kDutIp;
+    params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
+    return params;
+  };
+
+  uint64_t on_path = 0, off_path = 0, broken = 0, replaced = 0;
+  uint64_t naks_to_client = 0;
+  size_t passed_to_host = 0;
+  std::vector<Event> events;
+  auto drain = [&] {
+    Poll(2);
+    for (const Out& o : Collect()) {
+      if (!o.roce || o.packet.bth.dest_qp != kClientQpn) continue;
+      const uint32_t psn = o.packet.bth.psn;
+      const uint8_t opcode = o.packet.bth.opcode;
+      const roce::OpKind kind = o.packet.info->kind;
+      if (kind == roce::OpKind::kReadResponse) {
+        auto it = read_answers.find(psn);
+        if (it == read_answers.end() || it->second != o.payload()) {
+          failures.push_back(absl::StrCat("READ response PSN ", psn));
+        } else {
+          ++reads_answered;
+          read_answers.erase(it);
+        }
+      } else if (opcode == static_cast<uint8_t>(Opcode::kRcAtomicAck)) {
+        auto it = atomic_answers.find(psn);
+        if (it == atomic_answers.end() ||
+            it->second != o.packet.ext.atomic_ack_eth.original) {
+          failures.push_back(absl::StrCat("atomic answer PSN ", psn));
+        } else {
+          ++atomics_answered;
+        }
+      } else if (o.packet.ext.aeth.syndrome != roce::AethAck()) {
+        // Only an injected PSN ahead of the window may NAK the client
+        // (a sequence NAK naming the PSN it expects: harmless).
+        if (o.packet.ext.aeth.syndrome !=
+            roce::AethNak(roce::NakCode::kPsnSequenceError)) {
+          failures.push_back(absl::StrCat("client NAKed PSN ", psn,
+                                          " syndrome ",
+                                          o.packet.ext.aeth.syndrome));
+        }
+        ++naks_to_client;
+      }
+    }
+    passed_to_host += Collect(1).size();  // nothing forged may pass
+    events.clear();
+    dataplane().DrainEvents(&events);
+    // Replace the hostile QPs its requests put into the error state, and
+    // learn the PSNs the others expect (the peer knows its connection).
+    for (const QpInfo& qp : module.ListQps()) {
+      for (HostileQp& h : hostile) {
+        if (h.qpn != qp.qpn) continue;
+        if (qp.state == roce::QpState::kError) {
+          ASSERT_TRUE(module.DestroyQp(h.qpn).ok());
+          open_hostile(h);
+          ++replaced;
+        } else {
+          h.psn = qp.expected_psn;
+        }
+      }
+    }
+  };
+
+  std::set<uint32_t> hostile_qpns;
+  for (uint64_t i = 0; i < forged; ++i) {
+    const uint64_t kind = pick(16);
+    if (kind < 8) {
+      // On path: the hostile peer on one of its QPs.
+      HostileQp& h = hostile[pick(hostile.size())];
+      roce::FrameParams params = client_params();
+      params.src_mac = kHostileMac;
+      params.src_ip = kHostileIp;
+      params.udp_src_port = roce::UdpSourcePort(h.remote_qpn, h.qpn);
+      const uint32_t psn =
+          pick(4) != 0 ? h.psn++ : static_cast<uint32_t>(random());
+      SendFrame(forge_frame(params, h.qpn, psn));
+      ++on_path;
+    } else if (kind < 15) {
+      // Off path, into the live connection.
+      roce::FrameParams params = client_params();
+      params.udp_src_port = static_cast<uint16_t>(random());
+      uint32_t dest = qpn_;
+      if (pick(3) == 0) {
+        // A wrong source address with the right QPN (any PSN).
+        params.src_ip = roce::Ipv4Mapped(
+            pick(2) == 0 ? 0xc0000200u | static_cast<uint32_t>(pick(256))
+                         : static_cast<uint32_t>(random()));
+        if (params.src_ip == kClientIp) params.src_ip = kHostileIp;
+      } else if (pick(2) == 0) {
+        // A guessed QPN: near the real one, or any.
+        do {
+          dest = pick(2) == 0 ? qpn_ - 8 + static_cast<uint32_t>(pick(17))
+                              : static_cast<uint32_t>(random()) & 0xffffff;
+        } while (dest == qpn_ || dest == roce::kGsiQp);
+      }
+      // A PSN outside the window: anything but the one expected next
+      // (and, with two HPUs, the other client QP's first).
+      uint32_t psn;
+      do {
+        psn = static_cast<uint32_t>(random()) & 0xffffff;
+      } while (psn == (legit_psn & 0xffffff) || psn == kClientPsn);
+      SendFrame(forge_frame(params, dest, psn));
+      ++off_path;
+    } else {
+      // Broken on the wire, to any of the QPs.
+      HostileQp& h = hostile[pick(hostile.size())];
+      roce::FrameParams params = client_params();
+      params.src_ip = kHostileIp;
+      Bytes frame = forge_frame(params, h.qpn, h.psn);
+      switch (pick(3)) {
+        case 0:
+          frame[frame.size() - 1 - pick(4)] ^= 0x40;  // the ICRC
+          break;
+        case 1:
+          frame[42] = static_cast<uint8_t>(0x18 + pick(8));  // reserved
+          break;
+        default: {
+          // Cut inside the BTH, the IP and UDP lengths made to agree.
+          const uint16_t cut = static_cast<uint16_t>(42 + pick(12));
+          frame.resize(cut);
+          StoreBe16(frame.data() + 16, static_cast<uint16_t>(cut - 14));
+          StoreBe16(frame.data() + 38, static_cast<uint16_t>(cut - 34));
+          StoreBe16(frame.data() + 24, 0);
+          StoreBe16(frame.data() + 24,
+                    checksum::Compute(frame.data() + 14, 20));
+          break;
+        }
+      }
+      SendFrame(frame);
+      ++broken;
+    }
+    if (i % 8 == 7) {
+      send_legit();
+      drain();
+    }
+  }
+  for (int i = 0; i < 4; ++i) drain();
+
+  // Not one forged request moved a byte; every legitimate one did, once.
+  EXPECT_TRUE(failures.empty())
+      << failures.size() << " wrong answers; first: " << failures.front();
+  for (const auto& [region, bytes] : expected) {
+    absl::StatusOr<std::string> now =
+        dataplane().ReadRegion(region.id, 0, 0, 1 << 20);
+    ASSERT_TRUE(now.ok()) << now.status();
+    EXPECT_TRUE(Bytes(now->begin(), now->end()) == bytes)
+        << "region " << region.id << " (" << region.length
+        << " bytes) changed outside the client's writes";
+  }
+  EXPECT_TRUE(read_answers.empty()) << read_answers.size() << " READ "
+                                    << "response packets never came";
+  EXPECT_EQ(atomics_answered, legit_atomics);
+  EXPECT_EQ(delta("write_bytes"), legit_write_bytes);
+  EXPECT_EQ(delta("read_bytes"), legit_read_bytes);
+  EXPECT_EQ(delta("atomics"), legit_atomics);
+  for (const QpInfo& qp : module.ListQps()) {
+    if (qp.qpn != qpn_) continue;
+    EXPECT_EQ(qp.state, roce::QpState::kRts);
+    EXPECT_EQ(qp.expected_psn, legit_psn & 0xffffff);
+    EXPECT_EQ(qp.msn, legit_messages & 0xffffff);
+    // Nothing injected off path was executed on the live connection.
+    EXPECT_EQ(qp.packets, legit_packets);
+  }
+
+  // Every forged frame counted exactly once.
+  const uint64_t sent = on_path + off_path + broken;
+  uint64_t parse_drops = 0;
+  for (size_t e = 1; e < roce::kParseErrorCount; ++e) {
+    parse_drops += delta(absl::StrCat(
+        "drop_", roce::ParseErrorName(static_cast<roce::ParseError>(e))));
+  }
+  uint64_t responder_drops = 0;
+  for (size_t r = 1; r < roce::kResponderDropReasons; ++r) {
+    responder_drops += delta(absl::StrCat(
+        "drop_responder_",
+        roce::Describe(static_cast<roce::ResponderDropReason>(r))));
+  }
+  EXPECT_EQ(responder_drops, delta("drop_responder"));
+  uint64_t refused = delta("refused_rnr");
+  for (size_t n = 0; n < roce::kNakCodeCount; ++n) {
+    refused += delta(absl::StrCat(
+        "refused_", roce::ResponderNakName(static_cast<roce::NakCode>(n))));
+  }
+  const uint64_t engine_drops =
+      delta("drop_unknown_qp") + delta("drop_wrong_peer") +
+      delta("drop_unsupported") + delta("drop_not_request") +
+      delta("drop_reply_queue_full") + delta("drop_no_buffer") +
+      delta("drop_handoff_full");
+  const uint64_t executed = delta("executed");
+  ASSERT_GE(executed, legit_packets);
+  const uint64_t forged_executed = executed - legit_packets;
+  EXPECT_EQ(parse_drops + engine_drops + responder_drops + refused +
+                delta("duplicates") + forged_executed,
+            sent);
+  // Every frame reached the RoCE engine (none was lost before it or
+  // passed on to the host).
+  EXPECT_EQ(passed_to_host, 0u);
+  EXPECT_EQ(delta("rx_packets"), sent + legit_packets);
+  EXPECT_EQ(delta("drop_reply_queue_full") + delta("drop_no_buffer") +
+                delta("drop_handoff_full"),
+            0u);
+  std::printf(
+      "forged %lu (on path %lu, off path %lu, broken %lu): parse drops %lu, "
+      "engine drops %lu (unknown QP %lu, wrong peer %lu, unsupported %lu, "
+      "not a request %lu), responder drops %lu, refused %lu (remote access "
+      "%lu, invalid request %lu, PSN sequence %lu, RNR %lu), duplicates %lu, "
+      "executed without memory %lu; hostile QPs replaced %lu; legitimate "
+      "messages %lu (%lu packets), sequence NAKs to the client %lu\n",
+      sent, on_path, off_path, broken, parse_drops, engine_drops,
+      delta("drop_unknown_qp"), delta("drop_wrong_peer"),
+      delta("drop_unsupported"), delta("drop_not_request"), responder_drops,
+      refused, delta("refused_remote_access_error"),
+      delta("refused_invalid_request"), delta("refused_psn_sequence_error"),
+      delta("refused_rnr"), delta("duplicates"), forged_executed, replaced,
+      legit_messages, legit_packets, naks_to_client);
+}
+
+// Exhaustion (issue 20): each limit answers with its documented refusal,
+// counts it, and the connections that exist keep working. The fixture's
+// QP table holds 4 QPs (the fixture's take 1 or 2) and regions 64 KiB.
+class RoceLimitsTest : public RoceDataplaneTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    options.roce.max_qps = max_qps_;
+    options.region_bytes_limit = 64 << 10;
+  }
+
+  // An rdma_cm REQ from the client's QP `client_qpn` to the listened port.
+  Bytes Req(uint32_t client_qpn, uint32_t comm_id) {
+    roce::RdmaCmConnectParams params;
+    params.transaction_id = comm_id;
+    params.local_comm_id = comm_id;
+    params.local_qpn = client_qpn;
+    params.starting_psn = 0x1000 + client_qpn;
+    params.port = kListenPort;
+    params.rdma_cm.ip_version = 4;
+    params.rdma_cm.src_port = static_cast<uint16_t>(0x8000 + client_qpn);
+    std::copy(kClientIp.begin() + 12, kClientIp.end(),
+              params.rdma_cm.src_addr.begin() + 12);
+    std::copy(kDutIp.begin() + 12, kDutIp.end(),
+              params.rdma_cm.dst_addr.begin() + 12);
+    params.local_gid = kClientIp;
+    params.remote_gid = kDutIp;
+    return BuildMad(roce::BuildRdmaCmReq(params));
+  }
+
+  // The fixture's QP still serves a WRITE: acknowledged, bytes in place.
+  void ExpectTheQpWorks(const RegionInfo& region) {
+    const Bytes data = Pattern(256, next_psn_);
+    SendFrame(Build(Opcode::kRcWriteOnly, next_psn_,
+                    Reth(region.base_address, region.rkey, 256), data, true));
+    Poll();
+    bool acked = false;
+    for (const Out& o : Collect()) {
+      if (!o.roce || o.packet.bth.dest_qp != kClientQpn) continue;
+      ExpectAck(o, next_psn_, roce::AethAck(), ++messages_);
+      acked = true;
+    }
+    EXPECT_TRUE(acked) << "no ACK for PSN " << next_psn_;
+    ++next_psn_;
+    absl::StatusOr<std::string> stored =
+        dataplane().ReadRegion(region.id, 0, 256, 1 << 20);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(Bytes(stored->begin(), stored->end()), data);
+  }
+
+  uint32_t max_qps_ = 4;
+  uint32_t next_psn_ = kClientPsn;
+  uint32_t messages_ = 0;
+};
+
+// QP table full (roce.max_qps): a CM REQ is refused with REJ reason 1 ("No
+// QP available", IBA 12.6.7.2), counted in cm_rejects_no_qp; CreateQp says
+// RESOURCE_EXHAUSTED and names the setting; the QPs that exist keep
+// working; a connection closed makes room for the next.
+TEST_P(RoceLimitsTest, QpTableFullRejectsCmRequestsWithNoQp) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  const uint32_t free_qps = max_qps_ - GetParam();
+  std::vector<roce::CmMad> reps;
+  size_t rejected = 0;
+  for (uint32_t i = 0; i < free_qps + 3; ++i) {
+    SendFrame(Req(0x40 + i, 0xc000 + i));
+    Poll();
+    for (const Out& o : Collect()) {
+      roce::CmMad mad = MadOf(o);
+      if (std::get_if<roce::CmRep>(&mad.message) != nullptr) {
+        reps.push_back(mad);
+      } else if (const auto* rej = std::get_if<roce::CmRej>(&mad.message)) {
+        EXPECT_EQ(rej->reason, static_cast<uint16_t>(roce::CmRejReason::kNoQp));
+        EXPECT_EQ(rej->remote_comm_id, 0xc000 + i);
+        ++rejected;
+      } else {
+        ADD_FAILURE() << "neither REP nor REJ for REQ " << i;
+      }
+    }
+  }
+  ASSERT_EQ(reps.size(), free_qps);
+  EXPECT_EQ(rejected, 3u);
+  EXPECT_EQ(Counter("cm_rejects_no_qp"), 3u);
+  EXPECT_EQ(Counter("cm_rejects"), 3u);
+  EXPECT_EQ(Counter("cm_connections"), free_qps);
+  roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+  roce::QpSpec spec;
+  spec.remote_qpn = 0x77;
+  spec.remote_ip = kClientIp;
+  spec.remote_mac = kClientMac;
+  spec.pmtu = kPmtu;
+  absl::StatusOr<uint32_t> refused = module.CreateQp(spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("roce.max_qps"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(module.ListQps().size(), max_qps_);
+  ExpectTheQpWorks(region);
+
+  // The client closes its first connection: the next REQ is accepted.
+  const roce::CmRep& rep = std::get<roce::CmRep>(reps[0].message);
+  roce::CmMad dreq;
+  dreq.header = reps[0].header;
+  dreq.header.transaction_id = 0xd000;
+  roce::CmDreq d;
+  d.local_comm_id = 0xc000;
+  d.remote_comm_id = rep.local_comm_id;
+  d.remote_qpn = rep.local_qpn;
+  dreq.message = d;
+  SendFrame(BuildMad(dreq));
+  Poll();
+  ASSERT_EQ(Collect().size(), 1u);  // the DREP
+  SendFrame(Req(0x60, 0xe000));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad again = MadOf(out[0]);
+  EXPECT_NE(std::get_if<roce::CmRep>(&again.message), nullptr);
+  ExpectTheQpWorks(region);
+}
+
+// Region memory at runtime.region_bytes_limit: RegisterRegion says
+// RESOURCE_EXHAUSTED with what is in use and the setting to raise; the
+// regions that exist keep serving RDMA; deregistering makes room.
+TEST_P(RoceLimitsTest, RegionMemoryAtItsLimitIsAClearError) {
+  RegionInfo region = Region(32 << 10, kRemoteWrite);
+  RegionInfo second = Region(16 << 10, kRemoteWrite);
+  RegionConfig config;
+  config.length = 24 << 10;
+  config.access = kRemoteWrite;
+  absl::StatusOr<RegionInfo> refused = dataplane().RegisterRegion(config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("runtime.region_bytes_limit"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("49152 of the 65536"),
+            std::string::npos)
+      << refused.status();
+  ExpectTheQpWorks(region);
+  ASSERT_TRUE(dataplane().DeregisterRegion(second.id).ok());
+  absl::StatusOr<RegionInfo> fits = dataplane().RegisterRegion(config);
+  EXPECT_TRUE(fits.ok()) << fits.status();
+  ExpectTheQpWorks(region);
+}
+
+// The mbuf pool empty (every mbuf held elsewhere, as under flat-out load):
+// requests are still executed and their replies wait in the QP's reply
+// queue, each attempt counted in drop_no_buffer; once mbufs are back, the
+// replies leave, byte-exact, and the QP goes on.
+TEST_P(RoceLimitsTest, MbufPoolExhaustionIsCountedAndRecovers) {
+  RegionInfo region = Region(8192, kRemoteWrite | kRemoteRead);
+  const Bytes data = Pattern(3000, 3);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  rte_mempool* pool = rte_mempool_lookup("spinnic_pkts");
+  ASSERT_NE(pool, nullptr);
+  std::vector<rte_mbuf*> held;
+  while (rte_mbuf* m = rte_pktmbuf_alloc(pool)) held.push_back(m);
+  ASSERT_FALSE(held.empty());
+  // A READ and an atomic: accepted, their answers cannot be built.
+  SendFrame(Build(Opcode::kRcReadRequest, next_psn_,
+                  Reth(region.base_address, region.rkey, 3000), {}));
+  ExtHeaders fetch_add;
+  fetch_add.atomic_eth = {region.base_address + 4096, region.rkey, 5, 0};
+  SendFrame(Build(Opcode::kRcFetchAdd, next_psn_ + 3, fetch_add, {}));
+  Poll(4);
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_GE(Counter("drop_no_buffer"), 1u);
+  for (rte_mbuf* m : held) rte_pktmbuf_free(m);
+  Poll(4);
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 4u);
+  Bytes read;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(out[i].roce);
+    EXPECT_EQ(out[i].packet.bth.psn, next_psn_ + i);
+    const Bytes part = out[i].payload();
+    read.insert(read.end(), part.begin(), part.end());
+  }
+  EXPECT_EQ(read, data);
+  EXPECT_EQ(out[3].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcAtomicAck));
+  EXPECT_EQ(out[3].packet.ext.atomic_ack_eth.original, 0u);
+  next_psn_ += 4;
+  messages_ += 2;
+  ExpectTheQpWorks(region);
+}
+
+// A control plane that does not drain events (a slow WatchEvents
+// subscriber upstream): the HPU's event ring (4096 entries) fills, every
+// event after that is counted in the HPU's event_overflow and lost, and
+// the WRITEs that raise them are still stored and acknowledged; once
+// drained, events flow again. (The gRPC side, EventHub's bounded queue per
+// subscriber with missed_before, is control_api_test's
+// SlowSubscriberLosesCountedEventsOthersDoNot.)
+TEST_P(RoceLimitsTest, FullEventRingIsCountedAndWritesGoOn) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  std::vector<Event> events;
+  dataplane().DrainEvents(&events);
+  auto overflow = [&] {
+    uint64_t total = 0;
+    for (const HpuStats& h :
+         dataplane().Snapshot(Dataplane::StateCopy::kOmit).hpus) {
+      total += h.event_overflow;
+    }
+    return total;
+  };
+  constexpr uint32_t kWrites = 4200;
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    ExtHeaders ext = Reth(region.base_address + 8, region.rkey, 4);
+    ext.imm_data = i;
+    SendFrame(Build(Opcode::kRcWriteOnlyImm, next_psn_++, ext,
+                    {1, 2, 3, static_cast<uint8_t>(i)}, i + 1 == kWrites));
+    if (i % 32 == 31 || i + 1 == kWrites) {
+      Poll();
+      Collect();
+    }
+  }
+  messages_ += kWrites;
+  EXPECT_EQ(Counter("write_immediates"), kWrites);
+  events.clear();
+  const size_t delivered = dataplane().DrainEvents(&events);
+  EXPECT_GT(delivered, 0u);
+  EXPECT_LT(delivered, kWrites);
+  EXPECT_EQ(delivered + overflow(), kWrites);
+  ASSERT_FALSE(events.empty());
+  // The events kept are the first ones, in order.
+  uint32_t data[3];
+  std::memcpy(data, events.back().data, sizeof data);
+  EXPECT_EQ(data[1], delivered - 1);
+  ExpectTheQpWorks(region);
+  // Drained: the next event is delivered.
+  ExtHeaders ext = Reth(region.base_address + 8, region.rkey, 4);
+  ext.imm_data = 0xabc;
+  SendFrame(
+      Build(Opcode::kRcWriteOnlyImm, next_psn_++, ext, {9, 9, 9, 9}, true));
+  Poll();
+  Collect();
+  ++messages_;
+  events.clear();
+  dataplane().DrainEvents(&events);
+  ASSERT_EQ(events.size(), 1u);
+  std::memcpy(data, events[0].data, sizeof data);
+  EXPECT_EQ(data[1], 0xabcu);
+}
+
+// A QP's reply queue (32 replies) full: READs arriving faster than their
+// responses leave (8 KiB each, 8 response packets, 32 packets sent per QP
+// per poll) find no room; they are not executed, counted in
+// drop_reply_queue_full, and the client's retransmissions are served,
+// byte-exact.
+TEST_P(RoceLimitsTest, FullReplyQueueDropsUntilTheRequesterRetries) {
+  RegionInfo region = Region(4 * 8192, kRemoteRead);
+  Bytes image(4 * 8192);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<uint8_t>(i);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, image).ok());
+  constexpr uint32_t kReads = 40;
+  constexpr uint32_t kLength = 8192;
+  const uint32_t first_psn = next_psn_;
+  std::map<uint32_t, Bytes> answers;  // response PSN -> payload
+  auto read = [&](uint32_t i) {
+    const uint32_t offset = (i % 4) * kLength;
+    SendFrame(Build(Opcode::kRcReadRequest, first_psn + i * 8,
+                    Reth(region.base_address + offset, region.rkey, kLength),
+                    {}));
+  };
+  auto collect = [&] {
+    for (const Out& o : Collect()) {
+      if (o.roce && o.packet.info->kind == roce::OpKind::kReadResponse) {
+        answers[o.packet.bth.psn] = o.payload();
+      }
+    }
+  };
+  for (uint32_t i = 0; i < kReads; ++i) read(i);
+  for (int round = 0; round < 20; ++round) {
+    Poll(1);
+    collect();
+  }
+  EXPECT_GE(Counter("drop_reply_queue_full"), 1u);
+  // The client retransmits from its first unanswered READ (go-back-N).
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    uint32_t i = 0;
+    while (i < kReads && answers.contains(first_psn + i * 8 + 7)) ++i;
+    if (i == kReads) break;
+    for (; i < kReads; ++i) read(i);
+    for (int round = 0; round < 20; ++round) {
+      Poll(1);
+      collect();
+    }
+  }
+  for (uint32_t i = 0; i < kReads; ++i) {
+    const uint32_t offset = (i % 4) * kLength;
+    for (uint32_t p = 0; p < 8; ++p) {
+      auto it = answers.find(first_psn + i * 8 + p);
+      ASSERT_NE(it, answers.end()) << "READ " << i << " packet " << p;
+      EXPECT_EQ(it->second, Bytes(image.begin() + offset + p * kPmtu,
+                                  image.begin() + offset + (p + 1) * kPmtu));
+    }
+  }
+  next_psn_ = first_psn + kReads * 8;
+  messages_ += kReads;
+  RegionInfo target = Region(4096, kRemoteWrite);
+  ExpectTheQpWorks(target);
+}
+
+// A CM REQ flood (roce.max_qps above the CM's table): REQs from distinct
+// QPs fill the CM's kCmMaxConnections (256) connection slots; the rest are
+// refused with REJ reason 3 ("No resources"), counted in
+// cm_rejects_no_resources; the QPs that exist keep working.
+class RoceCmFloodTest : public RoceLimitsTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    max_qps_ = 320;
+    RoceLimitsTest::Configure(options);
+  }
+};
+
+TEST_P(RoceCmFloodTest, CmRequestFloodRejectsWithNoResources) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  constexpr uint32_t kFlood = 300;
+  std::set<uint32_t> accepted;
+  std::set<uint32_t> rejected;
+  for (uint32_t i = 0; i < kFlood; ++i) {
+    SendFrame(Req(0x1000 + i, 0x10000 + i));
+    if (i % 32 != 31 && i + 1 != kFlood) continue;
+    Poll();
+    for (const Out& o : Collect()) {
+      roce::CmMad mad = MadOf(o);
+      if (const auto* rep = std::get_if<roce::CmRep>(&mad.message)) {
+        accepted.insert(rep->remote_comm_id);
+      } else if (const auto* rej = std::get_if<roce::CmRej>(&mad.message)) {
+        EXPECT_EQ(rej->reason,
+                  static_cast<uint16_t>(roce::CmRejReason::kNoResources));
+        rejected.insert(rej->remote_comm_id);
+      }
+    }
+  }
+  EXPECT_EQ(accepted.size(), roce::kCmMaxConnections);
+  EXPECT_EQ(rejected.size(), kFlood - roce::kCmMaxConnections);
+  EXPECT_EQ(Counter("cm_rejects_no_resources"),
+            kFlood - roce::kCmMaxConnections);
+  EXPECT_EQ(Counter("cm_rejects_no_qp"), 0u);
+  ExpectTheQpWorks(region);
+}
+
 TEST_P(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
   // RoCE to another address is not ours: forwarded unchanged.
   Bytes frame = Build(Opcode::kRcWriteOnly, 1, Reth(0, 1, 4), {1, 2, 3, 4});
@@ -1707,6 +2579,14 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
                            return absl::StrCat(info.param, "hpu");
                          });
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                            return absl::StrCat(info.param, "hpu");
                          });
