@@ -124,6 +124,9 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
       dcqcn.line_rate_bps =
           (mbps != 0 ? mbps : kDefaultLineRateMbps) * 1'000'000;
       dcqcn.min_rate_bps = std::min(dcqcn.min_rate_bps, dcqcn.line_rate_bps);
+      // A start above a slow port's speed is the port's speed.
+      if (dcqcn.initial_rate_bps > dcqcn.line_rate_bps)
+        dcqcn.initial_rate_bps = 0;
     }
     if (absl::Status s = ValidateDcqcnParams(dcqcn); !s.ok()) {
       return absl::InvalidArgumentError(
