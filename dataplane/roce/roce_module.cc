@@ -408,6 +408,7 @@ std::vector<QpInfo> RoceModule::ListQps() const {
     info.next_send_ns = s.next_send_ns.load(std::memory_order_relaxed);
     info.cnps_received = s.cnps_received.load(std::memory_order_relaxed);
     info.cnps_sent = s.cnps_sent.load(std::memory_order_relaxed);
+    info.ce_marks = s.ce_marks.load(std::memory_order_relaxed);
   }
   return out;
 }

@@ -1539,9 +1539,10 @@ class RoceCongestionTest : public RoceRequesterTest {
     params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
     return params;
   }
-  Bytes Cnp(uint32_t dest_qp) {
+  Bytes Cnp(uint32_t dest_qp) { return Cnp(dest_qp, ClientParams()); }
+  Bytes Cnp(uint32_t dest_qp, const roce::FrameParams& params) {
     Bytes frame(roce::CnpFrameBytes(4));
-    EXPECT_EQ(roce::BuildCnp(ClientParams(), dest_qp, frame.data(),
+    EXPECT_EQ(roce::BuildCnp(params, dest_qp, frame.data(),
                              static_cast<uint32_t>(frame.size())),
               frame.size());
     return frame;
@@ -1593,6 +1594,7 @@ TEST_P(RoceCongestionTest, CeMarkedWriteGetsOneCnpPerInterval) {
   EXPECT_EQ(Counter("cnp_held"), 2u);
   EXPECT_EQ(Counter("writes"), 4u);  // marked packets are executed
   EXPECT_EQ(Info().cnps_sent, 2u);
+  EXPECT_EQ(Info().ce_marks, 4u);
 }
 
 TEST_P(RoceCongestionTest, CnpCutsTheRateAndPacesTheWrites) {
@@ -1690,6 +1692,56 @@ TEST_P(RoceCongestionTest, CnpForAnUnknownQpIsCountedAndIgnored) {
   EXPECT_EQ(Counter("cnp_received"), 0u);
   EXPECT_EQ(Info().rate_bps, kLineRate);
   EXPECT_EQ(Info().cnps_received, 0u);
+}
+
+TEST_P(RoceCongestionTest, CnpFromAnotherAddressIsCountedAndIgnored) {
+  roce::FrameParams params = ClientParams();
+  params.src_ip[15] ^= 1;
+  SendFrame(Cnp(qpn_, params));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_EQ(Counter("drop_wrong_peer"), 1u);
+  EXPECT_EQ(Counter("cnp_received"), 0u);
+  EXPECT_EQ(Info().rate_bps, kLineRate);
+}
+
+// However many CNPs, the rate stops at DCQCN's min rate (1 Mb/s) and the
+// QP still sends, one packet per its time on the wire at that rate.
+TEST_P(RoceCongestionTest, ManyCnpsStopAtTheMinRateAndTheQpStillSends) {
+  // Alpha stays 1 ((1 - g) 1 + g), so each CNP halves: 10 G / 2^14 is below
+  // 1 Mb/s.
+  for (int i = 0; i < 20; ++i) SendFrame(Cnp(qpn_));
+  Poll();
+  EXPECT_EQ(Info().cnps_received, 20u);
+  EXPECT_EQ(Info().rate_bps, 1'000'000u);
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 2 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  ASSERT_EQ(Await(1).size(), 1u);  // WRITE First at once
+  // (1098 + 24) * 8 bits at 1 Mb/s: 8.976 ms.
+  const uint64_t next = kStart + 8'976'000;
+  EXPECT_EQ(Info().next_send_ns, next);
+  fake_now_ns = next - 1;
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  fake_now_ns = next;
+  Poll();
+  std::vector<Out> sent = Collect();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcWriteLast));
+  // Its timers ran meanwhile (the increase timer every 300 us): the rate
+  // is above the floor again.
+  EXPECT_GT(Info().rate_bps, 1'000'000u);
+  SendFrame(Ack(Opcode::kRcAck, 0x778, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
