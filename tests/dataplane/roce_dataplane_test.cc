@@ -1744,6 +1744,51 @@ TEST_P(RoceCongestionTest, ManyCnpsStopAtTheMinRateAndTheQpStillSends) {
   EXPECT_TRUE(done.ok()) << done.status();
 }
 
+// roce.congestion.initial_rate_mbps: a new QP is paced at the initial rate
+// before any CNP.
+class RoceInitialRateTest : public RoceCongestionTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    RoceCongestionTest::Configure(options);
+    options.roce.congestion.dcqcn.initial_rate_bps = 2'500'000'000;
+  }
+};
+
+TEST_P(RoceInitialRateTest, NewQpStartsPacedAtTheInitialRate) {
+  EXPECT_EQ(Info().rate_bps, 2'500'000'000u);
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 4 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  // A QP that starts sending gets the pacing slack (10 us) at the rate, a
+  // bounded burst: at 2.5 Gb/s the WRITE First takes (1098 + 24) * 8 /
+  // 2.5 = 3590 ns, a Middle or Last (1082 + 24) * 8 / 2.5 = 3539 ns. From
+  // kStart - 10 us: First, Middle, Middle leave at once; the Last is due
+  // at kStart - 10000 + 3590 + 2 * 3539 = kStart + 668.
+  std::vector<Out> out = Await(3);
+  ASSERT_EQ(out.size(), 3u);
+  const uint64_t next = kStart + 668;
+  EXPECT_EQ(Info().next_send_ns, next);
+  fake_now_ns = next - 1;
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  fake_now_ns = next;
+  Poll();
+  std::vector<Out> last = Collect();
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcWriteLast));
+  EXPECT_EQ(Counter("cnp_received"), 0u);
+  SendFrame(Ack(Opcode::kRcAck, 0x77a, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+}
+
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                            return absl::StrCat(info.param, "hpu");
@@ -1753,6 +1798,10 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
                            return absl::StrCat(info.param, "hpu");
                          });
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return absl::StrCat(info.param, "hpu");
+                         });
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                            return absl::StrCat(info.param, "hpu");
                          });
