@@ -22,9 +22,15 @@
 // off, that is congestion collapse) is reported under its row; the bench
 // fails (exit 1) only when that happens with CC on.
 //
-// Time is the TSC (real time), as in loss_bench: the senders are CPU-bound
-// loops, so the bottleneck rate must be well below what they produce
-// together (--rate_mbps); compare the rows of one run.
+// Time is virtual by default (--virtual_tick_ns): every tick of the loop
+// is that much network time for the links, the bottleneck, DCQCN, pacing
+// and the requester's timers, so the figures measure the congestion
+// control, not how much CPU a loaded machine gave the loop; with CC on they
+// are the same from run to run. The run is from every sender's first frame
+// at the bottleneck to the last frame out of it. --virtual_tick_ns=0 runs
+// on the TSC (real time, as loss_bench): then the senders are CPU-bound
+// loops, the bottleneck rate must be well below what they produce together
+// (--rate_mbps), and the rows of one run are what compares.
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
