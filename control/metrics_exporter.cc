@@ -416,10 +416,31 @@ void AddQps(const std::vector<QpInfo>& qps, std::vector<MetricFamily>* out) {
   Family state(out, "spinnic_roce_qp_state",
                "QP state: 0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 ERROR",
                MetricType::Gauge);
+  // Congestion control (roce.congestion; rate and alpha 0 when off).
+  Family rate(out, "spinnic_roce_qp_rate_bps",
+              "The requester's DCQCN rate, bits per second (0: congestion "
+              "control off)",
+              MetricType::Gauge);
+  Family alpha(out, "spinnic_roce_qp_alpha",
+               "The requester's DCQCN alpha (0: congestion control off)",
+               MetricType::Gauge);
+  Family cnp_rx(out, "spinnic_roce_qp_cnps_received_total",
+                "CNPs received for the QP (the reaction point)",
+                MetricType::Counter);
+  Family cnp_tx(out, "spinnic_roce_qp_cnps_sent_total",
+                "CNPs the QP sent to its peer (the notification point)",
+                MetricType::Counter);
+  Family ce(out, "spinnic_roce_qp_ce_marks_total",
+            "CE-marked packets the QP received", MetricType::Counter);
   for (const QpInfo& q : qps) {
     packets.Add(qp(q), D(q.packets));
     naks.Add(qp(q), D(q.naks));
     state.Add(qp(q), D(static_cast<uint8_t>(q.state)));
+    rate.Add(qp(q), D(q.rate_bps));
+    alpha.Add(qp(q), q.alpha);
+    cnp_rx.Add(qp(q), D(q.cnps_received));
+    cnp_tx.Add(qp(q), D(q.cnps_sent));
+    ce.Add(qp(q), D(q.ce_marks));
   }
 }
 

@@ -22,9 +22,15 @@
 // off, that is congestion collapse) is reported under its row; the bench
 // fails (exit 1) only when that happens with CC on.
 //
-// Time is the TSC (real time), as in loss_bench: the senders are CPU-bound
-// loops, so the bottleneck rate must be well below what they produce
-// together (--rate_mbps); compare the rows of one run.
+// Time is virtual by default (--virtual_tick_ns): every tick of the loop
+// is that much network time for the links, the bottleneck, DCQCN, pacing
+// and the requester's timers, so the figures measure the congestion
+// control, not how much CPU a loaded machine gave the loop; with CC on they
+// are the same from run to run. The run is from every sender's first frame
+// at the bottleneck to the last frame out of it. --virtual_tick_ns=0 runs
+// on the TSC (real time, as loss_bench): then the senders are CPU-bound
+// loops, the bottleneck rate must be well below what they produce together
+// (--rate_mbps), and the rows of one run are what compares.
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -41,6 +47,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "bench/cost/rig.h"
 #include "dataplane/dataplane.h"
@@ -53,13 +60,40 @@ ABSL_FLAG(uint32_t, op_bytes, 65536, "Bytes each WRITE carries");
 ABSL_FLAG(uint64_t, rate_mbps, 2000, "Bottleneck rate, Mb/s");
 ABSL_FLAG(uint32_t, queue_frames, 512, "Bottleneck queue, frames");
 ABSL_FLAG(uint32_t, ecn_min_frames, 16, "ECN marking starts at this depth");
-ABSL_FLAG(uint32_t, ecn_max_frames, 128, "Every ECT frame marked from here");
+ABSL_FLAG(uint32_t, ecn_max_frames, 64, "Every ECT frame marked from here");
 ABSL_FLAG(double, ecn_max_probability, 0.2,
           "Marking probability just below ecn_max_frames");
 ABSL_FLAG(bool, sender_links, true,
           "Each sender's link runs at the bottleneck's rate too (a NIC port: "
           "its frames wait in its TX ring); false: senders are limited only "
           "by the CPU");
+// DCQCN as the senders and the receiver run it (roce.congestion). The
+// defaults are the bench's tuning for its 2 Gb/s line rate and queue, not
+// the published ones (docs/congestion.md#the-incast-benchcostincast_benchcc
+// says why; --cnp_interval_us=50 --alpha_timer_us=55 --increase_timer_us=300
+// --additive_increase_mbps=5 --initial_rate_fraction=0 --ecn_max_frames=128
+// is the published start).
+ABSL_FLAG(double, initial_rate_fraction, 0.125,
+          "A new QP starts at this fraction of the line rate (0: line rate)");
+ABSL_FLAG(uint32_t, cnp_interval_us, 200, "The receiver's CNP interval (N)");
+ABSL_FLAG(uint32_t, alpha_timer_us, 200, "DCQCN alpha timer K, us");
+ABSL_FLAG(uint32_t, increase_timer_us, 200, "DCQCN increase timer T, us");
+ABSL_FLAG(int64_t, byte_counter_bytes, -1,
+          "DCQCN byte counter B (-1: 10 MB; 0: off)");
+ABSL_FLAG(uint32_t, fast_recovery_stages, 5, "DCQCN F");
+ABSL_FLAG(double, additive_increase_mbps, 10, "DCQCN Rai, Mb/s");
+ABSL_FLAG(double, hyper_increase_mbps, 50, "DCQCN Rhai, Mb/s");
+ABSL_FLAG(double, min_rate_mbps, 1, "DCQCN min rate, Mb/s");
+ABSL_FLAG(double, g, 1.0 / 256, "DCQCN g");
+ABSL_FLAG(uint32_t, virtual_tick_ns, 1000,
+          "The network's clock (the links, the bottleneck, DCQCN's timers, "
+          "pacing and CNP interval, the requester's ACK timer) advances this "
+          "much per tick of the loop; 0: the TSC (real time, as loss_bench: "
+          "figures bound by how much "
+          "CPU the loop gets)");
+ABSL_FLAG(uint32_t, trace_us, 0,
+          "Print the queue depth and every sender's DCQCN rate this often "
+          "(0: never); for tuning");
 ABSL_FLAG(bool, smoke, false, "CI form: 4 and 8 senders, 8 WRITEs of 16 KiB");
 
 namespace spinnic::cost {
@@ -69,6 +103,23 @@ constexpr uint64_t kRunTimeoutSeconds = 120;
 constexpr uint32_t kRegionBytes = 1u << 20;
 constexpr uint32_t kPmtu = 1024;
 constexpr uint64_t kWireOverheadBytes = 24;  // FCS, preamble, gap
+
+// --virtual_tick_ns: the network's time, nanoseconds since the bench
+// started; Tick reads it as TSC cycles (NowTsc), roce.congestion as
+// nanoseconds (VirtualNowNs).
+std::atomic<uint64_t> virtual_ns{0};
+uint64_t virtual_base_tsc = 0;
+bool IsVirtual() { return absl::GetFlag(FLAGS_virtual_tick_ns) != 0; }
+uint64_t VirtualNowNs() {
+  return 1'000'000'000 + virtual_ns.load(std::memory_order_relaxed);
+}
+uint64_t NowTsc() {
+  if (!IsVirtual()) return rte_rdtsc();
+  return virtual_base_tsc +
+         static_cast<uint64_t>(static_cast<__uint128_t>(
+                                   virtual_ns.load(std::memory_order_relaxed)) *
+                               rte_get_tsc_hz() / 1'000'000'000);
+}
 
 roce::Mac SenderMac(uint32_t i) {
   return {0x02, 0, 0, 0, 0x51, static_cast<uint8_t>(i)};
@@ -84,6 +135,9 @@ struct Incast {
   uint64_t overflow = 0;            // frames the receiver's RX ring refused
   uint64_t bits_out = 0;            // through the bottleneck, with overhead
   uint64_t frames_out = 0;
+  uint64_t last_out = 0;         // TSC: when a frame last left the bottleneck
+  uint32_t senders_started = 0;  // senders with a frame into the bottleneck
+  std::vector<bool> started;
   std::vector<uint64_t> bytes_by_sender;
   // --sender_links: when each sender's link is free again (TSC).
   std::vector<uint64_t> link_free_at;
@@ -97,6 +151,7 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
   rig->senders.resize(n);
   rig->bytes_by_sender.assign(n, 0);
   rig->link_free_at.assign(n, 0);
+  rig->started.assign(n, false);
   auto ring = [&](const std::string& what, unsigned size) {
     rte_ring* r = NewRing(absl::StrCat("i", name, what), size);
     rig->rings.push_back(r);
@@ -109,7 +164,34 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
     rc.congestion.enabled = cc;
     rc.congestion.ecn = cc ? roce::kEcnEct0 : roce::kEcnNotEct;
     // Every link runs at the bottleneck's rate (N:1 incast of equal links).
-    rc.congestion.dcqcn.line_rate_bps = rate_bps;
+    roce::DcqcnParams& d = rc.congestion.dcqcn;
+    d.line_rate_bps = rate_bps;
+    d.initial_rate_bps = static_cast<uint64_t>(
+        absl::GetFlag(FLAGS_initial_rate_fraction) * rate_bps);
+    rc.congestion.cnp_interval_ns =
+        uint64_t{absl::GetFlag(FLAGS_cnp_interval_us)} * 1000;
+    d.alpha_timer_ns = uint64_t{absl::GetFlag(FLAGS_alpha_timer_us)} * 1000;
+    d.increase_timer_ns =
+        uint64_t{absl::GetFlag(FLAGS_increase_timer_us)} * 1000;
+    if (absl::GetFlag(FLAGS_byte_counter_bytes) >= 0) {
+      d.byte_counter_bytes =
+          static_cast<uint64_t>(absl::GetFlag(FLAGS_byte_counter_bytes));
+    }
+    d.fast_recovery_stages = absl::GetFlag(FLAGS_fast_recovery_stages);
+    d.additive_increase_bps = static_cast<uint64_t>(
+        absl::GetFlag(FLAGS_additive_increase_mbps) * 1e6);
+    d.hyper_increase_bps =
+        static_cast<uint64_t>(absl::GetFlag(FLAGS_hyper_increase_mbps) * 1e6);
+    d.min_rate_bps =
+        static_cast<uint64_t>(absl::GetFlag(FLAGS_min_rate_mbps) * 1e6);
+    d.g = absl::GetFlag(FLAGS_g);
+    Check(roce::ValidateDcqcnParams(d), "DCQCN flags");
+    if (IsVirtual()) {
+      // The whole transport on the network's clock: DCQCN, pacing, the
+      // CNP interval and the requester's ACK timer.
+      rc.congestion.now_ns = &VirtualNowNs;
+      rc.requester_now_ns = &VirtualNowNs;
+    }
   };
   rig->receiver.wire_rx = ring("rr", 8192);
   rig->receiver.wire_tx = ring("rt", 4096);
@@ -190,7 +272,9 @@ void DestroyIncast(Incast& rig) {
 
 // The bottleneck's output into the receiver's RX ring, counted per sender
 // (by source MAC).
-void Deliver(Incast& rig, rte_mbuf** out, uint16_t emitted, bool count) {
+void Deliver(Incast& rig, rte_mbuf** out, uint16_t emitted, bool count,
+             uint64_t now) {
+  if (emitted != 0) rig.last_out = now;
   for (uint16_t k = 0; k < emitted; ++k) {
     const uint8_t* frame = rte_pktmbuf_mtod(out[k], const uint8_t*);
     rig.bits_out += (out[k]->pkt_len + kWireOverheadBytes) * 8;
@@ -213,7 +297,7 @@ void Deliver(Incast& rig, rte_mbuf** out, uint16_t emitted, bool count) {
 void Tick(Incast& rig, bool count) {
   rte_mbuf* in[64];
   rte_mbuf* out[256];
-  const uint64_t now = rte_rdtsc();
+  const uint64_t now = NowTsc();
   const bool links = absl::GetFlag(FLAGS_sender_links);
   for (size_t i = 0; i < rig.senders.size(); ++i) {
     Node& s = rig.senders[i];
@@ -237,11 +321,15 @@ void Tick(Incast& rig, bool count) {
       }
     }
     if (n == 0) continue;
+    if (!rig.started[i]) {
+      rig.started[i] = true;
+      ++rig.senders_started;
+    }
     const uint16_t emitted =
         rig.bottleneck->Process(in, static_cast<uint16_t>(n), now, out, 256);
-    Deliver(rig, out, emitted, count);
+    Deliver(rig, out, emitted, count, now);
   }
-  Deliver(rig, out, rig.bottleneck->Poll(now, out, 256), count);
+  Deliver(rig, out, rig.bottleneck->Poll(now, out, 256), count, now);
   rig.receiver.hpu().PollOnce();
   void* back[64];
   unsigned n;
@@ -285,7 +373,14 @@ Result Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
   std::vector<std::atomic<bool>> finished(n);
   std::vector<absl::Status> status(n);
   std::vector<std::thread> callers;
-  const uint64_t start = rte_rdtsc();
+  // Real time: from before the WRITEs are posted. Virtual time stands
+  // still until every sender's first frame reached the bottleneck (so that
+  // when the callers' threads happen to run does not count) and starts
+  // there.
+  uint64_t start = NowTsc();
+  const uint64_t real_start = rte_rdtsc();
+  bool started = !IsVirtual();
+  const uint64_t tick_ns = absl::GetFlag(FLAGS_virtual_tick_ns);
   for (uint32_t i = 0; i < n; ++i) {
     Check(rig.senders[i].dataplane->WriteRegion(rig.sources[i].id, 0, bytes),
           "source");
@@ -313,11 +408,36 @@ Result Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
       finished[i].store(true, std::memory_order_release);
     });
   }
-  const uint64_t deadline = start + kRunTimeoutSeconds * rte_get_tsc_hz();
+  const uint64_t deadline = real_start + kRunTimeoutSeconds * rte_get_tsc_hz();
   bool counting = true;  // until the first sender is done (Jain's index)
   uint64_t end = 0;
+  const uint64_t trace_every =
+      uint64_t{absl::GetFlag(FLAGS_trace_us)} * rte_get_tsc_hz() / 1'000'000;
+  uint64_t trace_at = start;
   for (uint64_t tick = 1;; ++tick) {
     Tick(rig, counting);
+    if (!started && rig.senders_started == n) {
+      started = true;
+      start = NowTsc();
+      trace_at = start;
+    }
+    if (started && tick_ns != 0) {
+      virtual_ns.fetch_add(tick_ns, std::memory_order_relaxed);
+    }
+    if (trace_every != 0 && started && NowTsc() >= trace_at) {
+      trace_at += trace_every;
+      std::string line = absl::StrFormat(
+          "  t=%.2fms q=%u rates(Mb/s):",
+          static_cast<double>(NowTsc() - start) * 1e3 / rte_get_tsc_hz(),
+          rig.bottleneck->queue_depth());
+      for (Node& s : rig.senders) {
+        for (const QpInfo& q :
+             s.dataplane->transport<roce::RoceModule>()->ListQps()) {
+          absl::StrAppendFormat(&line, " %.0f", q.rate_bps / 1e6);
+        }
+      }
+      std::printf("%s\n", line.c_str());
+    }
     if ((tick & 15) != 0) continue;
     uint32_t done = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -325,7 +445,9 @@ Result Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
     }
     if (done != 0) counting = false;
     if (done == n) {
-      end = rte_rdtsc();
+      // Virtual time: the run ends with the last frame out of the
+      // bottleneck, not when the callers' threads happen to notice.
+      end = IsVirtual() ? rig.last_out : NowTsc();
       break;
     }
     if (rte_rdtsc() > deadline) Fail("the incast did not finish in time");
@@ -381,6 +503,26 @@ int Main() {
       absl::GetFlag(FLAGS_queue_frames), absl::GetFlag(FLAGS_ecn_min_frames),
       absl::GetFlag(FLAGS_ecn_max_frames),
       absl::GetFlag(FLAGS_ecn_max_probability));
+  if (IsVirtual()) {
+    std::printf(
+        "clock: virtual, %u ns per tick (the links, the bottleneck, DCQCN "
+        "and the requester's timers)\n",
+        absl::GetFlag(FLAGS_virtual_tick_ns));
+  } else {
+    std::printf("clock: the TSC (real time)\n");
+  }
+  std::printf(
+      "DCQCN: initial rate %.3f x line, CNP interval %u us, K %u us, T %u us, "
+      "B %ld bytes (-1: 10 MB), F %u, Rai %.1f Mb/s, Rhai %.1f Mb/s, min "
+      "%.1f Mb/s, g %g\n",
+      absl::GetFlag(FLAGS_initial_rate_fraction),
+      absl::GetFlag(FLAGS_cnp_interval_us), absl::GetFlag(FLAGS_alpha_timer_us),
+      absl::GetFlag(FLAGS_increase_timer_us),
+      static_cast<long>(absl::GetFlag(FLAGS_byte_counter_bytes)),
+      absl::GetFlag(FLAGS_fast_recovery_stages),
+      absl::GetFlag(FLAGS_additive_increase_mbps),
+      absl::GetFlag(FLAGS_hyper_increase_mbps),
+      absl::GetFlag(FLAGS_min_rate_mbps), absl::GetFlag(FLAGS_g));
   std::printf(
       "| senders | CC | utilisation | goodput | tail drops | drops/delivered | "
       "retx/delivered | queue p50 | queue p99 | Jain | CE marks | CNPs | "
@@ -437,5 +579,6 @@ int main(int argc, char** argv) {
                  std::string(status.message()).c_str());
     return 1;
   }
+  spinnic::cost::virtual_base_tsc = rte_rdtsc();
   return spinnic::cost::Main();
 }

@@ -64,6 +64,7 @@ roce::RoceCongestionConfig CongestionOf(const v1::RoceCongestion& cc) {
     p.hyper_increase_bps = cc.hyper_increase_mbps() * kMbps;
   }
   if (cc.has_initial_alpha()) p.initial_alpha = cc.initial_alpha();
+  p.initial_rate_bps = cc.initial_rate_mbps() * kMbps;  // 0: the line rate
   return out_cc;
 }
 
@@ -80,7 +81,8 @@ absl::Status CheckCongestion(const v1::Roce& roce, const FieldPath& path,
         c.min_rate_mbps() != 0 || c.has_g() || c.alpha_timer_us() != 0 ||
         c.increase_timer_us() != 0 || c.has_byte_counter_bytes() ||
         c.fast_recovery_stages() != 0 || c.additive_increase_mbps() != 0 ||
-        c.hyper_increase_mbps() != 0 || c.has_initial_alpha();
+        c.hyper_increase_mbps() != 0 || c.has_initial_alpha() ||
+        c.initial_rate_mbps() != 0;
     if (dcqcn_set) {
       return r.Error(d.F("enabled"),
                      "is false but DCQCN parameters are set; they take "
@@ -112,7 +114,11 @@ absl::Status CheckCongestion(const v1::Roce& roce, const FieldPath& path,
         range("additive_increase_mbps", c.additive_increase_mbps(), 1, line,
               "5 (at most line_rate_mbps)"),
         range("hyper_increase_mbps", c.hyper_increase_mbps(), 1, line,
-              "50 (at most line_rate_mbps)")}) {
+              "50 (at most line_rate_mbps)"),
+        range("initial_rate_mbps", c.initial_rate_mbps(),
+              std::max<uint64_t>(c.min_rate_mbps(), 1), line,
+              "the line rate (at least min_rate_mbps, at most "
+              "line_rate_mbps)")}) {
     if (!s.ok()) return s;
   }
   if (c.has_g() && !(c.g() > 0 && c.g() <= 1)) {

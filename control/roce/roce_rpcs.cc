@@ -102,6 +102,7 @@ void FillQpStatus(const QpInfo& info, v1::QpStatus* out) {
   out->set_alpha(info.alpha);
   out->set_cnps_received(info.cnps_received);
   out->set_cnps_sent(info.cnps_sent);
+  out->set_ce_marks(info.ce_marks);
 }
 
 // QpExecute's kinds by name.

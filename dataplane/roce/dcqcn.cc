@@ -50,6 +50,16 @@ absl::Status ValidateDcqcnParams(const DcqcnParams& p) {
                    "above the line rate; write a step of at most "
                    "line_rate_bps, e.g. 50000000 (50 Mb/s)");
   }
+  if (p.initial_rate_bps != 0 && (p.initial_rate_bps < p.min_rate_bps ||
+                                  p.initial_rate_bps > p.line_rate_bps)) {
+    return Invalid(
+        "initial_rate_bps",
+        absl::StrCat(p.initial_rate_bps,
+                     " is out of range; write a rate in [min_rate_bps"
+                     " = ",
+                     p.min_rate_bps, ", line_rate_bps = ", p.line_rate_bps,
+                     "], or 0 for the line rate"));
+  }
   if (!(std::isfinite(p.initial_alpha) && p.initial_alpha >= 0 &&
         p.initial_alpha <= 1)) {
     return Invalid("initial_alpha",
@@ -66,7 +76,23 @@ DcqcnRateController::DcqcnRateController(const DcqcnParams& params,
       current_rate_(static_cast<double>(params.line_rate_bps)),
       target_rate_(static_cast<double>(params.line_rate_bps)),
       alpha_(params.initial_alpha),
-      last_ns_(now_ns) {}
+      last_ns_(now_ns) {
+  Start(now_ns);
+}
+
+void DcqcnRateController::Start(int64_t now_ns) {
+  const uint64_t line = params_.line_rate_bps;
+  const uint64_t start = params_.initial_rate_bps == 0
+                             ? line
+                             : std::min(params_.initial_rate_bps, line);
+  current_rate_ = static_cast<double>(start);
+  target_rate_ = current_rate_;
+  timer_stage_ = 0;
+  byte_stage_ = 0;
+  bytes_since_event_ = 0;
+  throttled_ = start < line;
+  increase_due_ns_ = now_ns + static_cast<int64_t>(params_.increase_timer_ns);
+}
 
 bool DcqcnRateController::Accept(int64_t now_ns) {
   if (now_ns < last_ns_) {
@@ -78,8 +104,9 @@ bool DcqcnRateController::Accept(int64_t now_ns) {
 }
 
 int64_t DcqcnRateController::NextEventNs() const {
-  if (!alpha_live_) return std::numeric_limits<int64_t>::max();
-  return throttled_ ? std::min(alpha_due_ns_, increase_due_ns_) : alpha_due_ns_;
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  return std::min(alpha_live_ ? alpha_due_ns_ : kNever,
+                  throttled_ ? increase_due_ns_ : kNever);
 }
 
 void DcqcnRateController::Clamp() {
@@ -112,25 +139,22 @@ void DcqcnRateController::IncreaseEvent() {
 void DcqcnRateController::ResetToLineRate(int64_t now_ns,
                                           uint64_t alpha_periods) {
   // Alpha decays in closed form; the rate is where a flow that has been
-  // quiet this long would be (and where a new one starts).
-  alpha_ *= std::pow(1 - params_.g, static_cast<double>(alpha_periods));
-  current_rate_ = static_cast<double>(params_.line_rate_bps);
-  target_rate_ = current_rate_;
-  throttled_ = false;
-  timer_stage_ = 0;
-  byte_stage_ = 0;
-  bytes_since_event_ = 0;
+  // quiet this long would be: where a new one starts.
+  if (alpha_live_) {
+    alpha_ *= std::pow(1 - params_.g, static_cast<double>(alpha_periods));
+  }
+  Start(now_ns);
   alpha_due_ns_ = now_ns + static_cast<int64_t>(params_.alpha_timer_ns);
   ++counters_.idle_resets;
 }
 
 void DcqcnRateController::RunTimers(int64_t now_ns) {
-  if (!alpha_live_) return;
+  if (!alpha_live_ && !throttled_) return;
   const int64_t alpha_period = static_cast<int64_t>(params_.alpha_timer_ns);
   const int64_t increase_period =
       static_cast<int64_t>(params_.increase_timer_ns);
   const uint64_t alpha_events =
-      alpha_due_ns_ <= now_ns
+      alpha_live_ && alpha_due_ns_ <= now_ns
           ? static_cast<uint64_t>((now_ns - alpha_due_ns_) / alpha_period) + 1
           : 0;
   const uint64_t increase_events =
@@ -146,7 +170,7 @@ void DcqcnRateController::RunTimers(int64_t now_ns) {
   // Both timers' expiries in time order (alpha first on a tie), so that an
   // increase sees the alpha of its moment; bounded by the counts above.
   for (;;) {
-    const bool alpha_due = alpha_due_ns_ <= now_ns;
+    const bool alpha_due = alpha_live_ && alpha_due_ns_ <= now_ns;
     const bool increase_due = throttled_ && increase_due_ns_ <= now_ns;
     if (!alpha_due && !increase_due) break;
     if (alpha_due && (!increase_due || alpha_due_ns_ <= increase_due_ns_)) {

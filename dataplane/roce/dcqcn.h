@@ -26,7 +26,8 @@
 // (a clock that jumped back) changes nothing; a gap of more than
 // kMaxCatchUpEvents timer periods (a stalled caller, a clock that jumped
 // forward) does not replay every period, it resets the controller to line
-// rate, as a flow that has been quiet for that long would be.
+// rate (or the initial rate when one is configured), as a flow that has
+// been quiet for that long would be.
 #ifndef SPINNIC_DATAPLANE_ROCE_DCQCN_H_
 #define SPINNIC_DATAPLANE_ROCE_DCQCN_H_
 
@@ -65,6 +66,16 @@ struct DcqcnParams {
   // Alpha before the first CNP. Paper: 1; NVIDIA initial_alpha_value
   // 1023/1024.
   double initial_alpha = 1.0;
+  // The rate a new flow starts at; 0: the line rate (the paper's start,
+  // and NVIDIA's). Below the line rate the flow starts as if a cut had
+  // just brought Rc and Rt there: throttled, the increase timer and byte
+  // counter running from the start (fast recovery, which changes nothing
+  // while Rc = Rt, then additive and hyper increase up to the line rate);
+  // alpha keeps initial_alpha and its timer starts with the first CNP.
+  // Softens an N:1 incast's first round trip, which otherwise fills the
+  // bottleneck before any CNP arrives. A flow reset after a long gap
+  // (idle_resets) starts here again.
+  uint64_t initial_rate_bps = 0;
 };
 
 // OK, or INVALID_ARGUMENT naming the field and what to write.
@@ -85,8 +96,9 @@ class DcqcnRateController {
   // Timer periods replayed per call at most; a longer gap resets the flow.
   static constexpr uint64_t kMaxCatchUpEvents = 4096;
 
-  // `params` must be valid (ValidateDcqcnParams). Starts at line rate,
-  // unthrottled, at time `now_ns`.
+  // `params` must be valid (ValidateDcqcnParams). Starts at time `now_ns`
+  // at the line rate, unthrottled, or at initial_rate_bps when that is set
+  // and below the line rate (throttled, the increase timer running).
   DcqcnRateController(const DcqcnParams& params, int64_t now_ns);
 
   // A CNP for this flow arrived at `now_ns` (the timers due before it run
@@ -107,7 +119,7 @@ class DcqcnRateController {
   uint32_t timer_stage() const { return timer_stage_; }
   uint32_t byte_stage() const { return byte_stage_; }
   // When the next timer (alpha or increase) is due; INT64_MAX when none is
-  // (before the first CNP).
+  // (at the line rate before the first CNP).
   int64_t NextEventNs() const;
   const DcqcnCounters& counters() const { return counters_; }
   const DcqcnParams& params() const { return params_; }
@@ -120,6 +132,9 @@ class DcqcnRateController {
   void IncreaseEvent();
   void Clamp();
   void ResetToLineRate(int64_t now_ns, uint64_t alpha_periods);
+  // The state of a new flow at `now_ns`: the line rate, or the initial
+  // rate with the increase timer running.
+  void Start(int64_t now_ns);
 
   DcqcnParams params_;
   double current_rate_;

@@ -85,6 +85,10 @@ struct RoceConfig {
   // A plain CM connection's advertised region, a perftest data region.
   uint64_t connection_region_bytes = uint64_t{1} << 20;
   RoceCongestionConfig congestion;
+  // Tests and benches only: the clock our requesters' timers read
+  // (nanoseconds; bench/cost/incast_bench.cc's virtual network time);
+  // null: clock::NowNanos().
+  uint64_t (*requester_now_ns)() = nullptr;
 };
 
 }  // namespace spinnic::roce

@@ -385,7 +385,7 @@ void RoceEngine::Poll(const EctxTable& /*table*/) {
   // Our requests after the replies: an ACK queued in this poll leaves
   // before a result write that follows it.
   if (!requesting_.empty()) {
-    const uint64_t now = clock::NowNanos();
+    const uint64_t now = RequesterNow();
     size_t kept = 0;
     for (size_t i = 0; i < requesting_.size(); ++i) {
       Qp& qp = *qps_[requesting_[i]];
@@ -517,6 +517,7 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   }
   status.cnps_received.store(0, std::memory_order_relaxed);
   status.cnps_sent.store(0, std::memory_order_relaxed);
+  status.ce_marks.store(0, std::memory_order_relaxed);
   PublishRate(qp);
   ResponderConfig rc;
   rc.pmtu = spec.pmtu;

@@ -249,12 +249,14 @@ struct alignas(64) QpStatus {
   std::atomic<uint64_t> naks{0};
   // Congestion control: the requester's rate (b/s, 0 without congestion
   // control), alpha in millionths, its next send time (congestion clock,
-  // ns), CNPs received and sent on this QP.
+  // ns), CNPs received and sent on this QP, CE-marked packets it received
+  // (with congestion control off too).
   std::atomic<uint64_t> rate_bps{0};
   std::atomic<uint32_t> alpha_ppm{0};
   std::atomic<uint64_t> next_send_ns{0};
   std::atomic<uint64_t> cnps_received{0};
   std::atomic<uint64_t> cnps_sent{0};
+  std::atomic<uint64_t> ce_marks{0};
 
   void StoreSpec(const QpSpec& spec);
   QpSpec LoadSpec() const;
@@ -490,6 +492,10 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   // Congestion control: the clock it reads, a CE mark on one of `qp`'s
   // packets (the notification point), a received CNP (the reaction
   // point), the DCQCN timers, and what ListQps shows.
+  uint64_t RequesterNow() const {
+    return config_.requester_now_ns != nullptr ? config_.requester_now_ns()
+                                               : clock::NowNanos();
+  }
   uint64_t CongestionNow() const {
     return config_.congestion.now_ns != nullptr ? config_.congestion.now_ns()
                                                 : clock::NowNanos();

@@ -28,6 +28,8 @@ constexpr uint64_t kPacingSlackNs = 10'000;
 
 void RoceEngine::OnCeMarked(Qp& qp) {
   counters_.ecn_ce_received.Add();
+  shared_.qp_status[qp.qpn - kFirstQpn].ce_marks.fetch_add(
+      1, std::memory_order_relaxed);
   if (!config_.congestion.enabled) return;
   const uint64_t now = CongestionNow();
   if (qp.cnp_sent_once &&

@@ -134,8 +134,8 @@ void RoceEngine::Response(Qp& qp, const Packet& p, const uint8_t* frame) {
   }
   Placement placement;
   const uint64_t samples_before = qp.requester->counters().rtt_samples;
-  const ResponseVerdict verdict = qp.requester->OnResponse(
-      ResponsePacketOf(p), clock::NowNanos(), &placement);
+  const ResponseVerdict verdict =
+      qp.requester->OnResponse(ResponsePacketOf(p), RequesterNow(), &placement);
   // A response gives at most one sample (the timed PSN acknowledged).
   if (const uint64_t samples =
           qp.requester->counters().rtt_samples - samples_before;

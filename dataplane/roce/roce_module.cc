@@ -124,6 +124,9 @@ absl::Status RoceModule::Open(const TransportEnv& env) {
       dcqcn.line_rate_bps =
           (mbps != 0 ? mbps : kDefaultLineRateMbps) * 1'000'000;
       dcqcn.min_rate_bps = std::min(dcqcn.min_rate_bps, dcqcn.line_rate_bps);
+      // A start above a slow port's speed is the port's speed.
+      if (dcqcn.initial_rate_bps > dcqcn.line_rate_bps)
+        dcqcn.initial_rate_bps = 0;
     }
     if (absl::Status s = ValidateDcqcnParams(dcqcn); !s.ok()) {
       return absl::InvalidArgumentError(
@@ -405,6 +408,7 @@ std::vector<QpInfo> RoceModule::ListQps() const {
     info.next_send_ns = s.next_send_ns.load(std::memory_order_relaxed);
     info.cnps_received = s.cnps_received.load(std::memory_order_relaxed);
     info.cnps_sent = s.cnps_sent.load(std::memory_order_relaxed);
+    info.ce_marks = s.ce_marks.load(std::memory_order_relaxed);
   }
   return out;
 }

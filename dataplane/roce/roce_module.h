@@ -41,12 +41,13 @@ struct QpInfo {
   roce::ServiceKind service = roce::ServiceKind::kVerbs;  // what takes SENDs
   // Congestion control (roce.congestion): the requester's DCQCN rate (b/s;
   // 0 when off), alpha, its next send time on the congestion clock (ns),
-  // CNPs received and sent.
+  // CNPs received and sent, CE-marked packets received.
   uint64_t rate_bps = 0;
   double alpha = 0;
   uint64_t next_send_ns = 0;
   uint64_t cnps_received = 0;
   uint64_t cnps_sent = 0;
+  uint64_t ce_marks = 0;
 };
 
 // One RDMA operation of ours on a RoCE QP (RoceModule::Execute): the local

@@ -2417,9 +2417,10 @@ class RoceCongestionTest : public RoceRequesterTest {
     params.udp_src_port = roce::UdpSourcePort(kClientQpn, qpn_);
     return params;
   }
-  Bytes Cnp(uint32_t dest_qp) {
+  Bytes Cnp(uint32_t dest_qp) { return Cnp(dest_qp, ClientParams()); }
+  Bytes Cnp(uint32_t dest_qp, const roce::FrameParams& params) {
     Bytes frame(roce::CnpFrameBytes(4));
-    EXPECT_EQ(roce::BuildCnp(ClientParams(), dest_qp, frame.data(),
+    EXPECT_EQ(roce::BuildCnp(params, dest_qp, frame.data(),
                              static_cast<uint32_t>(frame.size())),
               frame.size());
     return frame;
@@ -2471,6 +2472,7 @@ TEST_P(RoceCongestionTest, CeMarkedWriteGetsOneCnpPerInterval) {
   EXPECT_EQ(Counter("cnp_held"), 2u);
   EXPECT_EQ(Counter("writes"), 4u);  // marked packets are executed
   EXPECT_EQ(Info().cnps_sent, 2u);
+  EXPECT_EQ(Info().ce_marks, 4u);
 }
 
 TEST_P(RoceCongestionTest, CnpCutsTheRateAndPacesTheWrites) {
@@ -2570,26 +2572,116 @@ TEST_P(RoceCongestionTest, CnpForAnUnknownQpIsCountedAndIgnored) {
   EXPECT_EQ(Info().cnps_received, 0u);
 }
 
+TEST_P(RoceCongestionTest, CnpFromAnotherAddressIsCountedAndIgnored) {
+  roce::FrameParams params = ClientParams();
+  params.src_ip[15] ^= 1;
+  SendFrame(Cnp(qpn_, params));
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_EQ(Counter("drop_wrong_peer"), 1u);
+  EXPECT_EQ(Counter("cnp_received"), 0u);
+  EXPECT_EQ(Info().rate_bps, kLineRate);
+}
+
+// However many CNPs, the rate stops at DCQCN's min rate (1 Mb/s) and the
+// QP still sends, one packet per its time on the wire at that rate.
+TEST_P(RoceCongestionTest, ManyCnpsStopAtTheMinRateAndTheQpStillSends) {
+  // Alpha stays 1 ((1 - g) 1 + g), so each CNP halves: 10 G / 2^14 is below
+  // 1 Mb/s.
+  for (int i = 0; i < 20; ++i) SendFrame(Cnp(qpn_));
+  Poll();
+  EXPECT_EQ(Info().cnps_received, 20u);
+  EXPECT_EQ(Info().rate_bps, 1'000'000u);
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 2 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  ASSERT_EQ(Await(1).size(), 1u);  // WRITE First at once
+  // (1098 + 24) * 8 bits at 1 Mb/s: 8.976 ms.
+  const uint64_t next = kStart + 8'976'000;
+  EXPECT_EQ(Info().next_send_ns, next);
+  fake_now_ns = next - 1;
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  fake_now_ns = next;
+  Poll();
+  std::vector<Out> sent = Collect();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcWriteLast));
+  // Its timers ran meanwhile (the increase timer every 300 us): the rate
+  // is above the floor again.
+  EXPECT_GT(Info().rate_bps, 1'000'000u);
+  SendFrame(Ack(Opcode::kRcAck, 0x778, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+}
+
+// roce.congestion.initial_rate_mbps: a new QP is paced at the initial rate
+// before any CNP.
+class RoceInitialRateTest : public RoceCongestionTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    RoceCongestionTest::Configure(options);
+    options.roce.congestion.dcqcn.initial_rate_bps = 2'500'000'000;
+  }
+};
+
+TEST_P(RoceInitialRateTest, NewQpStartsPacedAtTheInitialRate) {
+  EXPECT_EQ(Info().rate_bps, 2'500'000'000u);
+  RegionInfo region = Region(8192, kRemoteWrite);
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 4 * kPmtu;
+  op.remote_va = 0x10000;
+  op.rkey = 7;
+  auto result = Start(op);
+  // A QP that starts sending gets the pacing slack (10 us) at the rate, a
+  // bounded burst: at 2.5 Gb/s the WRITE First takes (1098 + 24) * 8 /
+  // 2.5 = 3590 ns, a Middle or Last (1082 + 24) * 8 / 2.5 = 3539 ns. From
+  // kStart - 10 us: First, Middle, Middle leave at once; the Last is due
+  // at kStart - 10000 + 3590 + 2 * 3539 = kStart + 668.
+  std::vector<Out> out = Await(3);
+  ASSERT_EQ(out.size(), 3u);
+  const uint64_t next = kStart + 668;
+  EXPECT_EQ(Info().next_send_ns, next);
+  fake_now_ns = next - 1;
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  fake_now_ns = next;
+  Poll();
+  std::vector<Out> last = Collect();
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].packet.bth.opcode,
+            static_cast<uint8_t>(Opcode::kRcWriteLast));
+  EXPECT_EQ(Counter("cnp_received"), 0u);
+  SendFrame(Ack(Opcode::kRcAck, 0x77a, roce::AethAck(), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_TRUE(done.ok()) << done.status();
+}
+
+std::string HpuCountName(const ::testing::TestParamInfo<uint32_t>& info) {
+  return absl::StrCat(info.param, "hpu");
+}
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
-                         [](const ::testing::TestParamInfo<uint32_t>& info) {
-                           return absl::StrCat(info.param, "hpu");
-                         });
+                         HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
-                         [](const ::testing::TestParamInfo<uint32_t>& info) {
-                           return absl::StrCat(info.param, "hpu");
-                         });
+                         HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
-                         [](const ::testing::TestParamInfo<uint32_t>& info) {
-                           return absl::StrCat(info.param, "hpu");
-                         });
+                         HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
-                         [](const ::testing::TestParamInfo<uint32_t>& info) {
-                           return absl::StrCat(info.param, "hpu");
-                         });
+                         HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
-                         [](const ::testing::TestParamInfo<uint32_t>& info) {
-                           return absl::StrCat(info.param, "hpu");
-                         });
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
 
 }  // namespace
 }  // namespace spinnic

@@ -1148,6 +1148,7 @@ TEST(RoceConfigTest, Congestion) {
     EXPECT_EQ(c.dcqcn.hyper_increase_bps, 50'000'000u);
     EXPECT_DOUBLE_EQ(c.dcqcn.g, 1.0 / 256);
     EXPECT_DOUBLE_EQ(c.dcqcn.initial_alpha, 1.0);
+    EXPECT_EQ(c.dcqcn.initial_rate_bps, 0u);  // the line rate
   }
   {
     const roce::RoceCongestionConfig c = convert(
@@ -1155,7 +1156,7 @@ TEST(RoceConfigTest, Congestion) {
         "line_rate_mbps: 25000 min_rate_mbps: 10 g: 0.5 alpha_timer_us: 100 "
         "increase_timer_us: 200 byte_counter_bytes: 0 fast_recovery_stages: "
         "3 additive_increase_mbps: 40 hyper_increase_mbps: 400 "
-        "initial_alpha: 0.25 }");
+        "initial_alpha: 0.25 initial_rate_mbps: 3125 }");
     EXPECT_EQ(c.ecn, roce::kEcnEct1);
     EXPECT_EQ(c.cnp_interval_ns, 4'000u);
     EXPECT_EQ(c.dcqcn.line_rate_bps, 25'000'000'000u);
@@ -1168,6 +1169,7 @@ TEST(RoceConfigTest, Congestion) {
     EXPECT_EQ(c.dcqcn.additive_increase_bps, 40'000'000u);
     EXPECT_EQ(c.dcqcn.hyper_increase_bps, 400'000'000u);
     EXPECT_DOUBLE_EQ(c.dcqcn.initial_alpha, 0.25);
+    EXPECT_EQ(c.dcqcn.initial_rate_bps, 3'125'000'000u);
   }
   // ECT without congestion control: marked, never answered.
   EXPECT_EQ(convert("congestion { ecn: ROCE_ECN_ECT0 }").ecn, roce::kEcnEct0);
@@ -1195,6 +1197,18 @@ TEST(RoceConfigTest, Congestion) {
   EXPECT_THAT(error("congestion { enabled: true g: 0 }"),
               testing::HasSubstr("roce.congestion.g: 0 is not a gain in "
                                  "(0, 1]"));
+  EXPECT_THAT(
+      error("congestion { enabled: true line_rate_mbps: 1000 "
+            "min_rate_mbps: 10 initial_rate_mbps: 2000 }"),
+      testing::HasSubstr("roce.congestion.initial_rate_mbps: 2000 is not "
+                         "allowed; use 10..1000, or 0 for the line rate"));
+  EXPECT_THAT(error("congestion { enabled: true min_rate_mbps: 10 "
+                    "initial_rate_mbps: 5 }"),
+              testing::HasSubstr("roce.congestion.initial_rate_mbps: 5 is not "
+                                 "allowed; use 10..1600000"));
+  EXPECT_THAT(error("congestion { initial_rate_mbps: 500 }"),
+              testing::HasSubstr("roce.congestion.enabled: is false but DCQCN "
+                                 "parameters are set"));
   EXPECT_THAT(error("congestion { enabled: true initial_alpha: 1.5 }"),
               testing::HasSubstr("roce.congestion.initial_alpha: 1.5 is not "
                                  "in [0, 1]"));

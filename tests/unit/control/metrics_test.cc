@@ -7,6 +7,7 @@
 #include "control/metrics_exporter.h"
 #include "control/service_monitor.h"
 #include "dataplane/diad/diad_module.h"
+#include "dataplane/roce/roce_module.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -107,6 +108,33 @@ TEST(MetricsTest, EveryCounterEndsInTotal) {
     }
     EXPECT_EQ(f.name.rfind("spinnic_", 0), 0u) << f.name;
   }
+}
+
+TEST(MetricsTest, RoceQpsCarryTheirCongestionControl) {
+  QpInfo q;
+  q.qpn = 0x101;
+  q.hpu = 1;
+  q.packets = 40;
+  q.rate_bps = 1'250'000'000;
+  q.alpha = 0.5;
+  q.cnps_received = 7;
+  q.cnps_sent = 3;
+  q.ce_marks = 11;
+  const std::vector<QpInfo> qps = {q};
+  const std::string text = prometheus::TextSerializer().Serialize(
+      BuildMetricFamilies(SampleSnapshot(), {}, nullptr, &qps));
+  const std::string labels = "{qpn=\"257\",hpu=\"1\"}";
+  EXPECT_THAT(text,
+              HasSubstr("spinnic_roce_qp_packets_total" + labels + " 40"));
+  EXPECT_THAT(text,
+              HasSubstr("spinnic_roce_qp_rate_bps" + labels + " 1250000000"));
+  EXPECT_THAT(text, HasSubstr("spinnic_roce_qp_alpha" + labels + " 0.5"));
+  EXPECT_THAT(text,
+              HasSubstr("spinnic_roce_qp_cnps_received_total" + labels + " 7"));
+  EXPECT_THAT(text,
+              HasSubstr("spinnic_roce_qp_cnps_sent_total" + labels + " 3"));
+  EXPECT_THAT(text,
+              HasSubstr("spinnic_roce_qp_ce_marks_total" + labels + " 11"));
 }
 
 TEST(MetricsTest, NoPeerFamiliesWithoutDiad) {

@@ -251,6 +251,74 @@ TEST(DcqcnTest, LongGapResetsInsteadOfReplaying) {
   EXPECT_DOUBLE_EQ(rp.alpha(), 1.0 / 256);
 }
 
+// roce.congestion.initial_rate_mbps: a new flow starts at 25 G of 100 G,
+// as if a cut had just brought Rc and Rt there.
+TEST(DcqcnTest, InitialRateStartsThrottledAndClimbsByTheSteps) {
+  DcqcnParams p = Params();
+  p.initial_rate_bps = 25'000'000'000;
+  EXPECT_EQ(DcqcnParams().initial_rate_bps, 0u);  // default: line rate
+  DcqcnRateController rp(p, 0);
+  EXPECT_EQ(rp.rate_bps(), 25 * kG);
+  EXPECT_EQ(rp.target_rate_bps(), 25 * kG);
+  EXPECT_TRUE(rp.throttled());
+  // Only the increase timer runs: alpha's starts with the first CNP.
+  EXPECT_EQ(rp.NextEventNs(), 300 * kUs);
+  // Stages 1..5 (300 .. 1500 us) are fast recovery: Rc = (25 G + 25 G)/2.
+  rp.Advance(1500 * kUs);
+  EXPECT_EQ(rp.timer_stage(), 5u);
+  EXPECT_EQ(rp.counters().fast_recoveries, 5u);
+  EXPECT_EQ(rp.rate_bps(), 25 * kG);
+  EXPECT_EQ(rp.alpha(), 1.0);
+  EXPECT_EQ(rp.counters().alpha_decays, 0u);
+  // Stage 6 at 1800 us: additive, Rt = 25.005 G, Rc = (25.005 G + 25 G)/2
+  // = 25.0025 G.
+  rp.Advance(1800 * kUs);
+  EXPECT_EQ(rp.counters().additive_increases, 1u);
+  EXPECT_EQ(rp.target_rate_bps(), 25'005'000'000.0);
+  EXPECT_EQ(rp.rate_bps(), 25'002'500'000.0);
+  EXPECT_EQ(rp.NextEventNs(), 2100 * kUs);
+  // A CNP then: Rt = 25.0025 G, Rc = 25.0025 G (1 - 1/2) = 12.50125 G,
+  // alpha = 1; both timers run from now.
+  rp.OnCnp(1900 * kUs);
+  EXPECT_EQ(rp.target_rate_bps(), 25'002'500'000.0);
+  EXPECT_EQ(rp.rate_bps(), 12'501'250'000.0);
+  EXPECT_EQ(rp.alpha(), 1.0);
+  EXPECT_EQ(rp.NextEventNs(), 1955 * kUs);
+}
+
+TEST(DcqcnTest, InitialRateIsWhereAnIdleFlowRestarts) {
+  DcqcnParams p = Params();
+  p.initial_rate_bps = 10'000'000'000;
+  DcqcnRateController rp(p, 0);
+  // Never sent, polled 10 s later: 33,333 increase periods are more than
+  // kMaxCatchUpEvents, so the flow starts again at 10 G with the increase
+  // timer 300 us from now (not at the line rate it would have reached).
+  rp.Advance(10'000'000 * kUs);
+  EXPECT_EQ(rp.counters().idle_resets, 1u);
+  EXPECT_EQ(rp.rate_bps(), 10 * kG);
+  EXPECT_EQ(rp.target_rate_bps(), 10 * kG);
+  EXPECT_TRUE(rp.throttled());
+  EXPECT_EQ(rp.alpha(), 1.0);  // no CNP yet: alpha does not decay
+  EXPECT_EQ(rp.NextEventNs(), 10'000'300 * kUs);
+  // The same after a CNP and recovery's timers: back to 10 G.
+  rp.OnCnp(10'000'000 * kUs);
+  EXPECT_EQ(rp.rate_bps(), 5 * kG);
+  rp.Advance(20'000'000 * kUs);
+  EXPECT_EQ(rp.counters().idle_resets, 2u);
+  EXPECT_EQ(rp.rate_bps(), 10 * kG);
+  EXPECT_TRUE(rp.throttled());
+  EXPECT_LT(rp.alpha(), 1e-300);
+}
+
+TEST(DcqcnTest, InitialRateAtTheLineRateIsTheDefaultStart) {
+  DcqcnParams p = Params();
+  p.initial_rate_bps = p.line_rate_bps;
+  DcqcnRateController rp(p, 0);
+  EXPECT_EQ(rp.rate_bps(), 100 * kG);
+  EXPECT_FALSE(rp.throttled());
+  EXPECT_EQ(rp.NextEventNs(), std::numeric_limits<int64_t>::max());
+}
+
 TEST(DcqcnTest, ValidationNamesTheField) {
   struct Case {
     void (*mutate)(DcqcnParams&);
@@ -271,6 +339,10 @@ TEST(DcqcnTest, ValidationNamesTheField) {
       {[](DcqcnParams& p) { p.hyper_increase_bps = p.line_rate_bps + 1; },
        "dcqcn.hyper_increase_bps"},
       {[](DcqcnParams& p) { p.initial_alpha = -1; }, "dcqcn.initial_alpha"},
+      {[](DcqcnParams& p) { p.initial_rate_bps = p.line_rate_bps + 1; },
+       "dcqcn.initial_rate_bps: "},
+      {[](DcqcnParams& p) { p.initial_rate_bps = p.min_rate_bps - 1; },
+       "dcqcn.initial_rate_bps: "},
   };
   EXPECT_TRUE(ValidateDcqcnParams(Params()).ok());
   for (const Case& test_case : cases) {
