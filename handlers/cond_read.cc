@@ -217,29 +217,16 @@ class CondReadHandler {
   // Region 0 when it can be read and holds the version word (8-byte aligned
   // in memory), else empty.
   std::span<const uint8_t> Region(const HandlerContext& ctx) const {
-    std::span<const BoundRegion> regions = ctx.Regions();
-    if (regions.empty() || !regions[0].readable ||
-        regions[0].bytes.size() < version_offset_ + 8 ||
-        reinterpret_cast<uintptr_t>(regions[0].bytes.data()) % 8 != 0) {
-      return {};
-    }
-    return regions[0].bytes;
+    return ctx.FirstRegion({.min_bytes = version_offset_ + 8, .align = 8});
   }
 
   // Sends `reply` to the request's sender (handlers/api/reply.h) and
   // counts what did not go.
   void Answer(HandlerContext& ctx, PacketView& packet, CondReadState* state,
               std::span<const uint8_t> reply) const {
-    switch (AnswerSender(ctx, packet, reply_stream_, reply)) {
-      case ReplyOutcome::kSent:
-        break;
-      case ReplyOutcome::kRefused:
-        Count(state, &CondReadState::replies_refused);
-        break;
-      case ReplyOutcome::kUnanswered:
-        Count(state, &CondReadState::unanswered);
-        break;
-    }
+    AnswerSenderCounted(ctx, packet, reply_stream_, reply,
+                        state != nullptr ? &state->replies_refused : nullptr,
+                        state != nullptr ? &state->unanswered : nullptr);
   }
 
   const uint64_t version_offset_;

@@ -299,29 +299,17 @@ class KvsHandler {
   // Region 0 when the store can live there (readable, writable, 8-byte
   // aligned, at least one slot), else empty.
   std::span<uint8_t> Region(const HandlerContext& ctx) const {
-    std::span<const BoundRegion> regions = ctx.Regions();
-    if (regions.empty() || !regions[0].readable || !regions[0].writable ||
-        regions[0].bytes.size() < slot_bytes_ ||
-        reinterpret_cast<uintptr_t>(regions[0].bytes.data()) % 8 != 0) {
-      return {};
-    }
-    return regions[0].bytes;
+    return ctx.FirstRegion(
+        {.write = true, .min_bytes = slot_bytes_, .align = 8});
   }
 
   // Sends `reply` to the request's sender (handlers/api/reply.h) and
   // counts what did not go.
   void Answer(HandlerContext& ctx, PacketView& packet, KvsState* state,
               std::span<const uint8_t> reply) const {
-    switch (AnswerSender(ctx, packet, reply_stream_, reply)) {
-      case ReplyOutcome::kSent:
-        break;
-      case ReplyOutcome::kRefused:
-        Count(state, &KvsState::replies_refused);
-        break;
-      case ReplyOutcome::kUnanswered:
-        Count(state, &KvsState::unanswered);
-        break;
-    }
+    AnswerSenderCounted(ctx, packet, reply_stream_, reply,
+                        state != nullptr ? &state->replies_refused : nullptr,
+                        state != nullptr ? &state->unanswered : nullptr);
   }
 
   static std::atomic_ref<uint32_t> Word(uint8_t* slot) {

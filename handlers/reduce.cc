@@ -327,13 +327,10 @@ class ReduceHandler {
 
   // Region 0's bytes when the handler may add into it, else null.
   uint8_t* Region(const HandlerContext& ctx) const {
-    std::span<const BoundRegion> regions = ctx.Regions();
-    if (regions.empty() || !regions[0].writable ||
-        regions[0].bytes.size() < bytes_ ||
-        reinterpret_cast<uintptr_t>(regions[0].bytes.data()) % size_ != 0) {
-      return nullptr;
-    }
-    return regions[0].bytes.data();
+    return ctx
+        .FirstRegion(
+            {.read = false, .write = true, .min_bytes = bytes_, .align = size_})
+        .data();
   }
 
   const ElementType type_;

@@ -108,6 +108,14 @@ inline void AddToCounter(uint64_t& word, uint64_t value) {
   std::atomic_ref<uint64_t>(word).fetch_add(value, std::memory_order_relaxed);
 }
 
+// What a handler needs of its first bound region (FirstRegion).
+struct RegionNeeds {
+  bool read = true;
+  bool write = false;
+  uint64_t min_bytes = 0;
+  uint64_t align = 1;  // of bytes.data(), a power of two
+};
+
 class HandlerContext {
  public:
   HandlerContext(std::span<uint8_t> state, std::span<const BoundRegion> regions,
@@ -132,6 +140,18 @@ class HandlerContext {
   }
 
   std::span<const BoundRegion> Regions() const { return regions_; }
+  // The first bound region's bytes when it meets `needs`, else empty (no
+  // region bound, a right missing, too short or misaligned).
+  std::span<uint8_t> FirstRegion(const RegionNeeds& needs) const {
+    if (regions_.empty()) return {};
+    const BoundRegion& region = regions_[0];
+    if ((needs.read && !region.readable) || (needs.write && !region.writable) ||
+        region.bytes.size() < needs.min_bytes ||
+        reinterpret_cast<uintptr_t>(region.bytes.data()) % needs.align != 0) {
+      return {};
+    }
+    return region.bytes;
+  }
 
   bool EmitFrame(std::span<const uint8_t> frame, EmitPort port) {
     return sink_ != nullptr && sink_->EmitFrame(frame, port);

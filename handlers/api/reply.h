@@ -84,6 +84,26 @@ inline ReplyOutcome AnswerSender(HandlerContext& ctx, PacketView& packet,
              : ReplyOutcome::kRefused;
 }
 
+// AnswerSender, adding what did not go to the handler's state counters
+// `refused` or `unanswered` (either may be null: no state memory).
+inline void AnswerSenderCounted(HandlerContext& ctx, PacketView& packet,
+                                uint32_t reply_stream,
+                                std::span<const uint8_t> reply,
+                                uint64_t* refused, uint64_t* unanswered) {
+  uint64_t* counter = nullptr;
+  switch (AnswerSender(ctx, packet, reply_stream, reply)) {
+    case ReplyOutcome::kSent:
+      return;
+    case ReplyOutcome::kRefused:
+      counter = refused;
+      break;
+    case ReplyOutcome::kUnanswered:
+      counter = unanswered;
+      break;
+  }
+  if (counter != nullptr) AddToCounter(*counter, 1);
+}
+
 }  // namespace spinnic
 
 #endif  // SPINNIC_HANDLERS_API_REPLY_H_
