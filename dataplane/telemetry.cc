@@ -1,5 +1,7 @@
 #include "dataplane/telemetry.h"
 
+#include <malloc.h>
+#include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include <cstdlib>
@@ -166,6 +168,43 @@ int ShowDiad(const char*, const char*, rte_tel_data* d) {
   return TransportCounters("diad", d);
 }
 
+// Every mempool of the process (name -> {size, in_use}: in_use excludes the
+// per-lcore caches, so it is the mbufs held somewhere) and the libc heap
+// (mallinfo2: brk arena, mmapped blocks, bytes in use). Read on the
+// telemetry thread while HPUs run, so a busy pool's in_use is a moment's
+// view; the soak (tests/soak/run) reads it once traffic has stopped.
+void AddMempool(rte_mempool* mp, void* arg) {
+  auto* pools = static_cast<rte_tel_data*>(arg);
+  rte_tel_data* one = rte_tel_data_alloc();
+  if (one == nullptr) return;
+  rte_tel_data_start_dict(one);
+  rte_tel_data_add_dict_u64(one, "size", mp->size);
+  rte_tel_data_add_dict_u64(one, "in_use", rte_mempool_in_use_count(mp));
+  rte_tel_data_add_dict_container(pools, mp->name, one, 0);
+}
+
+int ShowMemory(const char*, const char*, rte_tel_data* d) {
+  rte_tel_data* pools = rte_tel_data_alloc();
+  rte_tel_data* libc = rte_tel_data_alloc();
+  if (pools == nullptr || libc == nullptr) {
+    rte_tel_data_free(pools);
+    rte_tel_data_free(libc);
+    return -ENOMEM;
+  }
+  rte_tel_data_start_dict(pools);
+  rte_mempool_walk(AddMempool, pools);
+  const struct mallinfo2 mi = mallinfo2();
+  rte_tel_data_start_dict(libc);
+  rte_tel_data_add_dict_u64(libc, "arena_bytes", mi.arena);
+  rte_tel_data_add_dict_u64(libc, "mmap_bytes", mi.hblkhd);
+  rte_tel_data_add_dict_u64(libc, "in_use_bytes", mi.uordblks + mi.hblkhd);
+  rte_tel_data_add_dict_u64(libc, "free_bytes", mi.fordblks);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_container(d, "mempools", pools, 0);
+  rte_tel_data_add_dict_container(d, "libc", libc, 0);
+  return 0;
+}
+
 // The transports' own commands, by name: DPDK passes the command to its
 // callback, so one callback serves them all.
 absl::flat_hash_map<std::string,
@@ -206,6 +245,9 @@ void RegisterOnce() {
     rte_telemetry_register_cmd("/spinnic/diad", ShowDiad,
                                "DiAD transport counters (when DiAD is on); "
                                "the same as /spinnic/transport,diad.");
+    rte_telemetry_register_cmd(
+        "/spinnic/memory", ShowMemory,
+        "Mempools (size, in_use) and the libc heap (mallinfo2).");
     return true;
   }();
   (void)registered;

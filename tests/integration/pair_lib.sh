@@ -6,6 +6,7 @@
 #   pair_start_impair ARGS...     spinnic-impair ($IMPAIR) as the memif server
 #                                 of $TMP/wire-a.sock and wire-b.sock, with
 #                                 ARGS (--seed, --loss, ...); waits for both
+#                                 (its life: PAIR_IMPAIR_DURATION_S, 900 s)
 #   pair_start_appliance X CONFIG STATS_JSON DURATION_S MAX_MESSAGE_BYTES
 #                                 spinnicd X on CONFIG (pid in A_PID / B_PID),
 #                                 its control socket $TMP/ctl-X.sock
@@ -68,7 +69,7 @@ pair_start_impair() {
   "$IMPAIR" \
     --port_a "net_memif0,role=server,socket=$TMP/wire-a.sock,socket-abstract=no" \
     --port_b "net_memif1,role=server,socket=$TMP/wire-b.sock,socket-abstract=no" \
-    "$@" --stats_json "$TMP/impair.json" --duration_s 900 \
+    "$@" --stats_json "$TMP/impair.json" --duration_s "${PAIR_IMPAIR_DURATION_S:-900}" \
     -- -l 1 --no-huge -m 256 --no-pci --file-prefix "$PFX-impair" \
     >"$TMP/impair.out" 2>"$TMP/impair.err" </dev/null &
   IMPAIR_PID=$!

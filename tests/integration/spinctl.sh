@@ -455,6 +455,10 @@ check "stats: a roce section" eval 'rc_is 0 && out_has "^roce:$" && out_has "^  
 it_telemetry /spinnic/transports /spinnic/transport,roce /spinnic/transport,nope
 check "telemetry: /spinnic/transports lists roce, /spinnic/transport,roce its counters, an unknown name null" py \
   'd["/spinnic/transports"] == ["roce"] and "write_immediates" in d["/spinnic/transport,roce"] and "drop_bad_icrc" in d["/spinnic/transport,roce"] and d["/spinnic/transport,nope"] is None'
+# /spinnic/memory: the mempools' in_use and the libc heap (the soak's checks).
+it_telemetry /spinnic/memory
+check "telemetry: /spinnic/memory has every mempool's size and in_use, and the libc heap" py \
+  'all(0 <= p["in_use"] <= p["size"] for p in d["/spinnic/memory"]["mempools"].values()) and d["/spinnic/memory"]["mempools"]["spinnic_pkts"]["size"] > 0 and d["/spinnic/memory"]["libc"]["in_use_bytes"] > 0'
 sc qp-destroy 256
 check "qp-destroy 256: exit 0" eval 'rc_is 0 && out_has "^destroyed queue pair 256$"'
 sc qp-destroy 0x100
