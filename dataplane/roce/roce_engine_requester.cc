@@ -190,6 +190,11 @@ void RoceEngine::DrainCompletions(Qp& qp) {
   }
   if (qp.requester->state() == QpState::kError && !qp.requester_error_raised) {
     qp.requester_error_raised = true;
+    // A QP has one state (IBA 10.3.1): a requester that failed (retries
+    // exhausted, a fatal NAK) puts the whole QP in Error, the responder too,
+    // and ListQps / spinctl qps say so.
+    qp.responder.SetState(QpState::kError);
+    Publish(qp);
     RaiseQpError(qp);
   }
 }

@@ -2018,6 +2018,43 @@ TEST_P(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
   EXPECT_EQ(Counter("ops_completed"), 1u);
 }
 
+// A fatal NAK fails our WRITE and, as IB has one state per QP, puts the
+// whole QP in Error: ListQps says error, not rts, and the responder stops.
+TEST_P(RoceRequesterTest, FatalNakPutsTheWholeQpInError) {
+  RegionInfo region = Region(4096, kRemoteWrite);
+  const Bytes data = Pattern(64, 2);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  RoceOp op;
+  op.qpn = qpn_;
+  op.kind = roce::WorkRequest::Kind::kWrite;
+  op.region_id = region.id;
+  op.length = 64;
+  op.remote_va = 0x7f0000001000;
+  op.rkey = 0x4242;
+  auto result = Start(op);
+  ASSERT_EQ(Await(1).size(), 1u);
+  SendFrame(Ack(Opcode::kRcAck, 0x777,
+                roce::AethNak(roce::NakCode::kRemoteAccessError), {}));
+  absl::StatusOr<RoceOpResult> done = Finish(result);
+  EXPECT_FALSE(done.ok());
+  std::vector<QpInfo> qps =
+      dataplane().transport<roce::RoceModule>()->ListQps();
+  ASSERT_FALSE(qps.empty());
+  EXPECT_EQ(qps.back().qpn, qpn_);
+  EXPECT_EQ(qps.back().state, roce::QpState::kError);
+  EXPECT_EQ(Counter("qp_errors"), 1u);
+  // The client's WRITE to us is not executed any more.
+  SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn,
+                  Reth(region.base_address, region.rkey, 4), {9, 9, 9, 9},
+                  true));
+  Poll();
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(region.id, 0, 4, 1 << 20);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()),
+            Bytes(data.begin(), data.begin() + 4));
+}
+
 // kvs on a QP's SENDs (roce { qpn }): a PUT is stored and a GET answered
 // with the PUT value, each answer a SEND of ours on the same QP (our PSNs
 // from 0x777), its buffer held until the client acknowledges it.
