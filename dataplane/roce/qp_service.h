@@ -106,6 +106,19 @@ class QpService {
                             QpActions& qp) {
     (void)tag, (void)status, (void)qp;
   }
+  // Where the connection's SEND messages land instead of a buffer of
+  // max_message_bytes() that the engine keeps (perftest's data connection:
+  // its region, which holds the largest message the client sends). Asked
+  // once, when the QP is created; must stay valid while the QP exists.
+  virtual std::span<uint8_t> ReceiveArea() { return {}; }
+  // Whether OnWrite is called (asked once, when the QP is created: the
+  // engine pays nothing per WRITE for the services that do not want it).
+  virtual bool wants_writes() const { return false; }
+  // An RDMA WRITE message without immediate into this connection's memory
+  // completed (its last packet was accepted): [va, va + length).
+  virtual void OnWrite(uint64_t va, uint64_t length, QpActions& qp) {
+    (void)va, (void)length, (void)qp;
+  }
 
   // The memory this connection gives its peer (resolved before the
   // registered regions, only on this QP).

@@ -638,6 +638,7 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"cm_sent", &C::cm_sent},
       {"cm_connections", &C::cm_connections},
       {"cm_rejects", &C::cm_rejects},
+      {"perftest_region_rejects", &C::perftest_region_rejects},
       {"neighbor_answers", &C::neighbor_answers},
       {"udp_checksum_zero", &C::udp_checksum_zero},
       {"zero_copy_packets", &C::zero_copy_packets},
