@@ -164,7 +164,14 @@ void PerftestService::OnControlSend(const ReceivedSend& send, QpActions& qp) {
     // it after the first destination exchange, whose answer it ignores:
     // until then we name this QP and no region. The client's own (its
     // buffer, for the latency tests' replies) goes to the data connection.
-    QpService* sibling = qp.Sibling();
+    // With -q N the client has N data connections and sends its own
+    // destination per QP: ours names the data connection its QP is
+    // connected to (the earlier exchanges carry zeros: the newest).
+    PingpongDest theirs;
+    const bool has_theirs =
+        ParsePingpongDest(send.bytes, &theirs) && theirs.rkey != 0;
+    QpService* sibling = qp.Sibling(has_theirs ? theirs.qpn : 0);
+    if (sibling == nullptr && has_theirs) sibling = qp.Sibling(0);
     PingpongDest dest;
     dest.out_reads = out_reads_;
     dest.qpn = regions().qpn();
@@ -175,10 +182,7 @@ void PerftestService::OnControlSend(const ReceivedSend& send, QpActions& qp) {
       dest.qpn = data->regions().qpn();
       dest.rkey = region.rkey;
       dest.vaddr = region.address;
-      PingpongDest theirs;
-      if (ParsePingpongDest(send.bytes, &theirs) && theirs.rkey != 0) {
-        data->SetPeer(theirs);
-      }
+      if (has_theirs) data->SetPeer(theirs);
     }
     WritePingpongDest(dest, std::span<uint8_t, kPingpongDestBytes>(reply_));
   } else if (n != 8) {

@@ -61,9 +61,10 @@ class QpActions {
                          uint32_t tag) = 0;
   // Tells the control plane (event roce_send).
   virtual void ReportSend(const ReceivedSend& send) = 0;
-  // The service of the newest other connection from the same peer on the
-  // same rdma_cm port (perftest's data connection), or nullptr.
-  virtual QpService* Sibling() = 0;
+  // The service of another connection from the same peer on the same
+  // rdma_cm port (perftest's data connections): the one connected to the
+  // peer's QP `remote_qpn`, or with 0 the newest; nullptr if none.
+  virtual QpService* Sibling(uint32_t remote_qpn) = 0;
   // The connection cannot go on: the QP enters the error state and every
   // work request is flushed.
   virtual void Fail() = 0;

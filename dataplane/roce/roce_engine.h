@@ -498,7 +498,7 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
                                         bool perftest_data = false) const;
   bool ReceiveSend(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
                    const uint8_t* payload);
-  QpService* Sibling(const Qp& qp);
+  QpService* Sibling(const Qp& qp, uint32_t remote_qpn);
   void FailQp(Qp& qp);
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,

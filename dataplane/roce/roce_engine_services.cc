@@ -102,7 +102,7 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
   return true;
 }
 
-QpService* RoceEngine::Sibling(const Qp& qp) {
+QpService* RoceEngine::Sibling(const Qp& qp, uint32_t remote_qpn) {
   // A scan of this HPU's QPs (the CM places a client's connections on one
   // port together, PlaceCmQp): perftest asks once per exchange, not per
   // packet.
@@ -111,7 +111,8 @@ QpService* RoceEngine::Sibling(const Qp& qp) {
     Qp* other = slot.get();
     if (other == nullptr || !other->in_use || other == &qp ||
         other->service == nullptr || other->cm_port != qp.cm_port ||
-        other->spec.remote_ip != qp.spec.remote_ip) {
+        other->spec.remote_ip != qp.spec.remote_ip ||
+        (remote_qpn != 0 && other->spec.remote_qpn != remote_qpn)) {
       continue;
     }
     if (newest == nullptr || other->generation > newest->generation) {
