@@ -1850,45 +1850,6 @@ TEST_P(RocePerftestTest, DataRegionHoldsPerftestsLargestMessage) {
             roce::AethNak(roce::NakCode::kRemoteAccessError));
 }
 
-TEST_P(RocePerftestTest, WriteLatGetsEachWriteBack) {
-  Conn control, data;
-  const roce::PingpongDest ours = Setup(&control, &data);
-  // ib_write_lat: the client writes `size` bytes whose last is its count
-  // and polls the same byte of its own buffer for ours.
-  for (uint8_t n = 1; n <= 3; ++n) {
-    Bytes message = Pattern(2 * kPmtu - 100, n);
-    message.back() = n;
-    // Two packets: FIRST, LAST (the echo is of the whole message).
-    SendFrame(Build(
-        Opcode::kRcWriteFirst, data.client_psn,
-        Reth(ours.vaddr, ours.rkey, static_cast<uint32_t>(message.size())),
-        Bytes(message.begin(), message.begin() + kPmtu), false, data.qpn));
-    SendFrame(Build(Opcode::kRcWriteLast, roce::PsnAdd(data.client_psn, 1), {},
-                    Bytes(message.begin() + kPmtu, message.end()), true,
-                    data.qpn));
-    data.client_psn = roce::PsnAdd(data.client_psn, 2);
-    std::vector<Out> out = Await(3);
-    ASSERT_EQ(out.size(), 3u) << "write " << int(n);
-    ExpectAck(out[0], roce::PsnAdd(data.client_psn, -1), roce::AethAck(), n,
-              data.client_qpn, data.qpn);
-    ASSERT_EQ(out[1].packet.bth.opcode,
-              static_cast<uint8_t>(Opcode::kRcWriteFirst));
-    EXPECT_EQ(out[1].packet.bth.dest_qp, data.client_qpn);
-    EXPECT_EQ(out[1].packet.bth.psn, data.our_psn);
-    EXPECT_EQ(out[1].packet.ext.reth.va, kClientVa);
-    EXPECT_EQ(out[1].packet.ext.reth.rkey, kClientRkey);
-    EXPECT_EQ(out[1].packet.ext.reth.dma_length, message.size());
-    Bytes echoed = out[1].payload();
-    const Bytes last = out[2].payload();
-    echoed.insert(echoed.end(), last.begin(), last.end());
-    EXPECT_EQ(echoed, message);
-    EXPECT_TRUE(out[2].packet.bth.ack_req);
-    data.our_psn = roce::PsnAdd(data.our_psn, 2);
-    ClientAck(data, roce::PsnAdd(data.our_psn, -1));
-  }
-  EXPECT_EQ(Counter("qp_errors"), 0u);
-}
-
 TEST_P(RocePerftestTest, SendLatIsAnsweredSendBwIsTakenQuietly) {
   Conn control, data;
   Setup(&control, &data);

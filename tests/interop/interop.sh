@@ -42,7 +42,8 @@ export RXE_BASE=${RXE_BASE:-/tmp/rxe}
 # two runs (or the NAAICE demo) on one machine leave each other alone.
 export RXE_NETNS=${INTEROP_NETNS:-spn-interop}
 export RXE_BRIDGE=br-rxe
-export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-150}
+# The tools case runs ten perftest clients in one guest.
+export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$([[ $CASE == tools ]] && echo 900 || echo 150)}
 NS=$RXE_NETNS
 RUN=${INTEROP_RUN_DIR:-/tmp/spinnic-interop}/$CASE
 SOCK=$RUN/ctl.sock
@@ -158,6 +159,7 @@ NAAICE_SIZE=${NAAICE_SIZE:-64}
 NAAICE_RPCS=${NAAICE_RPCS:-8}
 INSTALLED_CODE=40
 TOOLS_ONLY="${TOOLS_ONLY:-all}"
+TOOLS_SCALE=${TOOLS_SCALE:-1}
 EOF
 
 if [[ $CASE == naaice ]]; then
