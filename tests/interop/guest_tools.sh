@@ -28,5 +28,7 @@ run read_lat $((60 * T)) ib_read_lat -R -d rxe0 -n 100 "$A"
 run atomic_lat $((60 * T)) ib_atomic_lat -R -d rxe0 -n 100 "$A"
 run write_bw_gbits $((60 * T)) ib_write_bw -R -d rxe0 -n 100 --report_gbits "$A"
 run write_bw_q4 $((60 * T)) ib_write_bw -R -d rxe0 -n 100 -q 4 "$A"
-run write_bw_v6 $((60 * T)) ib_write_bw -R -d rxe0 -x 2 -n 100 "$APPLIANCE6"
 run write_lat_a $((240 * T)) ib_write_lat -R -d rxe0 -a -n 5 "$A"
+# IPv6 (-x 2 with fd00:1::11): perftest 4.5-0.17 resolves -R addresses as
+# AF_INET only ("Address family for hostname not supported"); rping covers
+# IPv6 with rdma_cm (docs/interop.md).
