@@ -281,6 +281,13 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
                                 " is more than 4 GiB per connection; lower "
                                 "it (0: 1 MiB)"));
   }
+  if (roce.perftest_region_bytes() > (uint64_t{1} << 32)) {
+    return r.Error(d.F("perftest_region_bytes"),
+                   absl::StrCat(roce.perftest_region_bytes(),
+                                " is more than 4 GiB per perftest data "
+                                "connection; lower it (0: 8 MiB, perftest's "
+                                "largest message)"));
+  }
   if (roce.naaice_max_bytes() > (uint64_t{1} << 34)) {
     return r.Error(d.F("naaice_max_bytes"),
                    absl::StrCat(roce.naaice_max_bytes(),
@@ -443,6 +450,9 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   rc.perftest_port = static_cast<uint16_t>(c.perftest_port());
   if (c.connection_region_bytes() != 0) {
     rc.connection_region_bytes = c.connection_region_bytes();
+  }
+  if (c.perftest_region_bytes() != 0) {
+    rc.perftest_region_bytes = c.perftest_region_bytes();
   }
   if (c.has_congestion()) rc.congestion = CongestionOf(c.congestion());
   // The CM listens on every service's port.

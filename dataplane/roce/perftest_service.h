@@ -42,26 +42,68 @@ void WritePingpongDest(const PingpongDest& dest,
                        std::span<uint8_t, kPingpongDestBytes> out);
 bool ParsePingpongDest(std::span<const uint8_t> bytes, PingpongDest* dest);
 
+// perftest's largest message: `-a` sweeps 2 B .. 2^23 B, and its
+// server's buffer is max(size, cycle buffer) per QP (perftest_resources.h
+// BUFF_SIZE). perftest sends neither the size nor `-a` to its peer, so a
+// data connection's region is roce.perftest_region_bytes, 8 MiB unless
+// configured (docs/roce.md, "Services").
+inline constexpr uint64_t kPerftestMaxMessageBytes = uint64_t{1} << 23;
+
 class PerftestService final : public QpService {
  public:
+  // Which of the client's connections this is: the first from a peer on
+  // the port is the control connection, the later ones (the client makes
+  // them after the first destination exchange) its data connections.
+  enum class Role : uint8_t { kControl, kData };
+
   // `region_bytes`: the data region a data connection advertises.
   PerftestService(uint32_t qpn, uint64_t region_bytes,
-                  const std::array<uint8_t, 16>& local_gid, uint32_t out_reads);
+                  const std::array<uint8_t, 16>& local_gid, uint32_t out_reads,
+                  Role role = Role::kControl);
 
+  // A data connection's region, allocated when the connection is accepted
+  // (the engine rejects the REQ when this fails: kNotEnoughMemory when
+  // region_bytes is not there). kOk for a control connection.
+  ConnectionRegions::Status Prepare();
   // The data region (allocated on first use, zeroed); an empty region when
   // the memory is not there.
   const ConnectionRegions::Region& DataRegion();
+  // The client's own destination (its buffer's address and rkey, from the
+  // per-QP destination exchange): where the latency tests' replies go.
+  void SetPeer(const PingpongDest& peer);
+  Role role() const { return role_; }
   uint64_t exchanges() const { return exchanges_; }
+  // Data connection: messages written back (ib_write_lat, ib_send_lat) and
+  // whether the client streams (a bandwidth test: nothing written back).
+  uint64_t echoes() const { return echoes_; }
+  bool streaming() const { return streaming_; }
 
   // QpService.
   ServiceKind kind() const override { return ServiceKind::kPerftest; }
   uint32_t max_message_bytes() const override { return kPingpongDestBytes; }
   void OnSend(const ReceivedSend& send, QpActions& qp) override;
+  std::span<uint8_t> ReceiveArea() override;
+  // Off: writing each WRITE back does not serve ib_write_lat, whose
+  // server writes first and then answers count n with n + 1 at the last
+  // byte of a message whose size it knows from its own command line (and
+  // perftest does not send it); see docs/interop.md, interop_tools.
+  bool wants_writes() const override { return false; }
+  void OnWrite(uint64_t va, uint64_t length, QpActions& qp) override;
+  void OnCompletion(uint32_t tag, CompletionStatus status,
+                    QpActions& qp) override;
 
  private:
+  enum class Echo : uint8_t { kNone, kWrite, kSend };
+  void OnControlSend(const ReceivedSend& send, QpActions& qp);
+  // A message arrived on the data connection: reply, owe or stream.
+  void OnDataMessage(Echo kind, uint64_t va, uint64_t length, QpActions& qp);
+  // Our reply: the same bytes written back to the client's buffer, or sent.
+  void Reply(Echo kind, uint64_t va, uint64_t length, QpActions& qp);
+
   const uint64_t region_bytes_;
   const std::array<uint8_t, 16> local_gid_;
   const uint32_t out_reads_;
+  const Role role_;
   ConnectionRegions::Region data_;
   bool data_tried_ = false;
   uint64_t exchanges_ = 0;
@@ -69,6 +111,23 @@ class PerftestService final : public QpService {
   // received this one, so when it is overwritten only a retransmission can
   // still read it, and the client drops that as a duplicate.
   std::array<uint8_t, kPingpongDestBytes> reply_{};
+
+  // Data connection. The latency tests (ib_write_lat, ib_send_lat) wait for
+  // each message to come back before sending the next; the bandwidth tests
+  // stream and post no receives (a SEND of ours would only draw RNR NAKs),
+  // and perftest tells its server neither. So every message is written or
+  // sent back, one at a time: one arriving while ours is in flight is owed
+  // (its reply goes when ours completes: the client may see our reply
+  // before its ACK reaches us), a second one means a stream, and from then
+  // on nothing is sent back.
+  PingpongDest peer_{};
+  bool has_peer_ = false;
+  bool in_flight_ = false;
+  bool streaming_ = false;
+  Echo owed_ = Echo::kNone;
+  uint64_t owed_va_ = 0;
+  uint64_t owed_length_ = 0;
+  uint64_t echoes_ = 0;
 };
 
 }  // namespace spinnic::roce

@@ -61,9 +61,10 @@ class QpActions {
                          uint32_t tag) = 0;
   // Tells the control plane (event roce_send).
   virtual void ReportSend(const ReceivedSend& send) = 0;
-  // The service of the newest other connection from the same peer on the
-  // same rdma_cm port (perftest's data connection), or nullptr.
-  virtual QpService* Sibling() = 0;
+  // The service of another connection from the same peer on the same
+  // rdma_cm port (perftest's data connections): the one connected to the
+  // peer's QP `remote_qpn`, or with 0 the newest; nullptr if none.
+  virtual QpService* Sibling(uint32_t remote_qpn) = 0;
   // The connection cannot go on: the QP enters the error state and every
   // work request is flushed.
   virtual void Fail() = 0;
@@ -105,6 +106,19 @@ class QpService {
   virtual void OnCompletion(uint32_t tag, CompletionStatus status,
                             QpActions& qp) {
     (void)tag, (void)status, (void)qp;
+  }
+  // Where the connection's SEND messages land instead of a buffer of
+  // max_message_bytes() that the engine keeps (perftest's data connection:
+  // its region, which holds the largest message the client sends). Asked
+  // once, when the QP is created; must stay valid while the QP exists.
+  virtual std::span<uint8_t> ReceiveArea() { return {}; }
+  // Whether OnWrite is called (asked once, when the QP is created: the
+  // engine pays nothing per WRITE for the services that do not want it).
+  virtual bool wants_writes() const { return false; }
+  // An RDMA WRITE message without immediate into this connection's memory
+  // completed (its last packet was accepted): [va, va + length).
+  virtual void OnWrite(uint64_t va, uint64_t length, QpActions& qp) {
+    (void)va, (void)length, (void)qp;
   }
 
   // The memory this connection gives its peer (resolved before the

@@ -84,6 +84,10 @@ struct RoceConfig {
   uint16_t perftest_port = 0;
   // A plain CM connection's advertised region, a perftest data region.
   uint64_t connection_region_bytes = uint64_t{1} << 20;
+  // A perftest data connection's region: perftest's largest message (-a's
+  // 8 MiB; the client never says which sizes it will use). A client whose
+  // data connection cannot get it is rejected (CM REJ, no resources).
+  uint64_t perftest_region_bytes = uint64_t{1} << 23;
   RoceCongestionConfig congestion;
   // Tests and benches only: the clock our requesters' timers read
   // (nanoseconds; bench/cost/incast_bench.cc's virtual network time);

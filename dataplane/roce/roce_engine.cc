@@ -548,8 +548,16 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   qp.service = from_cm && service != nullptr
                    ? std::move(service)
                    : NewService(qpn, from_cm ? cm_port : 0, spec.local_ip);
-  qp.receive.assign(qp.service->max_message_bytes(), 0);
+  qp.receive_area = qp.service->ReceiveArea();
+  if (qp.receive_area.empty()) {
+    qp.receive.assign(qp.service->max_message_bytes(), 0);
+    qp.receive_area = qp.receive;
+  } else {
+    qp.receive.clear();
+  }
   qp.receive_length = 0;
+  qp.service_writes = qp.service->wants_writes();
+  qp.write_start_va = 0;
   qp.cm_port = from_cm ? cm_port : 0;
   qp.generation = next_generation_++;
   status.service.store(static_cast<uint8_t>(qp.service->kind()),
@@ -571,6 +579,8 @@ void RoceEngine::DestroyQp(Qp& qp) {
     qp.reply_head = (qp.reply_head + 1) % kReplyQueue;
     --qp.reply_count;
   }
+  qp.receive_area = {};
+  qp.service_writes = false;
   qp.service.reset();
   qp.dcqcn.reset();
   qp.in_use = false;

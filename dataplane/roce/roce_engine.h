@@ -136,6 +136,8 @@ struct alignas(64) RoceCounters {
   // (kCmMaxConnections in set-up or time-wait: REJ reason 3, No resources).
   Counter cm_rejects_no_qp;
   Counter cm_rejects_no_resources;
+  // perftest data connections rejected: no region of perftest_region_bytes.
+  Counter perftest_region_rejects;
   Counter neighbor_answers;
   Counter udp_checksum_zero;  // frames with UDP checksum 0 (rxe sends it)
   // READ response and WRITE/SEND request packets whose payload went out of
@@ -388,7 +390,13 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
     std::unique_ptr<QpService> service;
     // The SEND message being received (service->max_message_bytes()).
     std::vector<uint8_t> receive;
+    // Where SENDs land: `receive`, or the service's ReceiveArea().
+    std::span<uint8_t> receive_area;
     uint32_t receive_length = 0;
+    // The service wants OnWrite; the WRITE message in progress began at
+    // this address (its RETH).
+    bool service_writes = false;
+    uint64_t write_start_va = 0;
     uint16_t cm_port = 0;     // the rdma_cm port it was connected on, or 0
     uint64_t generation = 0;  // creation order (Sibling: the newest)
     // The SEND or WRITE message in progress runs this ECTX's handlers
@@ -511,11 +519,14 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   // Services (qp_service.h): what a connection on `cm_port` (0: created
   // over gRPC) runs, the actions they take on their QP.
   class ServiceActions;
+  // `perftest_data`: on perftest_port, a data connection (the client's
+  // control connection exists).
   std::unique_ptr<QpService> NewService(uint32_t qpn, uint16_t cm_port,
-                                        const Gid& local_ip) const;
+                                        const Gid& local_ip,
+                                        bool perftest_data = false) const;
   bool ReceiveSend(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
                    const uint8_t* payload);
-  QpService* Sibling(const Qp& qp);
+  QpService* Sibling(const Qp& qp, uint32_t remote_qpn);
   void FailQp(Qp& qp);
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,
@@ -529,6 +540,8 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   // live connection there (its control and data QPs see each other as
   // siblings, QpActions::Sibling).
   uint32_t PlaceCmQp(const Gid& peer, uint16_t cm_port) const;
+  // Whether `peer` has a live connection on `cm_port` (HPU 0).
+  bool HasCmConnection(const Gid& peer, uint16_t cm_port) const;
   void DestroyQp(Qp& qp);
   // The connection manager: MADs on QP1, its actions, its timers.
   void ReceiveGsi(const Packet& p, const uint8_t* frame);

@@ -5,9 +5,12 @@
 // their MADs.
 #include <rte_random.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "dataplane/common/clock.h"
+#include "dataplane/roce/perftest_service.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_engine_internal.h"
 
@@ -139,8 +142,36 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
       decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;
       // The service exists from here: its REP private data (a region to
       // advertise) goes out with the REP, before the QP is created.
-      accepted_services_[slot] = NewService(decision->local_qpn, request.port,
-                                            *LocalFor(request.peer->gid));
+      const bool perftest_data =
+          request.port == config_.perftest_port &&
+          HasCmConnection(request.peer->gid, request.port);
+      accepted_services_[slot] =
+          NewService(decision->local_qpn, request.port,
+                     *LocalFor(request.peer->gid), perftest_data);
+      if (perftest_data) {
+        // perftest's data connection: its region now, so that a client
+        // the memory cannot serve is told at once (a REJ with a reason,
+        // not a remote access error mid-test).
+        auto* perftest =
+            static_cast<PerftestService*>(accepted_services_[slot].get());
+        if (perftest->Prepare() != ConnectionRegions::Status::kOk) {
+          accepted_services_[slot].reset();
+          shared_.qp_status[slot].claimed.store(0, std::memory_order_release);
+          counters_.perftest_region_rejects.Add();
+          decision->accept = false;
+          decision->reject_reason = CmRejReason::kNoResources;
+          // The REJ's private data says why (rdma_cm hands it to the
+          // client's RDMA_CM_EVENT_REJECTED).
+          decision->rej_private_data.fill(0);
+          std::snprintf(
+              reinterpret_cast<char*>(decision->rej_private_data.data()),
+              decision->rej_private_data.size(),
+              "spinnic: no %llu-byte perftest data region "
+              "(roce.perftest_region_bytes; connection memory in use)",
+              static_cast<unsigned long long>(config_.perftest_region_bytes));
+          return;
+        }
+      }
       accepted_services_[slot]->RepPrivateData(decision->rep_private_data);
       return;
     }
@@ -148,6 +179,14 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
   counters_.cm_rejects_no_qp.Add();
   decision->accept = false;
   decision->reject_reason = CmRejReason::kNoQp;
+}
+
+bool RoceEngine::HasCmConnection(const Gid& peer, uint16_t cm_port) const {
+  // A scan per connection accepted on the perftest port, not per packet.
+  for (const CmPlacement& p : cm_placements_) {
+    if (p.live && p.cm_port == cm_port && p.peer == peer) return true;
+  }
+  return false;
 }
 
 uint32_t RoceEngine::PlaceCmQp(const Gid& peer, uint16_t cm_port) const {

@@ -77,7 +77,9 @@ class RoceEngine::ServiceActions final : public QpActions {
     engine_->hpu_->RaiseTransportEvent(kEventRoceSend,
                                        {data, sizeof head + shown});
   }
-  QpService* Sibling() override { return engine_->Sibling(qp_); }
+  QpService* Sibling(uint32_t remote_qpn) override {
+    return engine_->Sibling(qp_, remote_qpn);
+  }
   void Fail() override { engine_->FailQp(qp_); }
   uint32_t qpn() const override { return qp_.qpn; }
   RoceCounters& counters() override { return engine_->counters_; }

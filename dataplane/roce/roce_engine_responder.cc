@@ -151,6 +151,18 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       if (plan.ends_message && plan.has_immediate && qp.service != nullptr) {
         ServiceActions actions(this, qp, arrival.table);
         qp.service->OnWriteImm(plan.immediate, qp.responder.msn(), actions);
+      } else if (qp.service_writes &&
+                 plan.verdict == ResponderVerdict::kExecute) {
+        // A service that reacts to WRITEs (perftest's ib_write_lat
+        // server writes each message back): once per message.
+        if (plan.starts_message) qp.write_start_va = plan.range_va;
+        if (plan.ends_message && plan.length != 0 &&
+            plan.va + plan.length > qp.write_start_va) {
+          ServiceActions actions(this, qp, arrival.table);
+          qp.service->OnWrite(qp.write_start_va,
+                              plan.va + plan.length - qp.write_start_va,
+                              actions);
+        }
       }
       return true;
     }

@@ -32,7 +32,8 @@ const ::spinnic::naaice::FunctionTable& RoceEngine::FunctionsFor(
 
 std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
                                                   uint16_t cm_port,
-                                                  const Gid& local_ip) const {
+                                                  const Gid& local_ip,
+                                                  bool perftest_data) const {
   // Made when a connection is accepted or a QP created: the control path's
   // pace, not the packets'.
   if (cm_port == 0) return std::make_unique<VerbsService>(qpn, 0);
@@ -45,7 +46,9 @@ std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
   }
   if (cm_port == config_.perftest_port) {
     return std::make_unique<PerftestService>(
-        qpn, config_.connection_region_bytes, local_ip, config_.max_rd_atomic);
+        qpn, config_.perftest_region_bytes, local_ip, config_.max_rd_atomic,
+        perftest_data ? PerftestService::Role::kData
+                      : PerftestService::Role::kControl);
   }
   return std::make_unique<VerbsService>(qpn, config_.connection_region_bytes);
 }
@@ -72,8 +75,8 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     Queue(qp, qp.responder.Rnr(plan));
     return false;
   }
-  if (plan.send_offset > qp.receive.size() ||
-      plan.length > qp.receive.size() - plan.send_offset) {
+  if (plan.send_offset > qp.receive_area.size() ||
+      plan.length > qp.receive_area.size() - plan.send_offset) {
     // Larger than the service takes: the receive buffer is too small.
     counters_.refused_naks[static_cast<size_t>(NakCode::kInvalidRequest)].Add();
     Queue(qp, qp.responder.Fail(plan, NakCode::kInvalidRequest));
@@ -81,7 +84,8 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     return false;
   }
   if (plan.length != 0) {
-    std::memcpy(qp.receive.data() + plan.send_offset, payload, plan.length);
+    std::memcpy(qp.receive_area.data() + plan.send_offset, payload,
+                plan.length);
   }
   qp.receive_length = static_cast<uint32_t>(plan.send_offset + plan.length);
   Queue(qp, qp.responder.Accept(plan));
@@ -89,7 +93,7 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     counters_.sends.Add();
     counters_.send_bytes.Add(qp.receive_length);
     ReceivedSend send;
-    send.bytes = {qp.receive.data(), qp.receive_length};
+    send.bytes = {qp.receive_area.data(), qp.receive_length};
     send.has_immediate = plan.has_immediate;
     send.immediate = plan.immediate;
     send.msn = qp.responder.msn();
@@ -100,7 +104,7 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
   return true;
 }
 
-QpService* RoceEngine::Sibling(const Qp& qp) {
+QpService* RoceEngine::Sibling(const Qp& qp, uint32_t remote_qpn) {
   // A scan of this HPU's QPs (the CM places a client's connections on one
   // port together, PlaceCmQp): perftest asks once per exchange, not per
   // packet.
@@ -109,7 +113,8 @@ QpService* RoceEngine::Sibling(const Qp& qp) {
     Qp* other = slot.get();
     if (other == nullptr || !other->in_use || other == &qp ||
         other->service == nullptr || other->cm_port != qp.cm_port ||
-        other->spec.remote_ip != qp.spec.remote_ip) {
+        other->spec.remote_ip != qp.spec.remote_ip ||
+        (remote_qpn != 0 && other->spec.remote_qpn != remote_qpn)) {
       continue;
     }
     if (newest == nullptr || other->generation > newest->generation) {

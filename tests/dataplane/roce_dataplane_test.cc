@@ -33,6 +33,7 @@
 #include "dataplane/roce/cnp.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
+#include "dataplane/roce/perftest_service.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_module.h"
@@ -2707,6 +2708,240 @@ TEST_P(RoceInitialRateTest, NewQpStartsPacedAtTheInitialRate) {
 std::string HpuCountName(const ::testing::TestParamInfo<uint32_t>& info) {
   return absl::StrCat(info.param, "hpu");
 }
+// perftest's -R server (roce.perftest_port), frame by frame as the rxe
+// guests' perftest 6.06 clients drive it (docs/interop.md): a control
+// connection whose SENDs we answer one for one, then a data connection
+// with a region of roce.perftest_region_bytes, into which the tests WRITE
+// or SEND. ib_write_lat and ib_send_lat wait for each message to come back;
+// the bandwidth tests stream.
+class RocePerftestTest : public RoceRequesterTest {
+ protected:
+  static constexpr uint16_t kPerftestPort = 18515;
+  struct Conn {
+    uint32_t qpn = 0;         // ours
+    uint32_t client_qpn = 0;  // the client's
+    uint32_t client_psn = 0;  // its next request's
+    uint32_t our_psn = 0;     // our next request's
+  };
+
+  void Configure(RingDataplaneOptions& options) override {
+    options.roce.perftest_port = kPerftestPort;
+    options.roce.listen_ports.push_back(kPerftestPort);
+    options.roce.perftest_region_bytes = region_bytes_;
+  }
+
+  // REQ to the perftest port; the appliance's answer (REP or REJ).
+  roce::CmMad Request(uint32_t client_qpn, uint32_t comm_id) {
+    roce::RdmaCmConnectParams params;
+    params.transaction_id = 0x900 + comm_id;
+    params.local_comm_id = comm_id;
+    params.local_qpn = client_qpn;
+    params.starting_psn = 0x5000 * client_qpn;
+    params.port = kPerftestPort;
+    params.rdma_cm.ip_version = 4;
+    params.local_gid = kClientIp;
+    params.remote_gid = kDutIp;
+    SendFrame(BuildMad(roce::BuildRdmaCmReq(params)));
+    std::vector<Out> out = Await(1);
+    EXPECT_EQ(out.size(), 1u);
+    return out.empty() ? roce::CmMad() : MadOf(out[0]);
+  }
+  Conn Connect(uint32_t client_qpn, uint32_t comm_id) {
+    Conn c;
+    roce::CmMad mad = Request(client_qpn, comm_id);
+    const auto* rep = std::get_if<roce::CmRep>(&mad.message);
+    EXPECT_NE(rep, nullptr);
+    if (rep == nullptr) return c;
+    c.qpn = rep->local_qpn;
+    c.client_qpn = client_qpn;
+    c.client_psn = rep->starting_psn;  // the client sends from the REP's
+    c.our_psn = 0x5000 * client_qpn;   // we from the REQ's (cm.h)
+    SendFrame(BuildMad(roce::BuildRtuFor(mad.header, *rep)));
+    Poll();
+    EXPECT_TRUE(Collect().empty());
+    return c;
+  }
+  // A SEND (FIRST/MIDDLE/LAST at the path MTU) or a WRITE ONLY from the
+  // client, AckReq on its last packet.
+  void ClientSend(Conn& c, const Bytes& message) {
+    const size_t packets =
+        std::max<size_t>(1, (message.size() + kPmtu - 1) / kPmtu);
+    for (size_t i = 0; i < packets; ++i) {
+      const Opcode opcode = packets == 1      ? Opcode::kRcSendOnly
+                            : i == 0          ? Opcode::kRcSendFirst
+                            : i + 1 < packets ? Opcode::kRcSendMiddle
+                                              : Opcode::kRcSendLast;
+      const size_t begin = i * kPmtu;
+      const size_t end = std::min(message.size(), begin + kPmtu);
+      SendFrame(Build(opcode, c.client_psn, {},
+                      Bytes(message.begin() + begin, message.begin() + end),
+                      i + 1 == packets, c.qpn));
+      c.client_psn = roce::PsnAdd(c.client_psn, 1);
+    }
+  }
+  void ClientWrite(Conn& c, uint64_t va, uint32_t rkey, const Bytes& data) {
+    SendFrame(Build(Opcode::kRcWriteOnly, c.client_psn,
+                    Reth(va, rkey, static_cast<uint32_t>(data.size())), data,
+                    true, c.qpn));
+    c.client_psn = roce::PsnAdd(c.client_psn, 1);
+  }
+  // The client acknowledges our requests up to `psn`.
+  void ClientAck(const Conn& c, uint32_t psn) {
+    ExtHeaders ext;
+    ext.aeth = {roce::AethAck(), 1};
+    SendFrame(Build(Opcode::kRcAck, psn, ext, {}, false, c.qpn));
+    Poll();
+  }
+  // One control exchange: the client's SEND, our ACK and our SEND of the
+  // same size (acknowledged by the client); our SEND's bytes.
+  Bytes Exchange(Conn& control, const Bytes& message) {
+    ClientSend(control, message);
+    std::vector<Out> out = Await(2);
+    EXPECT_EQ(out.size(), 2u);
+    Bytes answer;
+    for (const Out& o : out) {
+      if (o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcSendOnly)) {
+        EXPECT_EQ(o.packet.bth.dest_qp, control.client_qpn);
+        EXPECT_EQ(o.packet.bth.psn, control.our_psn);
+        answer = o.payload();
+      }
+    }
+    ClientAck(control, control.our_psn);
+    control.our_psn = roce::PsnAdd(control.our_psn, 1);
+    return answer;
+  }
+  Bytes Dest(uint32_t qpn, uint32_t rkey, uint64_t vaddr) {
+    roce::PingpongDest dest;
+    dest.qpn = qpn;
+    dest.rkey = rkey;
+    dest.vaddr = vaddr;
+    dest.out_reads = 1;
+    Bytes bytes(roce::kPingpongDestBytes);
+    roce::WritePingpongDest(dest, std::span<uint8_t, roce::kPingpongDestBytes>(
+                                      bytes.data(), bytes.size()));
+    return bytes;
+  }
+  // The client's side up to the test: control connection, version,
+  // destination exchange, data connection, the per-QP destinations (the
+  // client's buffer at kClientVa, rkey kClientRkey). Our destination.
+  roce::PingpongDest Setup(Conn* control, Conn* data) {
+    *control = Connect(0x20, 0x7001);
+    Bytes version(16, 0);
+    std::memcpy(version.data(), "6.06", 4);
+    EXPECT_EQ(Exchange(*control, version)[0], '6');
+    Exchange(*control, Dest(0, 0, 0));  // before the data connection
+    *data = Connect(0x21, 0x7002);
+    roce::PingpongDest ours;
+    EXPECT_TRUE(roce::ParsePingpongDest(
+        Exchange(*control, Dest(0x21, kClientRkey, kClientVa)), &ours));
+    EXPECT_EQ(ours.qpn, data->qpn);
+    return ours;
+  }
+
+  static constexpr uint32_t kClientRkey = 0x4711;
+  static constexpr uint64_t kClientVa = 0x7f0000100000;
+  uint64_t region_bytes_ = uint64_t{1} << 23;
+};
+
+TEST_P(RocePerftestTest, DataRegionHoldsPerftestsLargestMessage) {
+  Conn control, data;
+  const roce::PingpongDest ours = Setup(&control, &data);
+  ASSERT_NE(ours.rkey, 0u);
+  // ib_write_bw -a's last size, 8 MiB: its last 1 KiB lands (the region
+  // was 1 MiB: a remote access error at 2 MiB).
+  const Bytes tail = Pattern(kPmtu, 3);
+  ClientWrite(data, ours.vaddr + (uint64_t{1} << 23) - kPmtu, ours.rkey, tail);
+  std::vector<Out> out = Await(1);
+  ASSERT_GE(out.size(), 1u);
+  ExpectAck(out[0], roce::PsnAdd(data.client_psn, -1), roce::AethAck(), 1,
+            data.client_qpn, data.qpn);
+  // One byte past it is outside: remote access error.
+  ClientWrite(data, ours.vaddr + (uint64_t{1} << 23) - kPmtu + 1, ours.rkey,
+              tail);
+  out = Await(1);
+  ASSERT_GE(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.ext.aeth.syndrome,
+            roce::AethNak(roce::NakCode::kRemoteAccessError));
+}
+
+TEST_P(RocePerftestTest, SendLatIsAnsweredSendBwIsTakenQuietly) {
+  Conn control, data;
+  Setup(&control, &data);
+  // ib_send_lat: each SEND (larger than any control message) comes back,
+  // same size.
+  for (int n = 0; n < 2; ++n) {
+    ClientSend(data, Pattern(3000, n));
+    std::vector<Out> out = Await(4);
+    ASSERT_EQ(out.size(), 4u);
+    ExpectAck(out[0], roce::PsnAdd(data.client_psn, -1), roce::AethAck(), n + 1,
+              data.client_qpn, data.qpn);
+    Bytes answer;
+    for (size_t i = 1; i < 4; ++i) {
+      EXPECT_EQ(out[i].packet.bth.dest_qp, data.client_qpn);
+      const Bytes p = out[i].payload();
+      answer.insert(answer.end(), p.begin(), p.end());
+    }
+    EXPECT_EQ(answer.size(), 3000u);
+    data.our_psn = roce::PsnAdd(data.our_psn, 3);
+    ClientAck(data, roce::PsnAdd(data.our_psn, -1));
+  }
+  // ib_send_bw streams (and posts no receives: our answer would draw RNR
+  // NAKs): one answer in flight, the next SEND owed, the one after shows a
+  // stream, and from then on SENDs are only acknowledged.
+  for (int n = 0; n < 6; ++n) ClientSend(data, Pattern(8192, n));
+  // Our unacknowledged answer is retransmitted meanwhile (the client
+  // would answer it with RNR NAKs): its PSNs, not its frames, are counted.
+  std::vector<Out> out = Await(40);
+  std::set<uint32_t> answer_psns;
+  uint32_t acked = 0;
+  for (const Out& o : out) {
+    ASSERT_TRUE(o.roce);
+    if (o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcAck)) {
+      EXPECT_EQ(o.packet.ext.aeth.syndrome, roce::AethAck());
+      acked = o.packet.ext.aeth.msn;
+    } else {
+      EXPECT_EQ(o.packet.bth.dest_qp, data.client_qpn);
+      answer_psns.insert(o.packet.bth.psn);
+    }
+  }
+  EXPECT_EQ(acked, 8u);               // all six SENDs taken (MSN 3..8)
+  EXPECT_EQ(answer_psns.size(), 8u);  // the first one's answer only
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+  EXPECT_EQ(Counter("naks_sent"), 0u);
+}
+
+class RocePerftestLimitTest : public RocePerftestTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    region_bytes_ = uint64_t{3} << 30;  // more than the EAL has
+    RocePerftestTest::Configure(options);
+  }
+};
+
+TEST_P(RocePerftestLimitTest, DataConnectionWithoutItsRegionIsRejected) {
+  Conn control = Connect(0x20, 0x7001);
+  Bytes version(16, 0);
+  std::memcpy(version.data(), "6.06", 4);
+  Exchange(control, version);
+  // The control connection needs no region; the data connection's REQ is
+  // rejected with a reason the client's rdma_cm reports.
+  roce::CmMad mad = Request(0x21, 0x7002);
+  const auto* rej = std::get_if<roce::CmRej>(&mad.message);
+  ASSERT_NE(rej, nullptr);
+  EXPECT_EQ(rej->reason,
+            static_cast<uint16_t>(roce::CmRejReason::kNoResources));
+  const std::string text(
+      reinterpret_cast<const char*>(rej->private_data.data()));
+  EXPECT_EQ(text,
+            "spinnic: no 3221225472-byte perftest data region "
+            "(roce.perftest_region_bytes; connection memory in use)");
+  EXPECT_EQ(Counter("perftest_region_rejects"), 1u);
+  EXPECT_EQ(Counter("cm_rejects"), 1u);
+  // The control connection goes on.
+  Exchange(control, Bytes{0, 0, 0x10, 0});
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
@@ -2718,6 +2953,10 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestLimitTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 
 }  // namespace

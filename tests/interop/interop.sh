@@ -17,6 +17,11 @@
 #                 WRITE WITH IMMEDIATE, atomics, READ, SEND).
 #       naaice    naaice_client (ours, docs/naaice.md) offloads vector_sum,
 #                 matvec and add1 to the NAAICE port 12345, results checked.
+#       tools     the perftest modes users run first (guest_tools.sh):
+#                 ib_write_bw -a, ib_write_lat, ib_send_bw, ib_send_lat,
+#                 ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, IPv6;
+#                 each its tool's exit 0 and result row, and the
+#                 appliance's counters (no QP error, no NAK storm).
 #
 # Exit: 0 pass, 1 fail, 77 skip (meson). Everything started here is stopped
 # at exit and the namespace deleted; every wait is bounded. The run directory
@@ -37,7 +42,8 @@ export RXE_BASE=${RXE_BASE:-/tmp/rxe}
 # two runs (or the NAAICE demo) on one machine leave each other alone.
 export RXE_NETNS=${INTEROP_NETNS:-spn-interop}
 export RXE_BRIDGE=br-rxe
-export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-150}
+# The tools case runs ten perftest clients in one guest.
+export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$([[ $CASE == tools ]] && echo 900 || echo 150)}
 NS=$RXE_NETNS
 RUN=${INTEROP_RUN_DIR:-/tmp/spinnic-interop}/$CASE
 SOCK=$RUN/ctl.sock
@@ -81,7 +87,7 @@ cleanup() {
 }
 
 # ---- preconditions: anything missing is a skip, not a failure -------------
-case $CASE in verbs | perftest | rping | naaice) ;; *) echo "usage: $0 verbs|perftest|rping|naaice SPINNICD SPINCTL" >&2; exit 2 ;; esac
+case $CASE in verbs | perftest | rping | naaice | tools) ;; *) echo "usage: $0 verbs|perftest|rping|naaice|tools SPINNICD SPINCTL" >&2; exit 2 ;; esac
 [[ -x $SPINNICD && -x $SPINCTL ]] || { echo "spinnicd/spinctl not found" >&2; exit 1; }
 SPINNICD=$(readlink -f "$SPINNICD")
 SPINCTL=$(readlink -f "$SPINCTL")
@@ -152,6 +158,8 @@ NAAICE_PORT=12345
 NAAICE_SIZE=${NAAICE_SIZE:-64}
 NAAICE_RPCS=${NAAICE_RPCS:-8}
 INSTALLED_CODE=40
+TOOLS_ONLY="${TOOLS_ONLY:-all}"
+TOOLS_SCALE=${TOOLS_SCALE:-1}
 EOF
 
 if [[ $CASE == naaice ]]; then
@@ -357,6 +365,26 @@ case_naaice() {
     fail "code 40 (installed handler): $(grep -m1 -E "^installed: .*FAIL" "$OUT" | cut -c1-200) ($(grep -m1 "^installed rc=" "$OUT"))"
   fi
   log "appliance stats: $RUN/stats_final.json"
+}
+
+case_tools() {
+  local label rc row
+  for label in $(grep -oE '^=== [a-z0-9_]+:' "$OUT" | cut -c5- | tr -d :); do
+    rc=$(grep -m1 "^$label rc=" "$OUT" | cut -d= -f2)
+    # The tool's last result row: "#bytes #iterations ..." figures.
+    row=$(grep -E "^$label: +[0-9]+ +[0-9]+ +[0-9.]+" "$OUT" | tail -1 | cut -d: -f2- | tr -s ' \t' ' ')
+    if [[ $rc == 0 && -n $row ]]; then
+      pass "$label ($(grep -m1 "^=== $label:" "$OUT" | cut -d: -f2- | cut -c2-)): $row"
+    else
+      fail "$label: rc=${rc:-none}, $(grep -m1 -iE "^$label: .*(error|fail|couldn|unable|not )" "$OUT" | cut -c1-160); $(cm_summary)"
+    fi
+  done
+  # The appliance's side: no QP left in error, NAKs counted.
+  local qp_errors naks
+  qp_errors=$(grep -oE '"qp_errors"[^0-9]*[0-9]+' "$RUN/stats_final.json" 2>/dev/null | grep -oE '[0-9]+$' | head -1)
+  naks=$(grep -oE '"naks_sent"[^0-9]*[0-9]+' "$RUN/stats_final.json" 2>/dev/null | grep -oE '[0-9]+$' | head -1)
+  log "appliance: qp_errors=${qp_errors:-?} naks_sent=${naks:-?}; capture: $(cm_summary)"
+  if [[ ${qp_errors:-1} == 0 ]]; then pass "no QP in the error state"; else fail "qp_errors=${qp_errors:-unknown}"; fi
 }
 
 case_$CASE

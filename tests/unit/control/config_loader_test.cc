@@ -1225,6 +1225,9 @@ TEST(RoceConfigTest, ServicePorts) {
   EXPECT_TRUE(ErrorIs(
       Check(RoceWith(kRoceAddress, "connection_region_bytes: 8589934592")),
       "t.textproto:4:8: roce.connection_region_bytes: ", "more than 4 GiB"));
+  EXPECT_TRUE(ErrorIs(
+      Check(RoceWith(kRoceAddress, "perftest_region_bytes: 8589934592")),
+      "t.textproto:4:8: roce.perftest_region_bytes: ", "more than 4 GiB"));
   absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
       RoceWith(kRoceAddress,
                "listen_ports: 7471 rping_port: 7174 perftest_port: 18515"),
@@ -1239,6 +1242,9 @@ TEST(RoceConfigTest, ServicePorts) {
   EXPECT_EQ(dp->transports.get<roce::RoceConfig>().perftest_port, 18515);
   EXPECT_EQ(dp->transports.get<roce::RoceConfig>().connection_region_bytes,
             uint64_t{1} << 20);
+  // perftest's data region: its largest message unless configured.
+  EXPECT_EQ(dp->transports.get<roce::RoceConfig>().perftest_region_bytes,
+            uint64_t{1} << 23);
 }
 
 TEST(RoceConfigTest, QueuePairHandlers) {

@@ -78,7 +78,10 @@ class RecordingActions final : public QpActions {
   void ReportSend(const ReceivedSend& send) override {
     reported.emplace_back(send.bytes.begin(), send.bytes.end());
   }
-  QpService* Sibling() override { return sibling; }
+  QpService* Sibling(uint32_t remote_qpn) override {
+    last_sibling_qpn = remote_qpn;
+    return sibling;
+  }
   void Fail() override { ++failed; }
   uint32_t qpn() const override { return qpn_; }
   RoceCounters& counters() override { return counters_; }
@@ -89,6 +92,7 @@ class RecordingActions final : public QpActions {
   std::vector<Posted> posted;
   std::vector<Bytes> reported;
   QpService* sibling = nullptr;
+  uint32_t last_sibling_qpn = 0;
   bool accept_posts = true;
   int failed = 0;
 
@@ -360,6 +364,35 @@ TEST(PerftestServiceTest, ARefusedPostFailsTheConnection) {
   qp.accept_posts = false;
   control.OnSend(Message(BigEndian32(64)), qp);
   EXPECT_EQ(qp.failed, 1);
+}
+
+TEST(PerftestServiceTest, EachOfTheClientsQpsGetsItsOwnDataConnection) {
+  // ib_write_bw -q 4: the client's destination per QP names its QP; ours
+  // names the data connection connected to it (the engine's Sibling(qpn)).
+  PerftestService control(0x10c, 65536, kOurGid, 4);
+  PerftestService data(0x10d, 65536, kOurGid, 4, PerftestService::Role::kData);
+  ASSERT_EQ(data.Prepare(), ConnectionRegions::Status::kOk);
+  RecordingActions qp(0x10c);
+  qp.sibling = &data;
+  PingpongDest theirs;
+  theirs.qpn = 0x33;
+  theirs.rkey = 0x4711;
+  theirs.vaddr = 0x7000;
+  Bytes bytes(kPingpongDestBytes);
+  WritePingpongDest(theirs,
+                    std::span<uint8_t, kPingpongDestBytes>(bytes.data(), 56));
+  control.OnSend(Message(bytes), qp);
+  EXPECT_EQ(qp.last_sibling_qpn, 0x33u);
+  PingpongDest ours;
+  ASSERT_TRUE(ParsePingpongDest(qp.posted.back().bytes, &ours));
+  EXPECT_EQ(ours.qpn, 0x10du);
+  EXPECT_EQ(ours.rkey, data.DataRegion().rkey);
+  // The data connection takes SENDs into its region (ib_send_bw), up to
+  // the region's size.
+  EXPECT_EQ(data.ReceiveArea().size(), 65536u);
+  EXPECT_FALSE(data.wants_writes());  // ib_write_lat: docs/interop.md
+  EXPECT_FALSE(control.wants_writes());
+  EXPECT_TRUE(control.ReceiveArea().empty());
 }
 
 }  // namespace
