@@ -445,6 +445,9 @@ class DiadEngine final : public TransportEngine {
                    uint32_t challenge_epoch = 0);
   void Retransmit(Channel& ch, rte_mbuf* held);
   bool TxRoom() const;
+  // Congestion control: the congestion window is below window_packets (no
+  // full-window UNACK then).
+  bool CongestionLimited(const Channel& ch) const;
   // `zero_copy`: the payload lies in that region and goes out from there
   // (a header mbuf chained to it); when that cannot be had, it is copied.
   rte_mbuf* BuildPacket(const Channel& ch, Header& header,

@@ -77,6 +77,13 @@ bool DiadEngine::TxRoom() const {
   return hpu_->TransmitRoom(config_.port) != 0;
 }
 
+// The congestion window, not window_packets, is what stops the sender: it
+// is full by design, and an UNACK's probe reply would resend (go-back-N)
+// what still waits in the bottleneck's queue. The ACKs come anyway.
+bool DiadEngine::CongestionLimited(const Channel& ch) const {
+  return ch.cc && ch.tx.congestion_window() < config_.channel.window_packets;
+}
+
 bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
   const uint32_t max_payload = config_.max_payload();
   while (ch.response_count > 0) {
@@ -99,7 +106,7 @@ bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
         uint32_t segment = std::min(max_payload, job.length - job.sent);
         if (!TxRoom()) return false;  // the pacer's queue: next poll
         if (!ch.tx.CanSend(segment)) {
-          if (ch.tx.UnackDueOnFullWindow(now)) {
+          if (!CongestionLimited(ch) && ch.tx.UnackDueOnFullWindow(now)) {
             SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
             counters_.unacks_sent.Add();
           }
@@ -160,7 +167,7 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
         uint32_t segment = std::min(max_payload, length - op->sent);
         if (!TxRoom()) return false;  // the pacer's queue: next poll
         if (!ch.tx.CanSend(segment)) {
-          if (ch.tx.UnackDueOnFullWindow(now)) {
+          if (!CongestionLimited(ch) && ch.tx.UnackDueOnFullWindow(now)) {
             SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
             counters_.unacks_sent.Add();
           }
