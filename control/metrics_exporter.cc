@@ -377,6 +377,20 @@ void AddPeers(const std::vector<PeerInfo>& peers,
       {"spinnic_diad_peer_txn_deadline_exceeded_total",
        "Transactions failed by their deadline",
        &PeerInfo::txn_deadline_exceeded},
+      {"spinnic_diad_peer_cc_delay_decreases_total",
+       "Congestion window decreases for an RTT above the target",
+       &PeerInfo::cc_delay_decreases},
+      {"spinnic_diad_peer_cc_ecn_decreases_total",
+       "Congestion window decreases for an ECN echo",
+       &PeerInfo::cc_ecn_decreases},
+      {"spinnic_diad_peer_cc_timeout_decreases_total",
+       "Congestion window decreases for a retransmission timeout",
+       &PeerInfo::cc_timeout_decreases},
+      {"spinnic_diad_peer_ce_marks_received_total",
+       "DiAD packets from the peer that arrived CE-marked",
+       &PeerInfo::ce_marks_received},
+      {"spinnic_diad_peer_ecn_echoes_received_total",
+       "ACKs from the peer echoing CE marks", &PeerInfo::ecn_echoes_received},
   };
   auto peer = [](const PeerInfo& p) { return Labels{{"peer", p.name}}; };
   for (const CounterField& c : kCounters) {
@@ -396,7 +410,16 @@ void AddPeers(const std::vector<PeerInfo>& peers,
   Family rto(out, "spinnic_diad_peer_rto_seconds",
              "Largest retransmission timeout among the HPUs",
              MetricType::Gauge);
+  Family cwnd(out, "spinnic_diad_peer_cc_window_packets",
+              "Largest congestion window among the HPUs, packets (0: "
+              "congestion control off)",
+              MetricType::Gauge);
+  Family cc_rtt(out, "spinnic_diad_peer_cc_rtt_seconds",
+                "Largest last RTT sample the congestion windows took",
+                MetricType::Gauge);
   for (const PeerInfo& p : peers) {
+    cwnd.Add(peer(p), p.cc_window);
+    cc_rtt.Add(peer(p), D(p.cc_rtt_ns) * 1e-9);
     up.Add(peer(p), p.up ? 1 : 0);
     down.Add(peer(p), D(p.channels_down));
     flight.Add(peer(p), D(p.in_flight_packets));

@@ -29,22 +29,41 @@ int RunPeers(Env& env, const ParsedArgs&) {
     std::printf("no peers\n");
     return kExitOk;
   }
-  Table table({"NAME", "NODE", "MAC", "SLOT", "STATE", "CH_DOWN", "IN_FLIGHT",
-               "TX_PACKETS", "TX_BYTES", "RX_PACKETS", "RX_BYTES", "RETRANS",
-               "DOWN_EVENTS", "RESETS", "OPS_OK", "OPS_FAILED", "RECOVERY",
-               "SRTT_US", "RTO_US"});
+  Table table({"NAME",        "NODE",       "MAC",       "SLOT",
+               "STATE",       "CH_DOWN",    "IN_FLIGHT", "TX_PACKETS",
+               "TX_BYTES",    "RX_PACKETS", "RX_BYTES",  "RETRANS",
+               "DOWN_EVENTS", "RESETS",     "OPS_OK",    "OPS_FAILED",
+               "RECOVERY",    "SRTT_US",    "RTO_US",    "CWND",
+               "CC_RTT_US",   "DEC_DELAY",  "DEC_ECN",   "DEC_RTO",
+               "CE_RX",       "ECHO_RX"});
   for (const v1::PeerStatus& p : peers->peers()) {
     table.AddRow(
-        {p.name(), p.node(), p.mac(), absl::StrCat(p.slot()),
-         p.up() ? "up" : "down", absl::StrCat(p.channels_down()),
-         absl::StrCat(p.in_flight_packets()), absl::StrCat(p.tx_packets()),
-         absl::StrCat(p.tx_bytes()), absl::StrCat(p.rx_packets()),
-         absl::StrCat(p.rx_bytes()), absl::StrCat(p.retransmits()),
-         absl::StrCat(p.down_events()), absl::StrCat(p.resets()),
-         absl::StrCat(p.ops_completed()), absl::StrCat(p.ops_failed()),
+        {p.name(),
+         p.node(),
+         p.mac(),
+         absl::StrCat(p.slot()),
+         p.up() ? "up" : "down",
+         absl::StrCat(p.channels_down()),
+         absl::StrCat(p.in_flight_packets()),
+         absl::StrCat(p.tx_packets()),
+         absl::StrCat(p.tx_bytes()),
+         absl::StrCat(p.rx_packets()),
+         absl::StrCat(p.rx_bytes()),
+         absl::StrCat(p.retransmits()),
+         absl::StrCat(p.down_events()),
+         absl::StrCat(p.resets()),
+         absl::StrCat(p.ops_completed()),
+         absl::StrCat(p.ops_failed()),
          p.recovery() == v1::DiadPeer::SELECTIVE ? "selective" : "go_back_n",
          absl::StrFormat("%.1f", p.srtt_ns() / 1e3),
-         absl::StrFormat("%.1f", p.rto_ns() / 1e3)});
+         absl::StrFormat("%.1f", p.rto_ns() / 1e3),
+         absl::StrFormat("%.2f", p.cc_window()),
+         absl::StrFormat("%.1f", p.cc_rtt_ns() / 1e3),
+         absl::StrCat(p.cc_delay_decreases()),
+         absl::StrCat(p.cc_ecn_decreases()),
+         absl::StrCat(p.cc_timeout_decreases()),
+         absl::StrCat(p.ce_marks_received()),
+         absl::StrCat(p.ecn_echoes_received())});
   }
   table.Print(stdout);
   return kExitOk;

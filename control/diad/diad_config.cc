@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -81,6 +82,98 @@ absl::Status CheckDiadPeer(
         absl::StrCat(Quote(peer.mac()),
                      " is not a unicast MAC; write six hex bytes "
                      "separated by ':', e.g. \"02:00:00:00:00:02\""));
+  }
+  return absl::OkStatus();
+}
+
+// diad.congestion as the dataplane's config; `window_packets` is the
+// channel window in force (the window's ceiling).
+diad::DiadCongestionConfig CongestionOf(const v1::DiadCongestion& c,
+                                        uint32_t window_packets) {
+  diad::DiadCongestionConfig out;
+  out.enabled = c.enabled();
+  diad::DelayWindowParams& p = out.window;
+  if (c.target_rtt_us() != 0) {
+    p.target_delay_ns = int64_t{c.target_rtt_us()} * 1000;
+  }
+  if (c.has_additive_increase()) p.additive_increase = c.additive_increase();
+  if (c.has_beta()) p.beta = c.beta();
+  if (c.has_max_mdf()) p.max_mdf = c.max_mdf();
+  if (c.has_min_window()) p.min_window = c.min_window();
+  p.max_window = window_packets;
+  p.initial_window = c.has_initial_window()
+                         ? c.initial_window()
+                         : std::min<double>(p.initial_window, window_packets);
+  return out;
+}
+
+// diad.congestion at `d`: values in range, and none without enabled.
+absl::Status CheckDiadCongestion(const v1::Diad& diad, const FieldPath& d,
+                                 const Reporter& r) {
+  if (!diad.has_congestion()) return absl::OkStatus();
+  const FieldPath p = d.F("congestion");
+  const v1::DiadCongestion& c = diad.congestion();
+  if (!c.enabled()) {
+    if (c.target_rtt_us() != 0 || c.has_additive_increase() || c.has_beta() ||
+        c.has_max_mdf() || c.has_min_window() || c.has_initial_window()) {
+      return r.Error(p.F("enabled"),
+                     "is false but window parameters are set; they take "
+                     "effect only with enabled: true, so set it or remove "
+                     "them");
+    }
+    return absl::OkStatus();
+  }
+  const uint32_t window =
+      diad.window_packets() != 0 ? diad.window_packets() : 256;
+  if (c.target_rtt_us() > 1'000'000) {
+    return r.Error(p.F("target_rtt_us"),
+                   absl::StrCat(c.target_rtt_us(),
+                                " is not allowed; use 1..1000000 (the path's "
+                                "base RTT plus the queueing you accept), or 0 "
+                                "for 50"));
+  }
+  auto in = [](double v, double low, double high) {
+    return std::isfinite(v) && v > low && v <= high;
+  };
+  if (c.has_additive_increase() && !in(c.additive_increase(), 0, 1000)) {
+    return r.Error(p.F("additive_increase"),
+                   absl::StrCat(c.additive_increase(),
+                                " is not in (0, 1000]; packets per RTT, "
+                                "e.g. 1, or remove it"));
+  }
+  if (c.has_beta() && !in(c.beta(), 0, 1)) {
+    return r.Error(p.F("beta"), absl::StrCat(c.beta(),
+                                             " is not in (0, 1]; e.g. 0.8, "
+                                             "or remove it"));
+  }
+  if (c.has_max_mdf() && !(in(c.max_mdf(), 0, 1) && c.max_mdf() < 1)) {
+    return r.Error(p.F("max_mdf"),
+                   absl::StrCat(c.max_mdf(),
+                                " is not in (0, 1); the largest share of the "
+                                "window one decrease takes, e.g. 0.5, or "
+                                "remove it"));
+  }
+  if (c.has_min_window() && !in(c.min_window(), 0, window)) {
+    return r.Error(p.F("min_window"),
+                   absl::StrCat(c.min_window(), " is not in (0, ", window,
+                                "] (window_packets); packets, e.g. 1 (below 1 "
+                                "a channel paces), or remove it"));
+  }
+  const double min_window = c.has_min_window() ? c.min_window() : 1.0;
+  if (c.has_initial_window() &&
+      !(std::isfinite(c.initial_window()) && c.initial_window() >= min_window &&
+        c.initial_window() <= window)) {
+    return r.Error(p.F("initial_window"),
+                   absl::StrCat(c.initial_window(), " is not in [", min_window,
+                                ", ", window,
+                                "] (min_window..window_packets); packets, "
+                                "e.g. 16, or remove it"));
+  }
+  // Whatever the checks above missed (they mirror it).
+  if (absl::Status s =
+          diad::ValidateDelayWindowParams(CongestionOf(c, window).window);
+      !s.ok()) {
+    return r.Error(p, std::string(s.message()));
   }
   return absl::OkStatus();
 }
@@ -188,6 +281,7 @@ absl::Status CheckDiadSection(const v1::Config& config, const Reporter& r) {
               down_ms, ", or 0 for ", down_ms * diad::kTxnDeadlineDownAfters));
     }
   }
+  if (absl::Status s = CheckDiadCongestion(diad, d, r); !s.ok()) return s;
   std::array<uint8_t, 16> own{};
   ParseNode(config.addresses().diad_node(), &own);
   absl::flat_hash_map<std::string, int> names;
@@ -318,6 +412,9 @@ absl::Status ConvertDiad(const v1::Config& config, DataplaneConfig* out) {
   ch.rto_min_ns = c.rto_min_us() != 0 ? uint64_t{c.rto_min_us()} * 1000
                                       : std::min<uint64_t>(100'000, ch.rto_ns);
   ch.txn_deadline_ns = uint64_t{c.txn_deadline_ms()} * 1'000'000;
+  if (c.has_congestion()) {
+    d.congestion = CongestionOf(c.congestion(), ch.window_packets);
+  }
   for (const v1::DiadPeer& peer : c.peers()) {
     d.peers.push_back(ConvertPeer(peer));
   }

@@ -50,6 +50,13 @@ void FillPeerStatus(const PeerInfo& info, v1::PeerStatus* out) {
   out->set_srtt_ns(info.srtt_ns);
   out->set_rto_ns(info.rto_ns);
   out->set_txn_deadline_exceeded(info.txn_deadline_exceeded);
+  out->set_cc_window(info.cc_window);
+  out->set_cc_rtt_ns(info.cc_rtt_ns);
+  out->set_cc_delay_decreases(info.cc_delay_decreases);
+  out->set_cc_ecn_decreases(info.cc_ecn_decreases);
+  out->set_cc_timeout_decreases(info.cc_timeout_decreases);
+  out->set_ce_marks_received(info.ce_marks_received);
+  out->set_ecn_echoes_received(info.ecn_echoes_received);
 }
 
 // A remote operation's common fields. A channel beyond what the wire can

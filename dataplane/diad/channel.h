@@ -31,6 +31,7 @@
 #ifndef SPINNIC_DATAPLANE_DIAD_CHANNEL_H_
 #define SPINNIC_DATAPLANE_DIAD_CHANNEL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -410,6 +411,14 @@ class SendWindow {
   template <typename Release>
   void Reset(Release&& release);
 
+  // Congestion control (docs/congestion.md): at most `packets` in the
+  // network (SACKed ones excluded, as for window_packets), never more than
+  // window_packets; window_packets until set.
+  void set_congestion_window(uint32_t packets) {
+    cwnd_packets_ = std::min(packets, config_.window_packets);
+  }
+  uint32_t congestion_window() const { return cwnd_packets_; }
+
   uint32_t in_flight_packets() const { return next_seq_ - base_; }
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   uint32_t base() const { return base_; }
@@ -490,6 +499,7 @@ class SendWindow {
   // SELECTIVE: held packets the receiver SACKed, and their payload bytes.
   uint32_t sacked_packets_ = 0;
   uint64_t sacked_bytes_ = 0;
+  uint32_t cwnd_packets_;  // set_congestion_window
 };
 
 // ---------------------------------------------------------------- transactions

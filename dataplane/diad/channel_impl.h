@@ -41,7 +41,8 @@ SendWindow<Handle>::SendWindow(const ChannelConfig& config)
       // long on purpose, so the timeout never undercuts it.
       rtt_(config.rto_ns, config.rto_min_ns, config.rto_max_ns,
            config.ack_delay_ns),
-      down_after_ns_(DownAfterNs(config)) {}
+      down_after_ns_(DownAfterNs(config)),
+      cwnd_packets_(config.window_packets) {}
 
 template <typename Handle>
 void SendWindow<Handle>::Sample(uint64_t sent_ns, uint64_t now_ns) {
@@ -55,7 +56,7 @@ bool SendWindow<Handle>::CanSend(uint32_t payload_bytes) const {
   const uint32_t in_flight = in_flight_packets();
   // SACKed packets left the network: SELECTIVE keeps sending past them (up
   // to twice the window from base), go-back-N has none.
-  if (in_flight - sacked_packets_ >= config_.window_packets ||
+  if (in_flight - sacked_packets_ >= cwnd_packets_ ||
       in_flight >= 2 * config_.window_packets) {
     return false;
   }

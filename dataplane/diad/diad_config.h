@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/diad/channel.h"
+#include "dataplane/diad/delay_window.h"
 #include "dataplane/diad/wire.h"
 
 namespace spinnic::diad {
@@ -30,6 +31,19 @@ struct PeerConfig {
   // GO_BACK_N peer the channel stays go-back-N (docs/diad.md).
   Recovery recovery = Recovery::kGoBackN;
 };
+
+// diad.congestion (docs/congestion.md, "DiAD"): off by default, and then
+// nothing on the wire or in behaviour changes.
+struct DiadCongestionConfig {
+  bool enabled = false;
+  // The window's parameters; max_window is the channel's window_packets.
+  DelayWindowParams window;
+};
+
+// The ECN codepoints (RFC 3168) in the IPv6 traffic class's low two bits.
+inline constexpr uint8_t kEcnNotEct = 0;
+inline constexpr uint8_t kEcnEct0 = 2;
+inline constexpr uint8_t kEcnCe = 3;
 
 struct DiadConfig {
   // DiAD is on when a node address is configured.
@@ -55,6 +69,7 @@ struct DiadConfig {
   // are copied into the packet.
   uint32_t zero_copy_min_bytes = 1024;
   ChannelConfig channel;
+  DiadCongestionConfig congestion;
   std::vector<PeerConfig> peers;
 
   uint32_t max_payload() const {

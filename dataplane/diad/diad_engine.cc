@@ -86,13 +86,19 @@ const char* DiadDropName(DiadDrop drop) {
   return "unknown";
 }
 
-DiadEngine::Channel::Channel(const ChannelConfig& config)
+DiadEngine::Channel::Channel(const ChannelConfig& config,
+                             const DiadCongestionConfig& congestion)
     : reorder(2 * config.window_packets, config.reorder_packets != 0
                                              ? config.reorder_packets
                                              : 2 * config.window_packets),
       rx(config),
       tx(config),
-      txns(config.max_transactions) {}
+      txns(config.max_transactions) {
+  if (congestion.enabled) {
+    cc.emplace(congestion.window);
+    tx.set_congestion_window(cc->PacketsInFlight());
+  }
+}
 
 DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
                        SpinEngine* spin, uint64_t epoch_seed)
@@ -110,11 +116,15 @@ DiadEngine::DiadEngine(uint32_t hpu_index, const DiadShared& shared, Hpu* hpu,
   }
   channels_.reserve(size_t{config_.max_peers} * local_channels_);
   for (size_t i = 0; i < size_t{config_.max_peers} * local_channels_; ++i) {
-    channels_.push_back(std::make_unique<Channel>(config_.channel));
+    channels_.push_back(
+        std::make_unique<Channel>(config_.channel, config_.congestion));
   }
   active_.reserve(channels_.size());
   self_.mac = config_.mac;
   self_.ip = config_.node;
+  // Congestion control: every DiAD packet ECT(0), so that a congested
+  // switch marks it rather than drops it; Not-ECT (the paper's) otherwise.
+  self_.ecn = config_.congestion.enabled ? kEcnEct0 : kEcnNotEct;
   solicited_node_ = {0xff,
                      0x02,
                      0,
@@ -154,8 +164,8 @@ DiadEngine::Channel* DiadEngine::ChannelFor(const Peer& peer,
   if (ch.generation != peer.generation) {
     // First use of this channel for the peer (or the peer was re-added).
     if (ch.generation != 0) ResetChannel(ch, Status::kAborted, nullptr);
-    Activate(ch, peer.generation);
     ch.slot = peer.slot;
+    Activate(ch, peer.generation);
     ch.channel = channel;
     ch.session = Session(NextEpoch());
     ch.sack = SackNegotiation(peer.recovery);
@@ -169,6 +179,10 @@ void DiadEngine::Activate(Channel& ch, uint32_t generation) {
     active_.push_back(&ch);
   }
   ch.generation = generation;
+  if (ch.cc) {
+    peer_counters_[ch.slot].cc_window.store(ch.cc->window(),
+                                            std::memory_order_relaxed);
+  }
 }
 
 void DiadEngine::Deactivate(Channel& ch) {
@@ -215,6 +229,15 @@ void DiadEngine::ResetChannel(Channel& ch, Status why, const EctxTable* table) {
   ch.reorder.Reset([](rte_mbuf* held) { rte_pktmbuf_free(held); });
   ch.sack.Reset();
   ch.rx.Reset();
+  // A new session may take another path: the window starts afresh, and the
+  // peer must advertise the ECN echo again.
+  if (ch.cc) {
+    ch.cc.emplace(config_.congestion.window);
+    ch.tx.set_congestion_window(ch.cc->PacketsInFlight());
+  }
+  ch.ecn_peer = false;
+  ch.ce_pending = false;
+  ch.next_send_ns = 0;
   peer_counters_[ch.slot].in_flight_packets.store(0, std::memory_order_relaxed);
 }
 

@@ -18,12 +18,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "dataplane/classifier.h"
 #include "dataplane/counter.h"
 #include "dataplane/diad/channel.h"
+#include "dataplane/diad/delay_window.h"
 #include "dataplane/diad/diad_config.h"
 #include "dataplane/diad/diad_op.h"
 #include "dataplane/diad/peer_table.h"
@@ -126,6 +128,18 @@ struct alignas(64) DiadCounters {
   RttHistogram rtt;
   // Reads and writes failed with deadline_exceeded (answered never).
   Counter txn_deadline_exceeded;
+  // Congestion control (docs/congestion.md, "DiAD"): DiAD packets that
+  // arrived CE-marked (counted with congestion control off too), ACKs we
+  // sent and received with kFlagEcnEcho, and the windows' decreases by
+  // cause (delay above the target, ECN echo, retransmission timeout).
+  Counter ce_marks_received;
+  Counter ecn_echoes_sent;
+  Counter ecn_echoes_received;
+  Counter cc_delay_decreases;
+  Counter cc_ecn_decreases;
+  Counter cc_timeout_decreases;
+  // Sends held back by a window below one packet (PacingGapNs).
+  Counter cc_paced;
   // Requests of peers this node refused (answered with that status), per
   // message: a forged key, range or access is counted here, never served.
   // Challenge ACKs sent to a claimed peer restart (kUnverifiedReset).
@@ -178,6 +192,16 @@ struct alignas(64) DiadPeerCounters {
   // sample).
   std::atomic<uint64_t> srtt_ns{0};
   std::atomic<uint64_t> rto_ns{0};
+  // Congestion control (0 with it off): CE marks on the peer's packets,
+  // its ECN echoes, our windows' decreases by cause; the window (packets)
+  // and RTT sample of the channel that took the last ACK.
+  Counter ce_marks_received;
+  Counter ecn_echoes_received;
+  Counter cc_delay_decreases;
+  Counter cc_ecn_decreases;
+  Counter cc_timeout_decreases;
+  std::atomic<double> cc_window{0};
+  std::atomic<uint64_t> cc_rtt_ns{0};
 };
 
 // Event codes the transport raises (Event.data says more; docs/diad.md).
@@ -298,7 +322,7 @@ class DiadEngine final : public TransportEngine {
   };
 
   struct Channel {
-    explicit Channel(const ChannelConfig& config);
+    Channel(const ChannelConfig& config, const DiadCongestionConfig& cc);
     uint32_t generation = 0;    // the peer's generation served; 0: unused
     uint32_t active_index = 0;  // where in active_ while generation != 0
     uint32_t slot = 0;
@@ -311,6 +335,17 @@ class DiadEngine final : public TransportEngine {
     ReorderBuffer<rte_mbuf*> reorder;
     ReceiveWindow rx;
     SendWindow<rte_mbuf*> tx;
+    // Congestion control (diad.congestion.enabled): the delay-based window
+    // that caps tx's packets in flight, a new one per session.
+    std::optional<DelayWindow> cc;
+    // The peer advertised kEcnEchoCapable in this session: our ACKs may
+    // carry kFlagEcnEcho.
+    bool ecn_peer = false;
+    // A sequenced packet arrived CE-marked since our last ACK: the next
+    // ACK echoes it (a piggybacked ack does not count as sent then).
+    bool ce_pending = false;
+    // A window below one packet: no sequenced packet before this.
+    uint64_t next_send_ns = 0;
     TransactionTable<Txn> txns;
     DiadOp* queue_head = nullptr;  // ops not yet fully sent, FIFO
     DiadOp* queue_tail = nullptr;
@@ -365,7 +400,18 @@ class DiadEngine final : public TransportEngine {
     kNack,        // resend from the ack on
     kProbeReply,  // resend from the ack what was sent before our UNACK
   };
-  bool ApplyAck(Channel& ch, uint32_t ack, GoBack go_back, uint64_t now);
+  bool ApplyAck(Channel& ch, uint32_t ack, GoBack go_back, uint64_t now,
+                bool ecn_echo = false);
+  // Congestion control: feeds the window an ACK that released `acked`
+  // packets (`sampled`: it gave the round-trip sample just taken), or an
+  // ECN echo, and applies the result. No-op with congestion control off.
+  void OnCongestionAck(Channel& ch, uint64_t now, uint32_t acked, bool sampled,
+                       bool ecn_echo);
+  // The same for a retransmission timeout.
+  void OnCongestionTimeout(Channel& ch, uint64_t now);
+  // Caps the channel's send window by the congestion window and publishes
+  // it and the decreases since `before`.
+  void ApplyCongestionWindow(Channel& ch, const DelayWindowCounters& before);
   // An unsequenced control packet (ACK, NACK, UNACK) applied and consumed;
   // false for a sequenced packet, which the caller goes on with.
   bool OnControl(Channel& ch, const Header& h, rte_mbuf* packet,
@@ -375,7 +421,8 @@ class DiadEngine final : public TransportEngine {
   void OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
                       uint32_t payload_offset, uint64_t now);
   // Learns the peer's kSackCapable advert from a control packet.
-  void LearnRecovery(Channel& ch, uint32_t key);
+  // ... and the peer's kEcnEchoCapable advert (congestion control).
+  void LearnRecovery(Channel& ch, const Header& h);
   // SELECTIVE: holds an out-of-order packet (or drops it, counted).
   void HoldOutOfOrder(Channel& ch, const Header& h, rte_mbuf* packet,
                       uint16_t in_port);
@@ -398,6 +445,9 @@ class DiadEngine final : public TransportEngine {
                    uint32_t challenge_epoch = 0);
   void Retransmit(Channel& ch, rte_mbuf* held);
   bool TxRoom() const;
+  // Congestion control: the congestion window is below window_packets (no
+  // full-window UNACK then).
+  bool CongestionLimited(const Channel& ch) const;
   // `zero_copy`: the payload lies in that region and goes out from there
   // (a header mbuf chained to it); when that cannot be had, it is copied.
   rte_mbuf* BuildPacket(const Channel& ch, Header& header,

@@ -119,6 +119,15 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
     pc.channels_down.fetch_sub(1, std::memory_order_relaxed);
   }
 
+  // The IPv6 traffic class's ECN bits (ParseFrame proved the IPv6 header
+  // is there): a CE mark means a queue on the path is building.
+  if (((data[frame.layers.l3_offset + 1] >> 4) & 3) == kEcnCe) [[unlikely]] {
+    counters_.ce_marks_received.Add();
+    pc.ce_marks_received.Add();
+    // Echoed on our next ACK (a sequenced packet's only: ACKs are not
+    // congestion-controlled).
+    if (ch->ecn_peer && IsSequenced(h.type)) ch->ce_pending = true;
+  }
   if (OnControl(*ch, h, packet, payload_offset, now)) return;
   // A sequenced packet: its piggybacked ack first (valid or not, the
   // packet's own sequence number is judged on its own).
@@ -160,7 +169,15 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   }
 }
 
-void DiadEngine::LearnRecovery(Channel& ch, uint32_t key) {
+void DiadEngine::LearnRecovery(Channel& ch, const Header& h) {
+  // Congestion control on both ends: our ACKs may echo CE marks. The first
+  // time, an ACK (advertising back) goes out now, so that a peer that only
+  // sends data learns it without waiting.
+  if (ch.cc && !ch.ecn_peer && h.address == kEcnEchoCapable) {
+    ch.ecn_peer = true;
+    ch.rx.RequestSack();
+  }
+  const uint32_t key = h.key;
   if (ch.sack.OnControl(key == kSackCapable)) {
     ch.rx.set_selective(true);
     // Our next ACK advertises SELECTIVE back: a peer that only sends data
@@ -174,7 +191,11 @@ bool DiadEngine::OnControl(Channel& ch, const Header& h, rte_mbuf* packet,
   switch (h.type) {
     case PacketType::kAck:
       counters_.acks_received.Add();
-      LearnRecovery(ch, h.key);
+      LearnRecovery(ch, h);
+      if ((h.flags & kFlagEcnEcho) != 0) {
+        counters_.ecn_echoes_received.Add();
+        peer_counters_[ch.slot].ecn_echoes_received.Add();
+      }
       if ((h.flags & kFlagSack) != 0 ||
           ((h.flags & kFlagProbeReply) != 0 && ch.sack.active())) {
         OnSelectiveAck(ch, h, packet, payload_offset, now);
@@ -183,18 +204,18 @@ bool DiadEngine::OnControl(Channel& ch, const Header& h, rte_mbuf* packet,
       ApplyAck(
           ch, h.ack,
           (h.flags & kFlagProbeReply) != 0 ? GoBack::kProbeReply : GoBack::kNo,
-          now);
+          now, (h.flags & kFlagEcnEcho) != 0);
       rte_pktmbuf_free(packet);
       return true;
     case PacketType::kNack:
       counters_.nacks_received.Add();
-      LearnRecovery(ch, h.key);
+      LearnRecovery(ch, h);
       ApplyAck(ch, h.ack, GoBack::kNack, now);
       rte_pktmbuf_free(packet);
       return true;
     case PacketType::kUnack:
       counters_.unacks_received.Add();
-      LearnRecovery(ch, h.key);
+      LearnRecovery(ch, h);
       ch.rx.OnUnack(h.seq);
       rte_pktmbuf_free(packet);
       return true;
@@ -227,7 +248,7 @@ void DiadEngine::OnSelectiveAck(Channel& ch, const Header& h, rte_mbuf* packet,
       Drop(packet, DiadDrop::kSackNeverSent);
       return;
   }
-  if (ApplyAck(ch, h.ack, GoBack::kNo, now)) {
+  if (ApplyAck(ch, h.ack, GoBack::kNo, now, (h.flags & kFlagEcnEcho) != 0)) {
     if (sack) counters_.sacks_received.Add();
     const uint64_t samples = ch.tx.rtt().samples();
     ch.tx.OnSack(h.ack, bitmap, (h.flags & kFlagProbeReply) != 0, h.txn, now,
@@ -303,7 +324,7 @@ void DiadEngine::DrainReorder(Channel& ch, const EctxTable& table,
 }
 
 bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, GoBack go_back,
-                          uint64_t now) {
+                          uint64_t now, bool ecn_echo) {
   DiadPeerCounters& pc = peer_counters_[ch.slot];
   auto release = [&](rte_mbuf* held, uint32_t txn, bool completes_txn) {
     rte_pktmbuf_free(held);
@@ -313,13 +334,19 @@ bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, GoBack go_back,
   };
   const uint64_t samples = ch.tx.rtt().samples();
   const uint64_t skips = ch.tx.karn_skips();
+  const uint32_t base = ch.tx.base();
   SendWindow<rte_mbuf*>::AckVerdict verdict = ch.tx.OnAck(ack, now, release);
   if (verdict == SendWindow<rte_mbuf*>::AckVerdict::kInvalid) {
     counters_.drops[static_cast<size_t>(DiadDrop::kInvalidAck)].Add();
     return false;
   }
-  if (verdict == SendWindow<rte_mbuf*>::AckVerdict::kProgress) {
-    NoteRtt(ch, samples, skips);
+  const bool progress = verdict == SendWindow<rte_mbuf*>::AckVerdict::kProgress;
+  if (progress) NoteRtt(ch, samples, skips);
+  if (ch.cc && (progress || ecn_echo)) {
+    // Karn: the sample counts only when this ack took one (never from a
+    // retransmission); an ack without one still carries its echo.
+    OnCongestionAck(ch, now, ch.tx.base() - base,
+                    ch.tx.rtt().samples() != samples, ecn_echo);
   }
   // The ack is applied (and its packets released) above, so GoBackN's own
   // application of it changes nothing; it retransmits the rest.
@@ -332,6 +359,48 @@ bool DiadEngine::ApplyAck(Channel& ch, uint32_t ack, GoBack go_back,
   pc.in_flight_packets.store(ch.tx.in_flight_packets(),
                              std::memory_order_relaxed);
   return true;
+}
+
+void DiadEngine::OnCongestionAck(Channel& ch, uint64_t now, uint32_t acked,
+                                 bool sampled, bool ecn_echo) {
+  if (!ch.cc || (!sampled && !ecn_echo)) return;
+  const DelayWindowCounters before = ch.cc->counters();
+  // Without a sample of its own, an echo is gated by the last good RTT.
+  const int64_t rtt = sampled
+                          ? static_cast<int64_t>(ch.tx.rtt().last_sample_ns())
+                          : ch.cc->last_rtt_ns();
+  ch.cc->OnAck(static_cast<int64_t>(now), rtt, acked, ecn_echo);
+  ApplyCongestionWindow(ch, before);
+}
+
+void DiadEngine::OnCongestionTimeout(Channel& ch, uint64_t now) {
+  if (!ch.cc) return;
+  const DelayWindowCounters before = ch.cc->counters();
+  ch.cc->OnRetransmitTimeout(static_cast<int64_t>(now));
+  ApplyCongestionWindow(ch, before);
+}
+
+void DiadEngine::ApplyCongestionWindow(Channel& ch,
+                                       const DelayWindowCounters& before) {
+  const DelayWindow& cc = *ch.cc;
+  ch.tx.set_congestion_window(cc.PacketsInFlight());
+  const DelayWindowCounters& after = cc.counters();
+  DiadPeerCounters& pc = peer_counters_[ch.slot];
+  if (after.delay_decreases != before.delay_decreases) {
+    counters_.cc_delay_decreases.Add();
+    pc.cc_delay_decreases.Add();
+  }
+  if (after.ecn_decreases != before.ecn_decreases) {
+    counters_.cc_ecn_decreases.Add();
+    pc.cc_ecn_decreases.Add();
+  }
+  if (after.timeout_decreases != before.timeout_decreases) {
+    counters_.cc_timeout_decreases.Add();
+    pc.cc_timeout_decreases.Add();
+  }
+  pc.cc_window.store(cc.window(), std::memory_order_relaxed);
+  pc.cc_rtt_ns.store(static_cast<uint64_t>(cc.last_rtt_ns()),
+                     std::memory_order_relaxed);
 }
 
 void DiadEngine::NoteRtt(Channel& ch, uint64_t samples_before,

@@ -36,6 +36,7 @@ void DiadEngine::PumpChannel(Channel& ch, uint64_t now,
     case SendWindow<rte_mbuf*>::TimerVerdict::kSendUnack:
       SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
       counters_.unacks_sent.Add();
+      OnCongestionTimeout(ch, now);
       break;
     case SendWindow<rte_mbuf*>::TimerVerdict::kDown:
       ChannelDown(ch, &table);
@@ -76,6 +77,13 @@ bool DiadEngine::TxRoom() const {
   return hpu_->TransmitRoom(config_.port) != 0;
 }
 
+// The congestion window, not window_packets, is what stops the sender: it
+// is full by design, and an UNACK's probe reply would resend (go-back-N)
+// what still waits in the bottleneck's queue. The ACKs come anyway.
+bool DiadEngine::CongestionLimited(const Channel& ch) const {
+  return ch.cc && ch.tx.congestion_window() < config_.channel.window_packets;
+}
+
 bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
   const uint32_t max_payload = config_.max_payload();
   while (ch.response_count > 0) {
@@ -98,7 +106,7 @@ bool DiadEngine::PumpResponses(Channel& ch, uint64_t now) {
         uint32_t segment = std::min(max_payload, job.length - job.sent);
         if (!TxRoom()) return false;  // the pacer's queue: next poll
         if (!ch.tx.CanSend(segment)) {
-          if (ch.tx.UnackDueOnFullWindow(now)) {
+          if (!CongestionLimited(ch) && ch.tx.UnackDueOnFullWindow(now)) {
             SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
             counters_.unacks_sent.Add();
           }
@@ -159,7 +167,7 @@ bool DiadEngine::PumpOps(Channel& ch, uint64_t now) {
         uint32_t segment = std::min(max_payload, length - op->sent);
         if (!TxRoom()) return false;  // the pacer's queue: next poll
         if (!ch.tx.CanSend(segment)) {
-          if (ch.tx.UnackDueOnFullWindow(now)) {
+          if (!CongestionLimited(ch) && ch.tx.UnackDueOnFullWindow(now)) {
             SendControl(ch, PacketType::kUnack, 0, ch.rx.expected());
             counters_.unacks_sent.Add();
           }
@@ -239,6 +247,12 @@ bool DiadEngine::SendSequenced(Channel& ch, Header& header,
                                std::span<const uint8_t> payload, uint32_t txn,
                                bool completes_txn, uint64_t now,
                                const MemoryRegion* zero_copy) {
+  // A congestion window below one packet: one every RTT / W (the callers
+  // stop and go on at a later poll, as when no mbuf could be had).
+  if (ch.cc && now < ch.next_send_ns) [[unlikely]] {
+    counters_.cc_paced.Add();
+    return false;
+  }
   header.seq = ch.tx.next_seq();
   header.ack = ch.rx.expected();
   rte_mbuf* held = BuildPacket(ch, header, payload, zero_copy);
@@ -255,9 +269,14 @@ bool DiadEngine::SendSequenced(Channel& ch, Header& header,
   ch.tx.Push(held, static_cast<uint32_t>(payload.size()), txn, completes_txn,
              now);
   ch.last_sent_ns = now;
+  if (ch.cc) {
+    const int64_t gap = ch.cc->PacingGapNs();
+    if (gap > 0) ch.next_send_ns = now + static_cast<uint64_t>(gap);
+  }
   // The packet carries our cumulative ack: that is an ACK sent, unless the
-  // peer asked for an explicit probe reply or a SACK is due.
-  if (!ch.rx.explicit_ack_due()) ch.rx.OnAckSent();
+  // peer asked for an explicit probe reply, a SACK is due, or a CE mark
+  // waits for its echo (only an ACK carries it).
+  if (!ch.rx.explicit_ack_due() && !ch.ce_pending) ch.rx.OnAckSent();
   counters_.tx_data.Add();
   counters_.tx_bytes.Add(held->pkt_len);
   DiadPeerCounters& pc = peer_counters_[ch.slot];
@@ -292,6 +311,16 @@ void DiadEngine::SendControl(Channel& ch, PacketType type, uint8_t flags,
   // ignores `key` here); an ACK on a negotiated channel carries what the
   // receiver holds beyond `ack`.
   h.key = ch.sack.advert();
+  // Congestion control: every control packet advertises the ECN echo (the
+  // paper's wire ignores `address` here), and an ACK echoes CE marks to a
+  // peer that advertised it too.
+  if (ch.cc) {
+    h.address = kEcnEchoCapable;
+    if (type == PacketType::kAck && ch.ce_pending && ch.ecn_peer &&
+        ack == ch.rx.expected()) {
+      h.flags = static_cast<uint8_t>(h.flags | kFlagEcnEcho);
+    }
+  }
   std::span<const uint8_t> payload;
   if (type == PacketType::kAck && ch.sack.active() && ack == ch.rx.expected()) {
     // A probe reply names the UNACK it answers (its seq): the sender then
@@ -313,6 +342,10 @@ void DiadEngine::SendControl(Channel& ch, PacketType type, uint8_t flags,
   if (type == PacketType::kAck) {
     ch.rx.OnAckSent();
     counters_.acks_sent.Add();
+    if ((h.flags & kFlagEcnEcho) != 0) {
+      ch.ce_pending = false;
+      counters_.ecn_echoes_sent.Add();
+    }
     if (!payload.empty()) counters_.sacks_sent.Add();
   }
   hpu_->Transmit(config_.port, packet);

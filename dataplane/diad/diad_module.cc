@@ -387,6 +387,15 @@ std::vector<PeerInfo> DiadModule::ListPeers() const {
           info.srtt_ns, c.srtt_ns.load(std::memory_order_relaxed));
       info.rto_ns = std::max<uint64_t>(
           info.rto_ns, c.rto_ns.load(std::memory_order_relaxed));
+      info.cc_window = std::max<double>(
+          info.cc_window, c.cc_window.load(std::memory_order_relaxed));
+      info.cc_rtt_ns = std::max<uint64_t>(
+          info.cc_rtt_ns, c.cc_rtt_ns.load(std::memory_order_relaxed));
+      info.cc_delay_decreases += c.cc_delay_decreases.Get();
+      info.cc_ecn_decreases += c.cc_ecn_decreases.Get();
+      info.cc_timeout_decreases += c.cc_timeout_decreases.Get();
+      info.ce_marks_received += c.ce_marks_received.Get();
+      info.ecn_echoes_received += c.ecn_echoes_received.Get();
     }
     info.up = info.channels_down == 0;
     list.push_back(std::move(info));
@@ -599,6 +608,13 @@ void DiadModule::Snapshot(StatsSnapshot& snapshot) const {
       {"rtt_samples", &C::rtt_samples},
       {"rtt_karn_skips", &C::rtt_karn_skips},
       {"txn_deadline_exceeded", &C::txn_deadline_exceeded},
+      {"ce_marks_received", &C::ce_marks_received},
+      {"ecn_echoes_sent", &C::ecn_echoes_sent},
+      {"ecn_echoes_received", &C::ecn_echoes_received},
+      {"cc_delay_decreases", &C::cc_delay_decreases},
+      {"cc_ecn_decreases", &C::cc_ecn_decreases},
+      {"cc_timeout_decreases", &C::cc_timeout_decreases},
+      {"cc_paced", &C::cc_paced},
       {"reset_challenges", &C::reset_challenges},
       {"refused_bad_key", &C::refused_bad_key},
       {"refused_out_of_bounds", &C::refused_out_of_bounds},

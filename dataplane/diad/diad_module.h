@@ -47,6 +47,15 @@ struct PeerInfo {
   // before any sample). Transactions failed by their deadline.
   uint64_t rtt_samples = 0, srtt_ns = 0, rto_ns = 0;
   uint64_t txn_deadline_exceeded = 0;
+  // Congestion control (docs/congestion.md; 0 with it off): the largest
+  // window (packets) and RTT sample among its HPUs (each from the channel
+  // that took the last ACK), decreases by cause, CE marks seen on its
+  // packets and ECN echoes it sent us.
+  double cc_window = 0;
+  uint64_t cc_rtt_ns = 0;
+  uint64_t cc_delay_decreases = 0, cc_ecn_decreases = 0,
+           cc_timeout_decreases = 0;
+  uint64_t ce_marks_received = 0, ecn_echoes_received = 0;
 };
 
 // A remote operation for DiadExecute: a write or stream message of `data`,

@@ -46,6 +46,19 @@ std::vector<TelemetryCommand> DiadModule::TelemetryCommands() const {
            rte_tel_data_add_dict_u64(d, "rto_ns", p.rto_ns);
            rte_tel_data_add_dict_u64(d, "txn_deadline_exceeded",
                                      p.txn_deadline_exceeded);
+           rte_tel_data_add_dict_u64(
+               d, "cc_window_milli",
+               static_cast<uint64_t>(p.cc_window * 1000 + 0.5));
+           rte_tel_data_add_dict_u64(d, "cc_rtt_ns", p.cc_rtt_ns);
+           rte_tel_data_add_dict_u64(d, "cc_delay_decreases",
+                                     p.cc_delay_decreases);
+           rte_tel_data_add_dict_u64(d, "cc_ecn_decreases", p.cc_ecn_decreases);
+           rte_tel_data_add_dict_u64(d, "cc_timeout_decreases",
+                                     p.cc_timeout_decreases);
+           rte_tel_data_add_dict_u64(d, "ce_marks_received",
+                                     p.ce_marks_received);
+           rte_tel_data_add_dict_u64(d, "ecn_echoes_received",
+                                     p.ecn_echoes_received);
            return 0;
          }
          return -EINVAL;

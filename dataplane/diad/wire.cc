@@ -193,7 +193,8 @@ ParseError ParseFrame(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
   const uint8_t flags = h[1];
   if ((flags & ~kKnownFlags) != 0 ||
       ((flags & (kFlagFirst | kFlagLast)) != 0 && !IsSequenced(packet_type)) ||
-      ((flags & kFlagProbeReply) != 0 && packet_type != PacketType::kAck) ||
+      ((flags & (kFlagProbeReply | kFlagEcnEcho)) != 0 &&
+       packet_type != PacketType::kAck) ||
       // SACK: only an ACK, and only one that carries its bitmap.
       ((flags & kFlagSack) != 0 &&
        (packet_type != PacketType::kAck || udp_length == kMinUdpLength))) {
@@ -249,7 +250,9 @@ void WriteFrameHeaders(const Endpoint& src, const Endpoint& dst,
   StoreBe16(eth + 12, kEtherTypeIpv6);
 
   uint8_t* ip6 = eth + kEthernetBytes;
-  StoreBe32(ip6, uint32_t{6} << 28 | FlowLabel(header.channel));
+  // Version 6, traffic class (DSCP 0, the ECN codepoint), flow label.
+  StoreBe32(ip6, uint32_t{6} << 28 | uint32_t{src.ecn & 3u} << 20 |
+                     FlowLabel(header.channel));
   StoreBe16(ip6 + 4, static_cast<uint16_t>(udp_length));
   ip6[6] = net::kProtoUdp;
   ip6[7] = kHopLimit;

@@ -58,7 +58,18 @@ inline constexpr uint8_t kFlagProbeReply = 0x08;
 // On an ACK (SELECTIVE recovery only, never sent to a GO_BACK_N peer): the
 // payload is a selective acknowledgement bitmap (see SACK below).
 inline constexpr uint8_t kFlagSack = 0x10;
-inline constexpr uint8_t kKnownFlags = 0x1f;
+// On an ACK (congestion control, never sent to a peer that did not
+// advertise kEcnEchoCapable): at least one packet this ACK acknowledges
+// arrived CE-marked (docs/congestion.md, "ECN echo").
+inline constexpr uint8_t kFlagEcnEcho = 0x20;
+inline constexpr uint8_t kKnownFlags = 0x3f;
+
+// ECN echo (docs/congestion.md). An endpoint with congestion control on
+// puts kEcnEchoCapable in the `address` field of every control packet
+// (ACK, NACK, UNACK) it sends; the paper's wire, and spinnic without
+// congestion control, ignore `address` there. Only a peer that saw it in
+// this session gets ACKs with kFlagEcnEcho.
+inline constexpr uint64_t kEcnEchoCapable = 0x45434e4543484f31;  // "ECNECHO1"
 
 // SELECTIVE recovery (docs/diad.md, "Selective repeat"). A SELECTIVE
 // endpoint puts kSackCapable in the `key` field of every control packet
@@ -186,6 +197,9 @@ ParseError ParseFrame(const uint8_t* frame, uint32_t length, uint32_t ip_offset,
 struct Endpoint {
   std::array<uint8_t, 6> mac{};
   std::array<uint8_t, 16> ip{};
+  // The ECN codepoint (RFC 3168: 0 Not-ECT, 2 ECT(0)) of the frames this
+  // end sends, in the IPv6 traffic class; BuildFrame takes it from `src`.
+  uint8_t ecn = 0;
 };
 
 // Payload bytes one frame can carry: the UDP length is 16 bits.

@@ -143,6 +143,10 @@ class TestPeer {
     return Parse(DrainFrames(), other);
   }
 
+  // The ECN codepoint of the frames it sends (3: CE, as a congested
+  // switch leaves them).
+  void set_ecn(uint8_t ecn) { self_.ecn = ecn; }
+
   uint32_t next_seq() const { return next_seq_; }
   void set_next_seq(uint32_t seq) { next_seq_ = seq; }
   uint32_t expected() const { return expected_; }

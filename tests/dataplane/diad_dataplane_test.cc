@@ -2046,6 +2046,303 @@ TEST_F(DiadDataplaneTest, AdaptiveTimeoutMeasuresTheRoundTrip) {
   dataplane().Stop();
 }
 
+// ---------------------------------------------------------------- congestion
+
+// diad.congestion (docs/congestion.md, "DiAD"): the delay-based window caps
+// a channel's packets in flight, packets leave ECT(0), and CE marks are
+// echoed to a peer that advertised the extension. The scripted peer is the
+// receiver of the appliance's READ responses and chooses what its ACKs say.
+class DiadCongestionTest : public DiadDataplaneTest {
+ protected:
+  void SetUp() override {}
+
+  static RingDataplaneOptions CongestionOptions(uint32_t window_packets,
+                                                double initial_window) {
+    RingDataplaneOptions options = DefaultOptions();
+    options.diad.channel.window_packets = window_packets;
+    diad::DiadCongestionConfig& cc = options.diad.congestion;
+    cc.enabled = true;
+    // Far above any RTT here: only the ECN echo decreases the window.
+    cc.window.target_delay_ns = 1'000'000'000;
+    cc.window.max_window = window_packets;
+    cc.window.initial_window = initial_window;
+    return options;
+  }
+
+  PeerInfo PeerB() {
+    for (const PeerInfo& p :
+         dataplane().transport<diad::DiadModule>()->ListPeers()) {
+      if (p.name == "b") return p;
+    }
+    ADD_FAILURE() << "no peer b";
+    return PeerInfo();
+  }
+
+  // The peer's ACK of everything it received, advertising the ECN echo
+  // extension, with kFlagEcnEcho when `echo`.
+  void Ack(bool echo) {
+    Header ack;
+    ack.type = PacketType::kAck;
+    ack.flags = echo ? diad::kFlagEcnEcho : 0;
+    ack.address = diad::kEcnEchoCapable;
+    ASSERT_TRUE(peer_->Send(ack));
+  }
+
+  // One round trip: poll, the READ responses that went out (their number),
+  // appended to `data` in order.
+  size_t Round(Bytes* data) {
+    Poll();
+    std::vector<Received> parts =
+        OfType(peer_->Take(), PacketType::kReadResponse);
+    for (const Received& r : parts) {
+      EXPECT_EQ(r.header.msg_offset, data->size());
+      data->insert(data->end(), r.payload.begin(), r.payload.end());
+    }
+    return parts.size();
+  }
+};
+
+// The ECN bits of a frame's IPv6 traffic class.
+uint8_t EcnOf(const Bytes& frame) { return (frame[15] >> 4) & 3; }
+
+TEST_F(DiadCongestionTest, SendsEctAndEchoesCeOnlyToAnAdvertisingPeer) {
+  Build(CongestionOptions(64, 16));
+  Header stream;
+  stream.type = PacketType::kStream;
+  stream.flags = diad::kFlagFirst | diad::kFlagLast;
+  stream.key = 9;  // nobody takes it: counted, but acknowledged
+  stream.msg_length = 4;
+  const Bytes payload = {1, 2, 3, 4};
+  // A CE-marked packet before the peer advertised the extension: counted,
+  // not echoed; our ACK advertises it and leaves ECT(0).
+  peer_->set_ecn(diad::kEcnCe);
+  ASSERT_TRUE(peer_->Send(stream, payload));
+  Poll();
+  std::vector<Bytes> frames = peer_->DrainFrames();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(EcnOf(frames[0]), diad::kEcnEct0);
+  std::vector<Received> got = peer_->Parse(frames);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.type, PacketType::kAck);
+  EXPECT_EQ(got[0].header.address, diad::kEcnEchoCapable);
+  EXPECT_EQ(got[0].header.flags & diad::kFlagEcnEcho, 0);
+  EXPECT_EQ(DiadCounter(dataplane(), "ce_marks_received"), 1u);
+  EXPECT_EQ(PeerB().ce_marks_received, 1u);
+
+  // The peer advertises it (an ACK of nothing new): the appliance answers
+  // at once, so a peer that only sends data learns it too.
+  peer_->set_ecn(diad::kEcnNotEct);
+  Ack(false);
+  Poll();
+  got = peer_->Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.type, PacketType::kAck);
+
+  // Now a CE mark is echoed, byte for byte this ACK.
+  peer_->set_ecn(diad::kEcnCe);
+  ASSERT_TRUE(peer_->Send(stream, payload));
+  Poll();
+  frames = peer_->DrainFrames();
+  ASSERT_EQ(frames.size(), 1u);
+  Header expected;
+  expected.type = PacketType::kAck;
+  expected.flags = diad::kFlagEcnEcho;
+  expected.channel = 0;
+  expected.src_epoch = peer_->dut_epoch();
+  expected.dst_epoch = peer_->epoch();
+  expected.seq = 0;  // the appliance sent no sequenced packet
+  expected.ack = 2;
+  expected.address = diad::kEcnEchoCapable;
+  diad::Endpoint dut{kMacA, kNodeA, diad::kEcnEct0};
+  diad::Endpoint self{kMacB, kNodeB};
+  Bytes want(diad::kFrameOverhead);
+  want.resize(diad::BuildFrame(dut, self, kPort, expected, {}, want.data()));
+  EXPECT_EQ(frames[0], want);
+  EXPECT_EQ(DiadCounter(dataplane(), "ecn_echoes_sent"), 1u);
+
+  // Unmarked: no echo.
+  peer_->set_ecn(diad::kEcnEct0);
+  ASSERT_TRUE(peer_->Send(stream, payload));
+  Poll();
+  got = peer_->Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.flags & diad::kFlagEcnEcho, 0);
+  EXPECT_EQ(DiadCounter(dataplane(), "ce_marks_received"), 2u);
+}
+
+// Congestion control off (the default): Not-ECT, no advert, no echo; a CE
+// mark is only counted.
+TEST_F(DiadCongestionTest, OffChangesNothingOnTheWire) {
+  Build(DefaultOptions());
+  Header stream;
+  stream.type = PacketType::kStream;
+  stream.flags = diad::kFlagFirst | diad::kFlagLast;
+  stream.key = 9;
+  stream.msg_length = 4;
+  peer_->set_ecn(diad::kEcnCe);
+  Ack(true);  // an advert and an echo from the peer: ignored
+  ASSERT_TRUE(peer_->Send(stream, Bytes{1, 2, 3, 4}));
+  Poll();
+  std::vector<Bytes> frames = peer_->DrainFrames();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(EcnOf(frames[0]), diad::kEcnNotEct);
+  std::vector<Received> got = peer_->Parse(frames);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.address, 0u);
+  EXPECT_EQ(got[0].header.flags, 0);
+  // Both frames arrived CE (the ACK too): counted, nothing else.
+  EXPECT_EQ(DiadCounter(dataplane(), "ce_marks_received"), 2u);
+  EXPECT_EQ(DiadCounter(dataplane(), "cc_ecn_decreases"), 0u);
+  EXPECT_EQ(PeerB().cc_window, 0);
+}
+
+// Each ECN echo halves the window (max_mdf 0.5) down to min_window (1),
+// never below; ACKs under the target grow it by one packet per window
+// (additive increase); the READ's every byte arrives once, in order.
+TEST_F(DiadCongestionTest, WindowHalvesOnEchoStaysAboveMinAndGrowsUnderTarget) {
+  Build(CongestionOptions(64, 16));
+  RegionInfo region = Region(1 << 17, kRemoteRead | kLocalRead | kLocalWrite);
+  const Bytes data = Pattern(region.length, 3);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  ASSERT_TRUE(peer_->Send(ReadRequest(1, region.rkey, region.base_address,
+                                      static_cast<uint32_t>(data.size()))));
+  Bytes read;
+  // Echoed ACKs: 16, 8, 4, 2, 1, then the floor.
+  for (size_t want : {16u, 8u, 4u, 2u, 1u, 1u}) {
+    EXPECT_EQ(Round(&read), want);
+    EXPECT_DOUBLE_EQ(PeerB().cc_window, static_cast<double>(want));
+    Ack(true);
+  }
+  // Unechoed ACKs of n packets under the target: W += n / W, one more
+  // packet per round.
+  for (size_t want = 1; read.size() < data.size(); ++want) {
+    const size_t sent = Round(&read);
+    if (read.size() < data.size()) {
+      EXPECT_EQ(sent, want);
+    }
+    Ack(false);
+    ASSERT_LT(want, 64u);
+  }
+  Poll();
+  EXPECT_EQ(read, data);
+  const PeerInfo b = PeerB();
+  // 16 -> 8 -> 4 -> 2 -> 1, then twice held at the floor (not 0.5).
+  EXPECT_EQ(b.cc_ecn_decreases, 6u);
+  EXPECT_EQ(b.ecn_echoes_received, 6u);
+  EXPECT_EQ(b.cc_delay_decreases, 0u);
+  EXPECT_GT(b.cc_rtt_ns, 0u);
+  EXPECT_EQ(DiadCounter(dataplane(), "cc_ecn_decreases"), 6u);
+  EXPECT_EQ(DiadCounter(dataplane(), "retransmits"), 0u);
+}
+
+// The window never exceeds the configured window_packets, however long it
+// grows.
+TEST_F(DiadCongestionTest, NeverExceedsTheConfiguredWindow) {
+  Build(CongestionOptions(8, 8));
+  RegionInfo region = Region(1 << 16, kRemoteRead | kLocalRead | kLocalWrite);
+  const Bytes data = Pattern(region.length, 4);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  ASSERT_TRUE(peer_->Send(ReadRequest(1, region.rkey, region.base_address,
+                                      static_cast<uint32_t>(data.size()))));
+  Bytes read;
+  for (int round = 0; read.size() < data.size(); ++round) {
+    ASSERT_LT(round, 20);
+    EXPECT_LE(Round(&read), 8u);
+    EXPECT_LE(PeerB().cc_window, 8.0);
+    Ack(false);
+  }
+  EXPECT_EQ(read, data);
+  EXPECT_DOUBLE_EQ(PeerB().cc_window, 8.0);
+}
+
+// With congestion control on and a lossy, marking path (seeded: a fifth of
+// the appliance's packets lost, a third of the peer's ACKs echoing CE),
+// every READ is answered whole, each byte exactly once, and the window stays
+// within [min_window, window_packets].
+TEST_F(DiadCongestionTest, EveryReadCompletesOnceUnderLossAndMarks) {
+  RingDataplaneOptions options = CongestionOptions(32, 16);
+  options.diad.channel.nack_interval_ns = 1'000;
+  options.diad.channel.rto_ns = 2'000'000;
+  options.diad.channel.rto_max_ns = 2'000'000;
+  options.diad.channel.rto_min_ns = 1'000'000;
+  options.diad.congestion.window.min_window = 0.5;  // paced below 1
+  Build(options);
+  constexpr uint32_t kReads = 4;
+  constexpr uint32_t kBytes = 40'000;
+  RegionInfo region =
+      Region(kReads * kBytes, kRemoteRead | kLocalRead | kLocalWrite);
+  const Bytes data = Pattern(region.length, 5);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  for (uint32_t i = 0; i < kReads; ++i) {
+    ASSERT_TRUE(peer_->Send(ReadRequest(
+        i + 1, region.rkey, region.base_address + i * kBytes, kBytes)));
+  }
+  std::mt19937 rng(21);
+  std::bernoulli_distribution lose(0.2);
+  std::bernoulli_distribution mark(0.33);
+  std::map<uint32_t, Bytes> reads;
+  std::map<uint32_t, int> lasts;
+  size_t done = 0;
+  for (int i = 0; i < 200'000 && done < kReads; ++i) {
+    Poll(1);
+    std::vector<Bytes> kept;
+    for (Bytes& frame : peer_->DrainFrames()) {
+      if (!lose(rng)) kept.push_back(std::move(frame));
+    }
+    const uint32_t expected_before = peer_->expected();
+    bool gap = false;
+    bool unack = false;
+    // Parse accepts only the next expected number (go-back-N).
+    uint32_t expected = expected_before;
+    for (const Received& r : peer_->Parse(kept)) {
+      if (r.header.type == PacketType::kUnack) unack = true;
+      if (!diad::IsSequenced(r.header.type)) continue;
+      if (r.header.seq != expected) {
+        gap = gap || diad::SeqDiff(r.header.seq, expected) > 0;
+        continue;
+      }
+      ++expected;
+      ASSERT_EQ(r.header.type, PacketType::kReadResponse);
+      Bytes& got = reads[r.header.txn];
+      ASSERT_EQ(r.header.msg_offset, got.size()) << "txn " << r.header.txn;
+      got.insert(got.end(), r.payload.begin(), r.payload.end());
+      if (r.header.last()) {
+        ++lasts[r.header.txn];
+        ++done;
+      }
+    }
+    ASSERT_EQ(expected, peer_->expected());
+    // Progress: an ACK (a third echo CE); a gap: then a NACK too.
+    if (unack || peer_->expected() != expected_before) {
+      Header h;
+      h.type = PacketType::kAck;
+      h.flags = mark(rng) ? diad::kFlagEcnEcho : 0;
+      if (unack) h.flags |= diad::kFlagProbeReply;
+      h.address = diad::kEcnEchoCapable;
+      ASSERT_TRUE(peer_->Send(h));
+    }
+    if (gap) {
+      Header h;
+      h.type = PacketType::kNack;
+      h.address = diad::kEcnEchoCapable;
+      ASSERT_TRUE(peer_->Send(h));
+    }
+    const double w = PeerB().cc_window;
+    ASSERT_GE(w, 0.5);
+    ASSERT_LE(w, 32.0);
+  }
+  ASSERT_EQ(done, kReads);
+  for (uint32_t i = 0; i < kReads; ++i) {
+    EXPECT_EQ(lasts[i + 1], 1);
+    EXPECT_EQ(reads[i + 1],
+              Bytes(data.begin() + i * kBytes, data.begin() + (i + 1) * kBytes))
+        << "read " << i + 1;
+  }
+  EXPECT_GT(DiadCounter(dataplane(), "retransmits"), 0u);
+  EXPECT_GT(PeerB().ecn_echoes_received, 0u);
+  EXPECT_GT(PeerB().cc_ecn_decreases, 0u);
+}
+
 }  // namespace
 }  // namespace spinnic
 

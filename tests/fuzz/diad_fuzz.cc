@@ -16,6 +16,8 @@
 // window whose size comes from the frame: a SACK that passes them marks
 // and resends only packets in flight, nothing SACKed is resent, and the
 // final cumulative ack releases every packet exactly once.
+// An ECN echo (kFlagEcnEcho, congestion control) is only ever on an ACK, and
+// the rebuilt frame carries the received frame's ECN codepoint.
 // Seeds: tests/fuzz/corpus/diad/ (tests/fuzz/gen_corpus.py).
 #include <cstdint>
 #include <cstdio>
@@ -101,6 +103,7 @@ void Check(const uint8_t* data, uint32_t size, uint32_t ip, uint32_t udp) {
     CheckSackAgainstWindow(h, data + payload_offset);
   }
   FUZZ_CHECK(h.channel < kMaxChannels);
+  if ((h.flags & kFlagEcnEcho) != 0) FUZZ_CHECK(h.type == PacketType::kAck);
 
   uint8_t bytes[kHeaderBytes];
   StoreHeader(h, bytes);
@@ -114,6 +117,7 @@ void Check(const uint8_t* data, uint32_t size, uint32_t ip, uint32_t udp) {
   std::memcpy(src.mac.data(), data + 6, 6);
   std::memcpy(src.ip.data(), data + ip + 8, 16);
   std::memcpy(dst.ip.data(), data + ip + 24, 16);
+  src.ecn = static_cast<uint8_t>((data[ip + 1] >> 4) & 3);
   const uint16_t port =
       static_cast<uint16_t>(data[udp + 2] << 8 | data[udp + 3]);
   std::vector<uint8_t> rebuilt(kFrameOverhead + h.payload_length);
@@ -128,6 +132,7 @@ void Check(const uint8_t* data, uint32_t size, uint32_t ip, uint32_t udp) {
                         kEthernetBytes + kIpv6Bytes, &again,
                         &again_offset) == ParseError::kNone);
   FUZZ_CHECK(SameHeader(again, h));
+  FUZZ_CHECK(((rebuilt[kEthernetBytes + 1] >> 4) & 3) == src.ecn);
   FUZZ_CHECK(std::memcmp(rebuilt.data() + kEthernetBytes + kIpv6Bytes,
                          data + udp, n - kEthernetBytes - kIpv6Bytes) == 0);
 }

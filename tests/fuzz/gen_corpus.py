@@ -208,6 +208,8 @@ DIAD_PORT = 4792
 FLAG_FIRST, FLAG_LAST, FLAG_ACK_NOW, FLAG_PROBE_REPLY = 1, 2, 4, 8
 FLAG_SACK = 0x10
 SACK_CAPABLE = 0x5341434b  # "SACK": a SELECTIVE endpoint's control packets
+FLAG_ECN_ECHO = 0x20
+ECN_ECHO_CAPABLE = 0x45434e4543484f31  # "ECNECHO1", in `address`
 
 
 def diad_header(type_, flags=0, channel=0, seq=0, ack=0, txn=0, key=0,
@@ -280,6 +282,10 @@ DIAD = {
     'sack_long': diad(6, bytes([0x7f]) + b'\xff' * 127, flags=FLAG_SACK,
                       seq=1024, ack=0, key=SACK_CAPABLE),
     'unack_advert': diad(8, seq=0x120, ack=0x40, key=SACK_CAPABLE),
+    # Congestion control: an ECN echo on an ACK that also SACKs.
+    'ack_ecn_echo': diad(6, b'\x40', flags=FLAG_ECN_ECHO | FLAG_SACK,
+                         seq=0x10, ack=0x20, key=SACK_CAPABLE,
+                         address=ECN_ECHO_CAPABLE, channel=2),
 }
 DIAD['padded_ack'] = DIAD['ack'] + bytes(8)
 

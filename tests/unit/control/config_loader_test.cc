@@ -1782,5 +1782,74 @@ TEST(DiadTimersTest, AdaptiveTimeoutAndDeadlineAreCheckedAndConverted) {
   EXPECT_TRUE(ValidateConfig(bad).ok());
 }
 
+// diad.congestion (issue 21): off by default (nothing changes), converted
+// with the window_packets ceiling, and refused with what to write instead.
+TEST(DiadCongestionConfigTest, OffByDefaultConvertedAndChecked) {
+  v1::Config config = RunningConfig();
+  config.clear_handlers();
+  auto convert = [](const v1::Config& c) {
+    absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(c);
+    EXPECT_TRUE(dp.ok()) << dp.status();
+    return dp.ok() ? dp->transports.get<diad::DiadConfig>().congestion
+                   : diad::DiadCongestionConfig();
+  };
+  EXPECT_FALSE(convert(config).enabled);
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "window_packets: 64 congestion { enabled: true }",
+      config.mutable_diad()));
+  {
+    const diad::DiadCongestionConfig c = convert(config);
+    EXPECT_TRUE(c.enabled);
+    EXPECT_EQ(c.window.target_delay_ns, 50'000);
+    EXPECT_DOUBLE_EQ(c.window.max_window, 64);
+    EXPECT_DOUBLE_EQ(c.window.initial_window, 16);
+    EXPECT_DOUBLE_EQ(c.window.min_window, 1);
+    EXPECT_DOUBLE_EQ(c.window.max_mdf, 0.5);
+  }
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "window_packets: 8 congestion { enabled: true target_rtt_us: 20 "
+      "additive_increase: 2 beta: 0.5 max_mdf: 0.25 min_window: 0.5 }",
+      config.mutable_diad()));
+  {
+    const diad::DiadCongestionConfig c = convert(config);
+    EXPECT_EQ(c.window.target_delay_ns, 20'000);
+    EXPECT_DOUBLE_EQ(c.window.additive_increase, 2);
+    EXPECT_DOUBLE_EQ(c.window.beta, 0.5);
+    EXPECT_DOUBLE_EQ(c.window.max_mdf, 0.25);
+    EXPECT_DOUBLE_EQ(c.window.min_window, 0.5);
+    EXPECT_DOUBLE_EQ(c.window.max_window, 8);
+    EXPECT_DOUBLE_EQ(c.window.initial_window, 8);  // 16 above the ceiling
+  }
+  auto error_of = [&](const std::string& text) {
+    v1::Config bad = RunningConfig();
+    bad.clear_handlers();
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        text, bad.mutable_diad()));
+    absl::Status s = ValidateConfig(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    return std::string(s.message());
+  };
+  EXPECT_THAT(error_of("congestion { target_rtt_us: 20 }"),
+              testing::HasSubstr("diad.congestion.enabled: is false but "
+                                 "window parameters are set"));
+  EXPECT_THAT(error_of("congestion { enabled: true target_rtt_us: 2000000 }"),
+              testing::HasSubstr("diad.congestion.target_rtt_us: 2000000 is "
+                                 "not allowed; use 1..1000000"));
+  EXPECT_THAT(
+      error_of("congestion { enabled: true max_mdf: 1 }"),
+      testing::HasSubstr("diad.congestion.max_mdf: 1 is not in (0, 1)"));
+  EXPECT_THAT(error_of("congestion { enabled: true beta: 0 }"),
+              testing::HasSubstr("diad.congestion.beta: 0 is not in (0, 1]"));
+  EXPECT_THAT(
+      error_of(
+          "window_packets: 32 congestion { enabled: true min_window: 64 }"),
+      testing::HasSubstr("diad.congestion.min_window: 64 is not in (0, 32] "
+                         "(window_packets)"));
+  EXPECT_THAT(error_of("congestion { enabled: true min_window: 4 "
+                       "initial_window: 2 }"),
+              testing::HasSubstr("diad.congestion.initial_window: 2 is not in "
+                                 "[4, 256]"));
+}
+
 }  // namespace
 }  // namespace spinnic
