@@ -22,8 +22,8 @@
 extern "C" {
 void AnnotateHappensBefore(const char* file, int line,
                            const volatile void* addr) __attribute__((weak));
-void AnnotateHappensAfter(const char* file, int line,
-                          const volatile void* addr) __attribute__((weak));
+void AnnotateHappensAfter(const char* file, int line, const volatile void* addr)
+    __attribute__((weak));
 }
 
 namespace {
@@ -35,8 +35,8 @@ const std::string kNamespace = SPINNIC_STR(ABSL_OPTION_INLINE_NAMESPACE_NAME);
 // The library's definition of `name` (mangled, after absl::<ns>::).
 template <typename Fn>
 Fn Real(const char* name) {
-  std::string symbol = "_ZN4absl" + std::to_string(kNamespace.size()) +
-                       kNamespace + name;
+  std::string symbol =
+      "_ZN4absl" + std::to_string(kNamespace.size()) + kNamespace + name;
   void* fn = dlsym(RTLD_NEXT, symbol.c_str());
   if (fn == nullptr) {
     std::fprintf(stderr, "absl_mutex_annotations: no %s\n", symbol.c_str());
@@ -50,6 +50,22 @@ void Release(const void* mu) {
 }
 void Acquire(const void* mu) {
   if (AnnotateHappensAfter) AnnotateHappensAfter(__FILE__, __LINE__, mu);
+}
+
+// A condition is evaluated with the mutex held, but often inside the
+// library, by whichever thread holds it then (an unlocker evaluates its
+// waiters'), between an internal lock and unlock that the wrappers do not
+// see: the wrapped condition acquires the mutex before and releases it
+// after each evaluation.
+struct Annotated {
+  const absl::Condition* condition;
+  const absl::Mutex* mu;
+};
+bool EvalAnnotated(Annotated* a) {
+  Acquire(a->mu);
+  const bool met = a->condition->Eval();
+  Release(a->mu);
+  return met;
 }
 
 using Plain = void (*)(absl::Mutex*);
@@ -97,63 +113,71 @@ void Mutex::ReaderUnlock() {
 }
 void Mutex::LockWhen(const Condition& cond) {
   static const When real = Real<When>("5Mutex8LockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  Annotated a{&cond, this};
+  real(this, absl::Condition(&EvalAnnotated, &a));
   Acquire(this);
 }
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static const When real =
       Real<When>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  Annotated a{&cond, this};
+  real(this, absl::Condition(&EvalAnnotated, &a));
   Acquire(this);
 }
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const WhenFor real = Real<WhenFor>(
       "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  bool met = real(this, cond, timeout);
+  Annotated a{&cond, this};
+  bool met = real(this, absl::Condition(&EvalAnnotated, &a), timeout);
   Acquire(this);
   return met;
 }
-bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
-                                      Duration timeout) {
+bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const WhenFor real = Real<WhenFor>(
       "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  bool met = real(this, cond, timeout);
+  Annotated a{&cond, this};
+  bool met = real(this, absl::Condition(&EvalAnnotated, &a), timeout);
   Acquire(this);
   return met;
 }
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const WhenUntil real = Real<WhenUntil>(
       "5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  bool met = real(this, cond, deadline);
+  Annotated a{&cond, this};
+  bool met = real(this, absl::Condition(&EvalAnnotated, &a), deadline);
   Acquire(this);
   return met;
 }
 bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const WhenUntil real = Real<WhenUntil>(
       "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  bool met = real(this, cond, deadline);
+  Annotated a{&cond, this};
+  bool met = real(this, absl::Condition(&EvalAnnotated, &a), deadline);
   Acquire(this);
   return met;
 }
 void Mutex::Await(const Condition& cond) {
   static const When real = Real<When>("5Mutex5AwaitERKNS0_9ConditionE");
   Release(this);
-  real(this, cond);
+  Annotated a{&cond, this};
+  real(this, absl::Condition(&EvalAnnotated, &a));
   Acquire(this);
 }
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
-  static const WhenFor real = Real<WhenFor>(
-      "5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  static const WhenFor real =
+      Real<WhenFor>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   Release(this);
-  bool met = real(this, cond, timeout);
+  Annotated a{&cond, this};
+  bool met = real(this, absl::Condition(&EvalAnnotated, &a), timeout);
   Acquire(this);
   return met;
 }
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
-  static const WhenUntil real = Real<WhenUntil>(
-      "5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  static const WhenUntil real =
+      Real<WhenUntil>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   Release(this);
-  bool met = real(this, cond, deadline);
+  Annotated a{&cond, this};
+  bool met = real(this, absl::Condition(&EvalAnnotated, &a), deadline);
   Acquire(this);
   return met;
 }
