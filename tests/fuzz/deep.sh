@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# deep.sh [--runs N] [--parallel P] [--no-merge] [--build DIR] [TARGET...]
+# deep.sh [--runs N] [--max-time S] [--parallel P] [--no-merge] [--build DIR]
+#         [TARGET...]
 #
 # Deep fuzzing (docs/testing.md, "Deep fuzzing"): builds the clang libFuzzer
 # binaries (tests/fuzz/<target>_fuzzer, -fsanitize=fuzzer,address) in
@@ -7,11 +8,14 @@
 # tests/fuzz/meson.build) for N executions (default 10^7) from its checked-in
 # corpus, then merges what it found into tests/fuzz/corpus/<target> with
 # -set_cover_merge=1 -use_counters=0: the fewest new inputs that reach every
-# edge the checked-in corpus does not (the corpus stays small). Prints one line per target: executions, exec/s, new corpus files,
-# findings (crash, leak, timeout or out-of-memory reproducers, kept in
+# edge the checked-in corpus does not (the corpus stays small). Prints one
+# line per target: executions, exec/s, new corpus files, findings (crash,
+# leak, timeout or out-of-memory reproducers, kept in
 # build-fuzz/deep/<target>/), and exits non-zero if any target found
 # anything or failed to run.
 #   --runs N       executions per target (libFuzzer -runs)
+#   --max-time S   stop a target after S seconds even short of N (libFuzzer
+#                  -max_total_time; the line shows the executions reached)
 #   --parallel P   targets fuzzed at once (default 1; one core each)
 #   --no-merge     leave tests/fuzz/corpus alone
 #   --build DIR    the clang tree (default ./build-fuzz)
@@ -22,6 +26,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO" || exit 1
 runs=10000000
 parallel=1
+max_time=0
 merge=1
 BUILD=$REPO/build-fuzz
 targets=()
@@ -29,9 +34,10 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --runs) runs=$2; shift ;;
     --parallel) parallel=$2; shift ;;
+    --max-time) max_time=$2; shift ;;
     --no-merge) merge=0 ;;
     --build) BUILD=$(realpath -m "$2"); shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "deep: unknown argument '$1'" >&2; exit 2 ;;
     *) targets+=("$1") ;;
   esac
@@ -70,7 +76,8 @@ fuzz_one() {
   max_len=$(grep -o "^ *'$t' : \[.*" "$MESON" | grep -o 'max_len=[0-9]*' | cut -d= -f2)
   local start end rc
   start=$(date +%s)
-  "$bin" -runs="$runs" ${max_len:+-max_len=$max_len} -timeout=10 \
+  "$bin" -runs="$runs" -max_total_time="$max_time" \
+    ${max_len:+-max_len=$max_len} -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" \
     "$work/new" "$corpus" >"$work/log" 2>&1
   rc=$?
