@@ -6,7 +6,7 @@
 // InstallEctx, RemoveEctx and Snapshot from any thread (gRPC, telemetry).
 // HPUs see ECTX changes through RCU-published EctxTable versions: a change
 // builds a new version, swaps the pointer, waits until every HPU has passed a
-// quiescent state (rte_rcu_qsbr_synchronize), then frees the old version, so
+// quiescent state (PublishRcuTable), then frees the old version, so
 // an HPU never reads freed memory and traffic never stops.
 #ifndef SPINNIC_DATAPLANE_DATAPLANE_H_
 #define SPINNIC_DATAPLANE_DATAPLANE_H_

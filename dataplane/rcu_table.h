@@ -20,8 +20,14 @@ void PublishRcuTable(rte_rcu_qsbr* rcu, std::atomic<const Table*>& published,
                      std::unique_ptr<const Table>& current,
                      std::unique_ptr<const Table> next) {
   published.store(next.get(), std::memory_order_release);
-  // After this no HPU holds the old version.
-  rte_rcu_qsbr_synchronize(rcu, RTE_QSBR_THRID_INVALID);
+  // After this no HPU holds the old version. This is what
+  // rte_rcu_qsbr_synchronize does for a non-reader, written with the
+  // header-inline start/check so that the acquire loads of the HPUs'
+  // quiescent counters are compiled here: a ThreadSanitizer build then sees
+  // the HPU's last read of the old version happen before its free (the
+  // library's copy, uninstrumented, would hide that edge).
+  const uint64_t token = rte_rcu_qsbr_start(rcu);
+  rte_rcu_qsbr_check(rcu, token, /*wait=*/true);
   current = std::move(next);
 }
 

@@ -664,7 +664,9 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
     }
     return total;
   };
-  for (const auto& [name, field] : kFields) {
+  for (const auto& [name, member] : kFields) {
+    // A copy: clang before 16 cannot capture a structured binding.
+    const auto field = member;
     stats->counters.emplace_back(
         name, sum([field](const C& c) -> const Counter& { return c.*field; }));
   }
