@@ -2342,218 +2342,220 @@ TEST_F(DiadCongestionTest, EveryReadCompletesOnceUnderLossAndMarks) {
   EXPECT_GT(DiadCounter(dataplane(), "retransmits"), 0u);
   EXPECT_GT(PeerB().ecn_echoes_received, 0u);
   EXPECT_GT(PeerB().cc_ecn_decreases, 0u);
-  // The tests below launch both HPUs on their own lcores (Dataplane::Start,
-  // the daemon's threads) instead of polling them by hand, so that HPU 0, HPU
-  // 1 and the control thread really run at once; deploy/tsan.sh runs them
-  // under ThreadSanitizer (docs/testing.md, "ThreadSanitizer").
+}
 
-  // Waits (bounded) until `done` holds, polling the peer's side of the link
-  // with `take` on this thread.
-  template <typename Take, typename Done>
-  bool AwaitLaunched(Take take, Done done) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(120);
-    while (!done()) {
-      if (absl::Now() > deadline) return false;
-      take();
-      absl::SleepFor(absl::Microseconds(200));
+// The tests below launch both HPUs on their own lcores (Dataplane::Start,
+// the daemon's threads) instead of polling them by hand, so that HPU 0, HPU
+// 1 and the control thread really run at once; deploy/tsan.sh runs them
+// under ThreadSanitizer (docs/testing.md, "ThreadSanitizer").
+
+// Waits (bounded) until `done` holds, polling the peer's side of the link
+// with `take` on this thread.
+template <typename Take, typename Done>
+bool AwaitLaunched(Take take, Done done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    take();
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  return true;
+}
+
+// Peer WRITEs on both channels (HPU 0 receives them all and hands channel
+// 1's to HPU 1 through its inbound ring; HPU 1's answers leave through HPU
+// 0's TX ring) into regions that the control thread registers just before
+// each WRITE and deregisters at once, after the answer, or while a
+// multi-packet WRITE is half received: every registration and
+// deregistration publishes a region table (RCU) under traffic, and a
+// deregistration must wait out the pin of an HPU still writing. Each WRITE
+// is answered exactly once, written (kOk) or refused (the region went
+// first), and the region that stays keeps its bytes.
+TEST_F(DiadDataplaneTest, LaunchedHpusHandOffWhileRegionsComeAndGo) {
+  RingDataplaneOptions options = DefaultOptions();
+  options.workers = 2;
+  Build(options);
+  ASSERT_EQ(dataplane().hpu_count(), 2u);
+  RegionInfo keep = Region(4096, kRemoteWrite | kLocalRead);
+  const Bytes kept = Pattern(1000, 99);
+  ASSERT_TRUE(dataplane().Start().ok());
+  constexpr uint32_t kRounds = 40;
+  uint32_t seq[2] = {0, 0};
+  std::map<uint32_t, std::vector<diad::Status>> answers;  // by txn
+  // Per channel (each has its own epoch and sequence numbers): the
+  // appliance's epoch and the next of its sequence numbers we expect, which
+  // the peer's frames carry back as their cumulative ack.
+  uint32_t dut_epoch[2] = {0, 0};
+  uint32_t dut_next[2] = {0, 0};
+  auto take = [&] {
+    for (const Received& r : peer_->Take()) {
+      const uint16_t c = r.header.channel;
+      if (c > 1) continue;
+      if (r.header.src_epoch != 0) dut_epoch[c] = r.header.src_epoch;
+      if (diad::IsSequenced(r.header.type) && r.header.seq == dut_next[c]) {
+        ++dut_next[c];
+      }
+      if (r.header.type != PacketType::kWriteResponse) continue;
+      std::vector<diad::Status>& a = answers[r.header.txn];
+      // A retransmitted response (the HPU's RTO under a slow run) repeats
+      // the first: count one answer per transaction.
+      if (a.empty() || a.back() != r.header.status) {
+        a.push_back(r.header.status);
+      }
+    }
+  };
+  // Sends `data` as one WRITE message (one packet a max_payload) into `r`.
+  auto send_write = [&](uint32_t txn, uint16_t channel, const RegionInfo& r,
+                        const Bytes& data) {
+    for (auto& [h, payload] : Segments(PacketType::kWriteRequest, txn, r.rkey,
+                                       r.base_address, data)) {
+      h.channel = channel;
+      h.seq = seq[channel]++;
+      h.ack = dut_next[channel];
+      h.src_epoch = peer_->epoch();
+      h.dst_epoch = dut_epoch[channel];
+      if (!peer_->SendFrame(peer_->Build(h, payload, /*keep_seq=*/true,
+                                         /*keep_ack=*/true,
+                                         /*keep_epochs=*/true))) {
+        return false;
+      }
     }
     return true;
-  }
-
-  // Peer WRITEs on both channels (HPU 0 receives them all and hands channel
-  // 1's to HPU 1 through its inbound ring; HPU 1's answers leave through HPU
-  // 0's TX ring) into regions that the control thread registers just before
-  // each WRITE and deregisters at once, after the answer, or while a
-  // multi-packet WRITE is half received: every registration and
-  // deregistration publishes a region table (RCU) under traffic, and a
-  // deregistration must wait out the pin of an HPU still writing. Each WRITE
-  // is answered exactly once, written (kOk) or refused (the region went
-  // first), and the region that stays keeps its bytes.
-  TEST_F(DiadDataplaneTest, LaunchedHpusHandOffWhileRegionsComeAndGo) {
-    RingDataplaneOptions options = DefaultOptions();
-    options.workers = 2;
-    Build(options);
-    ASSERT_EQ(dataplane().hpu_count(), 2u);
-    RegionInfo keep = Region(4096, kRemoteWrite | kLocalRead);
-    const Bytes kept = Pattern(1000, 99);
-    ASSERT_TRUE(dataplane().Start().ok());
-    constexpr uint32_t kRounds = 40;
-    uint32_t seq[2] = {0, 0};
-    std::map<uint32_t, std::vector<diad::Status>> answers;  // by txn
-    // Per channel (each has its own epoch and sequence numbers): the
-    // appliance's epoch and the next of its sequence numbers we expect, which
-    // the peer's frames carry back as their cumulative ack.
-    uint32_t dut_epoch[2] = {0, 0};
-    uint32_t dut_next[2] = {0, 0};
-    auto take = [&] {
-      for (const Received& r : peer_->Take()) {
-        const uint16_t c = r.header.channel;
-        if (c > 1) continue;
-        if (r.header.src_epoch != 0) dut_epoch[c] = r.header.src_epoch;
-        if (diad::IsSequenced(r.header.type) && r.header.seq == dut_next[c]) {
-          ++dut_next[c];
-        }
-        if (r.header.type != PacketType::kWriteResponse) continue;
-        std::vector<diad::Status>& a = answers[r.header.txn];
-        // A retransmitted response (the HPU's RTO under a slow run) repeats
-        // the first: count one answer per transaction.
-        if (a.empty() || a.back() != r.header.status) {
-          a.push_back(r.header.status);
-        }
-      }
-    };
-    // Sends `data` as one WRITE message (one packet a max_payload) into `r`.
-    auto send_write = [&](uint32_t txn, uint16_t channel, const RegionInfo& r,
-                          const Bytes& data) {
-      for (auto& [h, payload] : Segments(PacketType::kWriteRequest, txn, r.rkey,
-                                         r.base_address, data)) {
-        h.channel = channel;
-        h.seq = seq[channel]++;
-        h.ack = dut_next[channel];
-        h.src_epoch = peer_->epoch();
-        h.dst_epoch = dut_epoch[channel];
-        if (!peer_->SendFrame(peer_->Build(h, payload, /*keep_seq=*/true,
-                                           /*keep_ack=*/true,
-                                           /*keep_epochs=*/true))) {
-          return false;
-        }
-      }
-      return true;
-    };
-    auto await_answer = [&](uint32_t txn) {
-      return AwaitLaunched(take, [&] { return answers.contains(txn); });
-    };
-    ASSERT_TRUE(send_write(1, 1, keep, kept));
-    uint32_t written = 0, refused = 0;
-    for (uint32_t round = 0; round < kRounds; ++round) {
-      RegionInfo region = Region(16384, kRemoteWrite | kLocalRead);
-      const uint32_t txn = 100 + round;
-      const Bytes data = Pattern(round % 3 == 2 ? 12000 : 1000, round);
-      const uint64_t received = DiadCounter(dataplane(), "rx_packets");
-      ASSERT_TRUE(send_write(txn, round % 2, region, data));
-      if (round % 3 == 1) {
-        // Answered first: the bytes are the region's until it goes.
-        ASSERT_TRUE(await_answer(txn)) << "WRITE " << txn << " unanswered";
-        if (answers[txn].front() == diad::Status::kOk) {
-          absl::StatusOr<std::string> stored =
-              dataplane().ReadRegion(region.id, 0, data.size(), 1 << 20);
-          ASSERT_TRUE(stored.ok()) << stored.status();
-          EXPECT_EQ(Bytes(stored->begin(), stored->end()), data) << txn;
-        }
-      } else if (round % 3 == 2) {
-        // Once an HPU has the message's first packets (and the region's
-        // pin), while the rest are still arriving.
-        ASSERT_TRUE(AwaitLaunched(take, [&] {
-          return DiadCounter(dataplane(), "rx_packets") > received;
-        }));
-      }
-      // Otherwise at once: races the HPU that looks the key up.
-      absl::Status gone = dataplane().DeregisterRegion(region.id);
-      ASSERT_TRUE(gone.ok()) << gone;
+  };
+  auto await_answer = [&](uint32_t txn) {
+    return AwaitLaunched(take, [&] { return answers.contains(txn); });
+  };
+  ASSERT_TRUE(send_write(1, 1, keep, kept));
+  uint32_t written = 0, refused = 0;
+  for (uint32_t round = 0; round < kRounds; ++round) {
+    RegionInfo region = Region(16384, kRemoteWrite | kLocalRead);
+    const uint32_t txn = 100 + round;
+    const Bytes data = Pattern(round % 3 == 2 ? 12000 : 1000, round);
+    const uint64_t received = DiadCounter(dataplane(), "rx_packets");
+    ASSERT_TRUE(send_write(txn, round % 2, region, data));
+    if (round % 3 == 1) {
+      // Answered first: the bytes are the region's until it goes.
       ASSERT_TRUE(await_answer(txn)) << "WRITE " << txn << " unanswered";
-      written += answers[txn].front() == diad::Status::kOk;
-      refused += answers[txn].front() != diad::Status::kOk;
-    }
-    ASSERT_TRUE(AwaitLaunched(take, [&] { return answers.contains(1); }));
-    dataplane().Stop();
-    take();
-    for (const auto& [txn, statuses] : answers) {
-      EXPECT_EQ(statuses.size(), 1u) << "txn " << txn << " answered twice";
-    }
-    EXPECT_EQ(written + refused, kRounds);
-    EXPECT_GE(written, (kRounds + 1) / 3);  // those answered before they went
-    std::printf("%u WRITEs landed, %u refused\n", written, refused);
-    EXPECT_EQ(answers[1].front(), diad::Status::kOk);
-    absl::StatusOr<std::string> stored =
-        dataplane().ReadRegion(keep.id, 0, kept.size(), 1 << 20);
-    ASSERT_TRUE(stored.ok()) << stored.status();
-    EXPECT_EQ(Bytes(stored->begin(), stored->end()), kept);
-  }
-
-  // Host frames through both launched HPUs (the scheduler spreads the flows
-  // of the one-queue host port over them; HPU 1's frames leave through HPU
-  // 0's TX ring) while the control thread installs and removes a handler over
-  // and over: each change publishes a new ECTX table (RCU) that the HPUs
-  // switch to between bursts. Every frame reaches the wire exactly once, byte
-  // for byte, in order within its flow.
-  TEST_F(DiadDataplaneTest, LaunchedHpusForwardEveryFrameWhileHandlersChange) {
-    RingDataplaneOptions options = DefaultOptions();
-    options.workers = 2;
-    Build(options);
-    ASSERT_TRUE(dataplane().Start().ok());
-    constexpr uint32_t kFrames = 400;
-    std::vector<Bytes> sent;
-    std::vector<Bytes> received;
-    auto take = [&] {
-      std::vector<Bytes> other;
-      peer_->Take(&other);
-      received.insert(received.end(), other.begin(), other.end());
-    };
-    for (uint32_t i = 0; i < kFrames; ++i) {
-      const uint16_t flow = i % 8;
-      Bytes frame = {0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0c, 0x08, 0};
-      // IPv4/UDP from port 0x1230 + flow, 2 payload bytes: the flow and the
-      // frame's number (checksums 0: allowed, and not checked).
-      const Bytes ip = {0x45,
-                        0,
-                        0,
-                        30,
-                        0,
-                        0,
-                        0,
-                        0,
-                        64,
-                        17,
-                        0,
-                        0,
-                        10,
-                        0,
-                        0,
-                        1,
-                        10,
-                        0,
-                        0,
-                        2,
-                        0x12,
-                        static_cast<uint8_t>(0x30 + flow),
-                        0x56,
-                        0x78,
-                        0,
-                        10,
-                        0,
-                        0,
-                        static_cast<uint8_t>(flow),
-                        static_cast<uint8_t>(i / 8)};
-      frame.insert(frame.end(), ip.begin(), ip.end());
-      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-      ASSERT_NE(m, nullptr);
-      std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
-                  frame.data(), frame.size());
-      while (rte_ring_enqueue(rings_->rx(1), m) != 0) take();  // ring full
-      sent.push_back(frame);
-      if (i % 20 == 10) {
-        HandlerConfig count;
-        count.name = "count";
-        count.kind = "count";
-        ASSERT_TRUE(dataplane().InstallEctx(count).ok());
-      } else if (i % 20 == 0 && i > 0) {
-        ASSERT_TRUE(dataplane().RemoveEctx("count").ok());
+      if (answers[txn].front() == diad::Status::kOk) {
+        absl::StatusOr<std::string> stored =
+            dataplane().ReadRegion(region.id, 0, data.size(), 1 << 20);
+        ASSERT_TRUE(stored.ok()) << stored.status();
+        EXPECT_EQ(Bytes(stored->begin(), stored->end()), data) << txn;
       }
-      take();
+    } else if (round % 3 == 2) {
+      // Once an HPU has the message's first packets (and the region's
+      // pin), while the rest are still arriving.
+      ASSERT_TRUE(AwaitLaunched(take, [&] {
+        return DiadCounter(dataplane(), "rx_packets") > received;
+      }));
     }
-    ASSERT_TRUE(
-        AwaitLaunched(take, [&] { return received.size() >= sent.size(); }))
-        << received.size() << " of " << sent.size() << " frames arrived";
-    dataplane().Stop();
-    take();
-    ASSERT_EQ(received.size(), sent.size());
-    std::map<uint8_t, int> next;  // per flow, the next frame number
-    for (const Bytes& frame : received) {
-      EXPECT_EQ(frame.back(), next[frame[frame.size() - 2]]++);
-    }
-    EXPECT_EQ(std::multiset<Bytes>(sent.begin(), sent.end()),
-              std::multiset<Bytes>(received.begin(), received.end()));
+    // Otherwise at once: races the HPU that looks the key up.
+    absl::Status gone = dataplane().DeregisterRegion(region.id);
+    ASSERT_TRUE(gone.ok()) << gone;
+    ASSERT_TRUE(await_answer(txn)) << "WRITE " << txn << " unanswered";
+    written += answers[txn].front() == diad::Status::kOk;
+    refused += answers[txn].front() != diad::Status::kOk;
   }
+  ASSERT_TRUE(AwaitLaunched(take, [&] { return answers.contains(1); }));
+  dataplane().Stop();
+  take();
+  for (const auto& [txn, statuses] : answers) {
+    EXPECT_EQ(statuses.size(), 1u) << "txn " << txn << " answered twice";
+  }
+  EXPECT_EQ(written + refused, kRounds);
+  EXPECT_GE(written, (kRounds + 1) / 3);  // those answered before they went
+  std::printf("%u WRITEs landed, %u refused\n", written, refused);
+  EXPECT_EQ(answers[1].front(), diad::Status::kOk);
+  absl::StatusOr<std::string> stored =
+      dataplane().ReadRegion(keep.id, 0, kept.size(), 1 << 20);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(Bytes(stored->begin(), stored->end()), kept);
+}
+
+// Host frames through both launched HPUs (the scheduler spreads the flows
+// of the one-queue host port over them; HPU 1's frames leave through HPU
+// 0's TX ring) while the control thread installs and removes a handler over
+// and over: each change publishes a new ECTX table (RCU) that the HPUs
+// switch to between bursts. Every frame reaches the wire exactly once, byte
+// for byte, in order within its flow.
+TEST_F(DiadDataplaneTest, LaunchedHpusForwardEveryFrameWhileHandlersChange) {
+  RingDataplaneOptions options = DefaultOptions();
+  options.workers = 2;
+  Build(options);
+  ASSERT_TRUE(dataplane().Start().ok());
+  constexpr uint32_t kFrames = 400;
+  std::vector<Bytes> sent;
+  std::vector<Bytes> received;
+  auto take = [&] {
+    std::vector<Bytes> other;
+    peer_->Take(&other);
+    received.insert(received.end(), other.begin(), other.end());
+  };
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    const uint16_t flow = i % 8;
+    Bytes frame = {0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0c, 0x08, 0};
+    // IPv4/UDP from port 0x1230 + flow, 2 payload bytes: the flow and the
+    // frame's number (checksums 0: allowed, and not checked).
+    const Bytes ip = {0x45,
+                      0,
+                      0,
+                      30,
+                      0,
+                      0,
+                      0,
+                      0,
+                      64,
+                      17,
+                      0,
+                      0,
+                      10,
+                      0,
+                      0,
+                      1,
+                      10,
+                      0,
+                      0,
+                      2,
+                      0x12,
+                      static_cast<uint8_t>(0x30 + flow),
+                      0x56,
+                      0x78,
+                      0,
+                      10,
+                      0,
+                      0,
+                      static_cast<uint8_t>(flow),
+                      static_cast<uint8_t>(i / 8)};
+    frame.insert(frame.end(), ip.begin(), ip.end());
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
+                frame.data(), frame.size());
+    while (rte_ring_enqueue(rings_->rx(1), m) != 0) take();  // ring full
+    sent.push_back(frame);
+    if (i % 20 == 10) {
+      HandlerConfig count;
+      count.name = "count";
+      count.kind = "count";
+      ASSERT_TRUE(dataplane().InstallEctx(count).ok());
+    } else if (i % 20 == 0 && i > 0) {
+      ASSERT_TRUE(dataplane().RemoveEctx("count").ok());
+    }
+    take();
+  }
+  ASSERT_TRUE(
+      AwaitLaunched(take, [&] { return received.size() >= sent.size(); }))
+      << received.size() << " of " << sent.size() << " frames arrived";
+  dataplane().Stop();
+  take();
+  ASSERT_EQ(received.size(), sent.size());
+  std::map<uint8_t, int> next;  // per flow, the next frame number
+  for (const Bytes& frame : received) {
+    EXPECT_EQ(frame.back(), next[frame[frame.size() - 2]]++);
+  }
+  EXPECT_EQ(std::multiset<Bytes>(sent.begin(), sent.end()),
+            std::multiset<Bytes>(received.begin(), received.end()));
+}
 
 }  // namespace
 }  // namespace spinnic

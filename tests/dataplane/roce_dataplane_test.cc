@@ -2941,62 +2941,64 @@ TEST_P(RocePerftestLimitTest, DataConnectionWithoutItsRegionIsRejected) {
   // The control connection goes on.
   Exchange(control, Bytes{0, 0, 0x10, 0});
   EXPECT_EQ(Counter("qp_errors"), 0u);
-  // The HPUs launched on their own lcores (Dataplane::Start, the daemon's
-  // threads) instead of polled by hand, so that they and the control thread
-  // really run at once (deploy/tsan.sh runs this under ThreadSanitizer). With
-  // two, the QP is HPU 1's: HPU 0 receives its frames and hands them over
-  // through HPU 1's inbound ring, and HPU 1's ACKs leave through HPU 0's TX
-  // ring. Acknowledged WRITEs into one region while the control thread
-  // registers and deregisters another around each (region table publications
-  // under traffic): every WRITE lands byte-exact and is acknowledged in order.
-  TEST_P(RoceDataplaneTest, LaunchedHpusWriteWhileRegionsComeAndGo) {
-    RegionInfo region = Region(64 * 1024, kRemoteWrite | kRemoteRead);
-    ASSERT_TRUE(dataplane().Start().ok());
-    constexpr uint32_t kWrites = 32;
-    std::vector<Out> acks;
-    for (uint32_t i = 0; i < kWrites; ++i) {
-      RegionInfo other = Region(4096, kRemoteWrite);
-      SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + i,
-                      Reth(region.base_address + 1000 * i, region.rkey, 1000),
-                      Pattern(1000, i), /*ack_req=*/true));
-      absl::Status gone = dataplane().DeregisterRegion(other.id);
-      ASSERT_TRUE(gone.ok()) << gone;
-      const absl::Time deadline = absl::Now() + absl::Seconds(120);
-      while (acks.size() <= i && absl::Now() < deadline) {
-        for (Out& o : Collect()) {
-          if (o.roce) acks.push_back(std::move(o));
-        }
-        absl::SleepFor(absl::Microseconds(200));
-      }
-      ASSERT_EQ(acks.size(), i + 1) << "WRITE " << i << " was not acknowledged";
-    }
-    dataplane().Stop();
-    for (uint32_t i = 0; i < kWrites; ++i) {
-      ExpectAck(acks[i], kClientPsn + i, roce::AethAck(), i + 1);
-      absl::StatusOr<std::string> stored =
-          dataplane().ReadRegion(region.id, 1000 * i, 1000, 1 << 20);
-      ASSERT_TRUE(stored.ok()) << stored.status();
-      EXPECT_EQ(Bytes(stored->begin(), stored->end()), Pattern(1000, i)) << i;
-    }
-    EXPECT_EQ(Counter("writes"), kWrites);
-  }
+}
 
-  INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),
-                           HpuCountName);
-  INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestLimitTest,
-                           ::testing::Values(1u, 2u), HpuCountName);
+// The HPUs launched on their own lcores (Dataplane::Start, the daemon's
+// threads) instead of polled by hand, so that they and the control thread
+// really run at once (deploy/tsan.sh runs this under ThreadSanitizer). With
+// two, the QP is HPU 1's: HPU 0 receives its frames and hands them over
+// through HPU 1's inbound ring, and HPU 1's ACKs leave through HPU 0's TX
+// ring. Acknowledged WRITEs into one region while the control thread
+// registers and deregisters another around each (region table publications
+// under traffic): every WRITE lands byte-exact and is acknowledged in order.
+TEST_P(RoceDataplaneTest, LaunchedHpusWriteWhileRegionsComeAndGo) {
+  RegionInfo region = Region(64 * 1024, kRemoteWrite | kRemoteRead);
+  ASSERT_TRUE(dataplane().Start().ok());
+  constexpr uint32_t kWrites = 32;
+  std::vector<Out> acks;
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    RegionInfo other = Region(4096, kRemoteWrite);
+    SendFrame(Build(Opcode::kRcWriteOnly, kClientPsn + i,
+                    Reth(region.base_address + 1000 * i, region.rkey, 1000),
+                    Pattern(1000, i), /*ack_req=*/true));
+    absl::Status gone = dataplane().DeregisterRegion(other.id);
+    ASSERT_TRUE(gone.ok()) << gone;
+    const absl::Time deadline = absl::Now() + absl::Seconds(120);
+    while (acks.size() <= i && absl::Now() < deadline) {
+      for (Out& o : Collect()) {
+        if (o.roce) acks.push_back(std::move(o));
+      }
+      absl::SleepFor(absl::Microseconds(200));
+    }
+    ASSERT_EQ(acks.size(), i + 1) << "WRITE " << i << " was not acknowledged";
+  }
+  dataplane().Stop();
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    ExpectAck(acks[i], kClientPsn + i, roce::AethAck(), i + 1);
+    absl::StatusOr<std::string> stored =
+        dataplane().ReadRegion(region.id, 1000 * i, 1000, 1 << 20);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(Bytes(stored->begin(), stored->end()), Pattern(1000, i)) << i;
+  }
+  EXPECT_EQ(Counter("writes"), kWrites);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceCongestionTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestLimitTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
 
 }  // namespace
 }  // namespace spinnic
