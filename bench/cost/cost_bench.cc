@@ -1056,16 +1056,7 @@ void DestroyRigs() {
 }  // namespace spinnic
 
 int main(int argc, char** argv) {
-  const char* eal[] = {
-      "cost_bench",  "--no-huge", "-m",      "1024",        "--no-pci",
-      "--no-shconf", "--lcores",  "0@0,1@0", "--log-level", "3"};
-  absl::Status status = spinnic::InitEal(
-      std::vector<std::string>(std::begin(eal), std::end(eal)));
-  if (!status.ok()) {
-    std::fprintf(stderr, "cost_bench: %s\n",
-                 std::string(status.message()).c_str());
-    return 1;
-  }
+  if (!spinnic::cost::InitBenchEal("cost_bench", 1024)) return 1;
   // Our own flag, taken out before Google Benchmark sees the rest.
   constexpr std::string_view kZeroCopyFlag = "--zero_copy_min_bytes=";
   int kept = 1;

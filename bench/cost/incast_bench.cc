@@ -569,16 +569,7 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const char* eal[] = {
-      "incast_bench", "--no-huge", "-m",      "2048",        "--no-pci",
-      "--no-shconf",  "--lcores",  "0@0,1@0", "--log-level", "3"};
-  absl::Status status = spinnic::InitEal(
-      std::vector<std::string>(std::begin(eal), std::end(eal)));
-  if (!status.ok()) {
-    std::fprintf(stderr, "incast_bench: %s\n",
-                 std::string(status.message()).c_str());
-    return 1;
-  }
+  if (!spinnic::cost::InitBenchEal("incast_bench", 2048)) return 1;
   spinnic::cost::virtual_base_tsc = rte_rdtsc();
   return spinnic::cost::Main();
 }

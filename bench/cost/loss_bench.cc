@@ -542,15 +542,6 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const char* eal[] = {
-      "loss_bench",  "--no-huge", "-m",      "1024",        "--no-pci",
-      "--no-shconf", "--lcores",  "0@0,1@0", "--log-level", "3"};
-  absl::Status status = spinnic::InitEal(
-      std::vector<std::string>(std::begin(eal), std::end(eal)));
-  if (!status.ok()) {
-    std::fprintf(stderr, "loss_bench: %s\n",
-                 std::string(status.message()).c_str());
-    return 1;
-  }
+  if (!spinnic::cost::InitBenchEal("loss_bench", 1024)) return 1;
   return spinnic::cost::Main();
 }

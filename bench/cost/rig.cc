@@ -224,4 +224,16 @@ Bytes UdpFrame(size_t length) {
   return f;
 }
 
+bool InitBenchEal(const char* program, int memory_mb) {
+  absl::Status status =
+      InitEal({program, "--no-huge", "-m", absl::StrCat(memory_mb), "--no-pci",
+               "--no-shconf", "--lcores", "0@0,1@0", "--log-level", "3"});
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program,
+                 std::string(status.message()).c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace spinnic::cost

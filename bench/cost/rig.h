@@ -97,6 +97,11 @@ uint32_t ConnectQps(Node& a, Node& b);
 // A UDP/IPv4 frame of `length` bytes to 10.0.0.2:9000 (no transport's).
 Bytes UdpFrame(size_t length);
 
+// The cost benches' EAL: no hugepages (`memory_mb` of heap), no PCI, both
+// lcores on core 0 (one thread steps everything). false, with the reason
+// on stderr prefixed by `program`, when the EAL does not start.
+bool InitBenchEal(const char* program, int memory_mb);
+
 }  // namespace spinnic::cost
 
 #endif  // SPINNIC_BENCH_COST_RIG_H_
