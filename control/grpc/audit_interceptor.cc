@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,28 +22,11 @@ constexpr std::array<absl::string_view, 4> kReadOnlyVerbs = {"Get", "List",
 constexpr std::array<absl::string_view, 5> kTargetFields = {
     "name", "component", "peer", "id", "qpn"};
 
-const char* CodeName(grpc::StatusCode code) {
-  static constexpr const char* kNames[] = {"OK",
-                                           "CANCELLED",
-                                           "UNKNOWN",
-                                           "INVALID_ARGUMENT",
-                                           "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND",
-                                           "ALREADY_EXISTS",
-                                           "PERMISSION_DENIED",
-                                           "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION",
-                                           "ABORTED",
-                                           "OUT_OF_RANGE",
-                                           "UNIMPLEMENTED",
-                                           "INTERNAL",
-                                           "UNAVAILABLE",
-                                           "DATA_LOSS",
-                                           "UNAUTHENTICATED"};
-  const int index = static_cast<int>(code);
-  return index >= 0 && index < static_cast<int>(std::size(kNames))
-             ? kNames[index]
-             : "UNKNOWN";
+// gRPC's codes are absl's, number for number.
+std::string CodeName(grpc::StatusCode code) {
+  std::string name =
+      absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? "UNKNOWN" : name;
 }
 
 bool IsTargetField(absl::string_view name) {
