@@ -365,7 +365,7 @@ sc peers --json
 check "peers --json: s SELECTIVE, b GO_BACK_N (proto3 JSON omits the default)" \
   py '{p["name"]: p.get("recovery", "GO_BACK_N") for p in d["peers"]} == {"b": "GO_BACK_N", "s": "SELECTIVE"}'
 sc peers
-check "peers: RECOVERY, SRTT_US and RTO_US columns" eval 'rc_is 0 && out_has "RECOVERY +SRTT_US +RTO_US$" && out_has "^s .* selective +[0-9.]+ +[0-9.]+$" && out_has "^b .* go_back_n +[0-9.]+ +[0-9.]+$"'
+check "peers: RECOVERY, SRTT_US, RTO_US and the congestion columns" eval 'rc_is 0 && out_has "RECOVERY +SRTT_US +RTO_US +CWND +CC_RTT_US +DEC_DELAY +DEC_ECN +DEC_RTO +CE_RX +ECHO_RX$" && out_has "^s .* selective +[0-9.]+ +[0-9.]+( +[0-9.]+){7}$" && out_has "^b .* go_back_n +[0-9.]+ +[0-9.]+( +[0-9.]+){7}$"'
 sc peer-remove s
 check "peer-remove s: exit 0" rc_is 0
 sc peer-add x fd00:d1ad::6 02:00:00:00:00:06 --recovery sack
