@@ -49,6 +49,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "bench/cost/incast.h"
 #include "bench/cost/rig.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/impair/impair_stage.h"
@@ -99,67 +100,19 @@ ABSL_FLAG(bool, smoke, false, "CI form: 4 and 8 senders, 8 WRITEs of 16 KiB");
 namespace spinnic::cost {
 namespace {
 
+using incast::Incast;
+using incast::NetworkClock;
+
 constexpr uint64_t kRunTimeoutSeconds = 120;
 constexpr uint32_t kRegionBytes = 1u << 20;
 constexpr uint32_t kPmtu = 1024;
-constexpr uint64_t kWireOverheadBytes = 24;  // FCS, preamble, gap
-
-// --virtual_tick_ns: the network's time, nanoseconds since the bench
-// started; Tick reads it as TSC cycles (NowTsc), roce.congestion as
-// nanoseconds (VirtualNowNs).
-std::atomic<uint64_t> virtual_ns{0};
-uint64_t virtual_base_tsc = 0;
-bool IsVirtual() { return absl::GetFlag(FLAGS_virtual_tick_ns) != 0; }
-uint64_t VirtualNowNs() {
-  return 1'000'000'000 + virtual_ns.load(std::memory_order_relaxed);
-}
-uint64_t NowTsc() {
-  if (!IsVirtual()) return rte_rdtsc();
-  return virtual_base_tsc +
-         static_cast<uint64_t>(static_cast<__uint128_t>(
-                                   virtual_ns.load(std::memory_order_relaxed)) *
-                               rte_get_tsc_hz() / 1'000'000'000);
-}
-
-roce::Mac SenderMac(uint32_t i) {
-  return {0x02, 0, 0, 0, 0x51, static_cast<uint8_t>(i)};
-}
-
-struct Incast {
-  std::vector<Node> senders;
-  Node receiver;
-  std::vector<rte_ring*> rings;  // every ring, to free
-  std::unique_ptr<impair::ImpairStage> bottleneck;
-  RegionInfo target;                // on the receiver
-  std::vector<RegionInfo> sources;  // per sender
-  uint64_t overflow = 0;            // frames the receiver's RX ring refused
-  uint64_t bits_out = 0;            // through the bottleneck, with overhead
-  uint64_t frames_out = 0;
-  uint64_t last_out = 0;         // TSC: when a frame last left the bottleneck
-  uint32_t senders_started = 0;  // senders with a frame into the bottleneck
-  std::vector<bool> started;
-  std::vector<uint64_t> bytes_by_sender;
-  // --sender_links: when each sender's link is free again (TSC).
-  std::vector<uint64_t> link_free_at;
-  double tsc_per_bit = 0;
-  uint64_t link_slack = 0;  // TSC
-};
+constexpr uint8_t kSenderTag = 0x51;
 
 std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
                                    const std::string& name) {
-  auto rig = std::make_unique<Incast>();
-  rig->senders.resize(n);
-  rig->bytes_by_sender.assign(n, 0);
-  rig->link_free_at.assign(n, 0);
-  rig->started.assign(n, false);
-  auto ring = [&](const std::string& what, unsigned size) {
-    rte_ring* r = NewRing(absl::StrCat("i", name, what), size);
-    rig->rings.push_back(r);
-    return r;
-  };
+  std::unique_ptr<Incast> rig =
+      incast::NewIncast(n, kSenderTag, absl::StrCat("i", name));
   const uint64_t rate_bps = absl::GetFlag(FLAGS_rate_mbps) * 1'000'000;
-  rig->tsc_per_bit = static_cast<double>(rte_get_tsc_hz()) / rate_bps;
-  rig->link_slack = rte_get_tsc_hz() / 50'000;  // 20 us
   auto configure = [&](roce::RoceConfig& rc) {
     rc.congestion.enabled = cc;
     rc.congestion.ecn = cc ? roce::kEcnEct0 : roce::kEcnNotEct;
@@ -186,15 +139,13 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
         static_cast<uint64_t>(absl::GetFlag(FLAGS_min_rate_mbps) * 1e6);
     d.g = absl::GetFlag(FLAGS_g);
     Check(roce::ValidateDcqcnParams(d), "DCQCN flags");
-    if (IsVirtual()) {
+    if (NetworkClock::IsVirtual()) {
       // The whole transport on the network's clock: DCQCN, pacing, the
       // CNP interval and the requester's ACK timer.
-      rc.congestion.now_ns = &VirtualNowNs;
-      rc.requester_now_ns = &VirtualNowNs;
+      rc.congestion.now_ns = &NetworkClock::NowNs;
+      rc.requester_now_ns = &NetworkClock::NowNs;
     }
   };
-  rig->receiver.wire_rx = ring("rr", 8192);
-  rig->receiver.wire_tx = ring("rt", 4096);
   {
     DataplaneConfig config =
         PairConfig(rig->receiver, absl::StrCat("_", name, "r"), false);
@@ -204,11 +155,9 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
   }
   for (uint32_t i = 0; i < n; ++i) {
     Node& s = rig->senders[i];
-    s.wire_rx = ring(absl::StrCat("s", i, "r"), 4096);
-    s.wire_tx = ring(absl::StrCat("s", i, "t"), 16384);
     DataplaneConfig config = PairConfig(s, absl::StrCat("_", name, i), true);
     roce::RoceConfig& rc = config.transports.get<roce::RoceConfig>();
-    rc.mac = SenderMac(i);
+    rc.mac = incast::SenderMac(kSenderTag, i);
     configure(rc);
     CreateNode(s, config);
   }
@@ -232,7 +181,7 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
     to_s.remote_qpn = roce::kFirstQpn;
     to_s.remote_ip = kIpA;
     to_s.local_ip = kIpB;
-    to_s.remote_mac = SenderMac(i);
+    to_s.remote_mac = incast::SenderMac(kSenderTag, i);
     to_s.send_psn = 0x200;
     to_s.expected_psn = 0x100;
     absl::StatusOr<uint32_t> qs =
@@ -246,126 +195,41 @@ std::unique_ptr<Incast> MakeIncast(uint32_t n, bool cc,
       Fail("QP numbers are not the ones the peers were told");
     }
   }
-  impair::ImpairConfig impairment;
-  impairment.rate_bps = rate_bps;
-  impairment.bottleneck_frames = absl::GetFlag(FLAGS_queue_frames);
-  impairment.ecn_min_frames = absl::GetFlag(FLAGS_ecn_min_frames);
-  impairment.ecn_max_frames = absl::GetFlag(FLAGS_ecn_max_frames);
-  impairment.ecn_max_probability = absl::GetFlag(FLAGS_ecn_max_probability);
-  rig->bottleneck = std::make_unique<impair::ImpairStage>(impairment, 0);
-  for (int k = 0; k < 4; ++k) {
-    for (Node& s : rig->senders) s.hpu().PollOnce();
-    rig->receiver.hpu().PollOnce();
-  }
+  incast::BottleneckOptions bottleneck;
+  bottleneck.rate_bps = rate_bps;
+  bottleneck.queue_frames = absl::GetFlag(FLAGS_queue_frames);
+  bottleneck.ecn_min_frames = absl::GetFlag(FLAGS_ecn_min_frames);
+  bottleneck.ecn_max_frames = absl::GetFlag(FLAGS_ecn_max_frames);
+  bottleneck.ecn_max_probability = absl::GetFlag(FLAGS_ecn_max_probability);
+  bottleneck.sender_links = absl::GetFlag(FLAGS_sender_links);
+  incast::AddBottleneck(*rig, bottleneck, absl::StrCat("i", name));
+  incast::Warm(*rig);
   return rig;
 }
 
-void DestroyIncast(Incast& rig) {
-  rig.bottleneck.reset();
-  for (Node& s : rig.senders) DestroyNode(s);
-  DestroyNode(rig.receiver);
-  for (rte_ring* r : rig.rings) {
-    DrainRing(r);
-    rte_ring_free(r);
+// --trace_us: the queue depth and every sender's DCQCN rate, this often.
+void Trace(Incast& rig, uint64_t start, uint64_t& trace_at) {
+  const uint64_t every =
+      uint64_t{absl::GetFlag(FLAGS_trace_us)} * rte_get_tsc_hz() / 1'000'000;
+  const uint64_t now = NetworkClock::NowTsc();
+  if (every == 0) return;
+  if (trace_at < start) trace_at = start;
+  if (now < trace_at) return;
+  trace_at += every;
+  std::string line =
+      absl::StrFormat("  t=%.2fms q=%u rates(Mb/s):",
+                      static_cast<double>(now - start) * 1e3 / rte_get_tsc_hz(),
+                      rig.bottleneck->queue_depth());
+  for (Node& s : rig.senders) {
+    for (const QpInfo& q :
+         s.dataplane->transport<roce::RoceModule>()->ListQps()) {
+      absl::StrAppendFormat(&line, " %.0f", q.rate_bps / 1e6);
+    }
   }
+  std::printf("%s\n", line.c_str());
 }
 
-// The bottleneck's output into the receiver's RX ring, counted per sender
-// (by source MAC).
-void Deliver(Incast& rig, rte_mbuf** out, uint16_t emitted, bool count,
-             uint64_t now) {
-  if (emitted != 0) rig.last_out = now;
-  for (uint16_t k = 0; k < emitted; ++k) {
-    const uint8_t* frame = rte_pktmbuf_mtod(out[k], const uint8_t*);
-    rig.bits_out += (out[k]->pkt_len + kWireOverheadBytes) * 8;
-    ++rig.frames_out;
-    const uint32_t sender = frame[11];  // SenderMac's last byte
-    if (count && frame[10] == 0x51 && sender < rig.bytes_by_sender.size()) {
-      rig.bytes_by_sender[sender] += out[k]->pkt_len;
-    }
-  }
-  const unsigned queued = rte_ring_sp_enqueue_burst(
-      rig.receiver.wire_rx, reinterpret_cast<void**>(out), emitted, nullptr);
-  for (unsigned k = queued; k < emitted; ++k) {
-    ++rig.overflow;
-    rte_pktmbuf_free(out[k]);
-  }
-}
-
-// One tick: every sender polls and its frames enter the bottleneck; what
-// left it by now reaches the receiver, which polls; its answers go back.
-void Tick(Incast& rig, bool count) {
-  rte_mbuf* in[64];
-  rte_mbuf* out[256];
-  const uint64_t now = NowTsc();
-  const bool links = absl::GetFlag(FLAGS_sender_links);
-  for (size_t i = 0; i < rig.senders.size(); ++i) {
-    Node& s = rig.senders[i];
-    s.hpu().PollOnce();
-    unsigned n = 0;
-    if (!links) {
-      n = rte_ring_sc_dequeue_burst(s.wire_tx, reinterpret_cast<void**>(in), 64,
-                                    nullptr);
-    } else {
-      // The sender's port: a frame leaves once the previous one is out.
-      uint64_t& free_at = rig.link_free_at[i];
-      while (n < 64 && free_at <= now &&
-             rte_ring_sc_dequeue(s.wire_tx, reinterpret_cast<void**>(&in[n])) ==
-                 0) {
-        // Idle time before the last 20 us is lost (work-conserving within
-        // a tick's slack, never a burst above the rate for longer).
-        free_at = std::max(free_at, now - std::min(now, rig.link_slack)) +
-                  static_cast<uint64_t>((in[n]->pkt_len + kWireOverheadBytes) *
-                                        8 * rig.tsc_per_bit);
-        ++n;
-      }
-    }
-    if (n == 0) continue;
-    if (!rig.started[i]) {
-      rig.started[i] = true;
-      ++rig.senders_started;
-    }
-    const uint16_t emitted =
-        rig.bottleneck->Process(in, static_cast<uint16_t>(n), now, out, 256);
-    Deliver(rig, out, emitted, count, now);
-  }
-  Deliver(rig, out, rig.bottleneck->Poll(now, out, 256), count, now);
-  rig.receiver.hpu().PollOnce();
-  void* back[64];
-  unsigned n;
-  while ((n = rte_ring_sc_dequeue_burst(rig.receiver.wire_tx, back, 64,
-                                        nullptr)) != 0) {
-    for (unsigned k = 0; k < n; ++k) {
-      rte_mbuf* m = static_cast<rte_mbuf*>(back[k]);
-      const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
-      const uint32_t sender = frame[5];
-      if (frame[4] != 0x51 || sender >= rig.senders.size() ||
-          rte_ring_sp_enqueue(rig.senders[sender].wire_rx, m) != 0) {
-        rte_pktmbuf_free(m);  // ARP and the like, or a full ring
-      }
-    }
-  }
-  for (Node& s : rig.senders) DrainRing(s.host_tx);
-  DrainRing(rig.receiver.host_tx);
-}
-
-struct Result {
-  double utilisation = 0;
-  double goodput = 0;
-  uint64_t delivered = 0;  // data packets the WRITEs needed
-  uint64_t tail_drops = 0;
-  uint64_t retransmits = 0;
-  uint32_t p50 = 0, p99 = 0;
-  double jain = 0;
-  uint64_t marked = 0, cnps = 0, overflow = 0;
-  // Senders whose WRITEs failed (retries exhausted: the QP is in error);
-  // the other figures still count what went through.
-  uint32_t failed = 0;
-  std::string failure;
-  double seconds = 0;
-};
-
-Result Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
+incast::Figures Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
   const uint32_t n = static_cast<uint32_t>(rig.senders.size());
   const uint32_t slice = kRegionBytes / n;
   if (op_bytes > slice) Fail("--op_bytes above the region's share per sender");
@@ -373,14 +237,6 @@ Result Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
   std::vector<std::atomic<bool>> finished(n);
   std::vector<absl::Status> status(n);
   std::vector<std::thread> callers;
-  // Real time: from before the WRITEs are posted. Virtual time stands
-  // still until every sender's first frame reached the bottleneck (so that
-  // when the callers' threads happen to run does not count) and starts
-  // there.
-  uint64_t start = NowTsc();
-  const uint64_t real_start = rte_rdtsc();
-  bool started = !IsVirtual();
-  const uint64_t tick_ns = absl::GetFlag(FLAGS_virtual_tick_ns);
   for (uint32_t i = 0; i < n; ++i) {
     Check(rig.senders[i].dataplane->WriteRegion(rig.sources[i].id, 0, bytes),
           "source");
@@ -408,87 +264,39 @@ Result Run(Incast& rig, uint32_t ops, uint32_t op_bytes) {
       finished[i].store(true, std::memory_order_release);
     });
   }
-  const uint64_t deadline = real_start + kRunTimeoutSeconds * rte_get_tsc_hz();
-  bool counting = true;  // until the first sender is done (Jain's index)
-  uint64_t end = 0;
-  const uint64_t trace_every =
-      uint64_t{absl::GetFlag(FLAGS_trace_us)} * rte_get_tsc_hz() / 1'000'000;
-  uint64_t trace_at = start;
-  for (uint64_t tick = 1;; ++tick) {
-    Tick(rig, counting);
-    if (!started && rig.senders_started == n) {
-      started = true;
-      start = NowTsc();
-      trace_at = start;
-    }
-    if (started && tick_ns != 0) {
-      virtual_ns.fetch_add(tick_ns, std::memory_order_relaxed);
-    }
-    if (trace_every != 0 && started && NowTsc() >= trace_at) {
-      trace_at += trace_every;
-      std::string line = absl::StrFormat(
-          "  t=%.2fms q=%u rates(Mb/s):",
-          static_cast<double>(NowTsc() - start) * 1e3 / rte_get_tsc_hz(),
-          rig.bottleneck->queue_depth());
-      for (Node& s : rig.senders) {
-        for (const QpInfo& q :
-             s.dataplane->transport<roce::RoceModule>()->ListQps()) {
-          absl::StrAppendFormat(&line, " %.0f", q.rate_bps / 1e6);
+  uint64_t trace_at = 0;
+  const double seconds = incast::RunUntilDone(
+      rig,
+      [&] {
+        uint32_t done = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+          done += finished[i].load(std::memory_order_acquire) ? 1 : 0;
         }
-      }
-      std::printf("%s\n", line.c_str());
-    }
-    if ((tick & 15) != 0) continue;
-    uint32_t done = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      done += finished[i].load(std::memory_order_acquire) ? 1 : 0;
-    }
-    if (done != 0) counting = false;
-    if (done == n) {
-      // Virtual time: the run ends with the last frame out of the
-      // bottleneck, not when the callers' threads happen to notice.
-      end = IsVirtual() ? rig.last_out : NowTsc();
-      break;
-    }
-    if (rte_rdtsc() > deadline) Fail("the incast did not finish in time");
-  }
+        return done;
+      },
+      kRunTimeoutSeconds, [&](uint64_t start) { Trace(rig, start, trace_at); });
   for (std::thread& t : callers) t.join();
-  Result r;
-  r.seconds =
-      static_cast<double>(end - start) / static_cast<double>(rte_get_tsc_hz());
-  r.utilisation =
-      static_cast<double>(rig.bits_out) /
-      (static_cast<double>(absl::GetFlag(FLAGS_rate_mbps)) * 1e6 * r.seconds);
-  const impair::ImpairCounters& c = rig.bottleneck->counters();
-  r.tail_drops = c.tail_drops;
-  r.marked = c.ecn_marked;
-  r.p50 = rig.bottleneck->queue_depths().Percentile(0.5);
-  r.p99 = rig.bottleneck->queue_depths().Percentile(0.99);
-  for (Node& s : rig.senders) {
-    r.retransmits += Counter(*s.dataplane, "roce", "retransmits");
-    r.cnps += Counter(*s.dataplane, "roce", "cnp_received");
-  }
-  double sum = 0, squares = 0;
-  for (uint64_t b : rig.bytes_by_sender) {
-    sum += static_cast<double>(b);
-    squares += static_cast<double>(b) * static_cast<double>(b);
-  }
-  r.jain = squares == 0 ? 0 : sum * sum / (n * squares);
-  r.overflow = rig.overflow;
+  uint32_t failed = 0;
+  std::string failure;
   for (const absl::Status& s : status) {
     if (s.ok()) continue;
-    ++r.failed;
-    r.failure = std::string(s.message());
+    ++failed;
+    failure = std::string(s.message());
   }
   // What the senders that succeeded moved (a failed one's progress is lost).
-  // At least 1: the ratios stay finite when every sender failed.
-  r.delivered = std::max<uint64_t>(
-      uint64_t{n - r.failed} * ops * ((op_bytes + kPmtu - 1) / kPmtu), 1);
-  r.goodput =
-      static_cast<double>(uint64_t{n - r.failed} * ops * op_bytes) * 8 /
-      (static_cast<double>(absl::GetFlag(FLAGS_rate_mbps)) * 1e6 * r.seconds);
-
-  return r;
+  const uint64_t succeeded = uint64_t{n - failed} * ops;
+  incast::Figures f =
+      incast::Measure(rig, seconds, succeeded * op_bytes,
+                      succeeded * ((op_bytes + kPmtu - 1) / kPmtu));
+  f.failed = failed;
+  f.failure = std::move(failure);
+  uint64_t cnps = 0;
+  for (Node& s : rig.senders) {
+    f.retransmits += Counter(*s.dataplane, "roce", "retransmits");
+    cnps += Counter(*s.dataplane, "roce", "cnp_received");
+  }
+  f.extra = absl::StrCat("| ", cnps, " ");
+  return f;
 }
 
 int Main() {
@@ -503,11 +311,11 @@ int Main() {
       absl::GetFlag(FLAGS_queue_frames), absl::GetFlag(FLAGS_ecn_min_frames),
       absl::GetFlag(FLAGS_ecn_max_frames),
       absl::GetFlag(FLAGS_ecn_max_probability));
-  if (IsVirtual()) {
+  if (NetworkClock::IsVirtual()) {
     std::printf(
         "clock: virtual, %u ns per tick (the links, the bottleneck, DCQCN "
         "and the requester's timers)\n",
-        absl::GetFlag(FLAGS_virtual_tick_ns));
+        NetworkClock::tick_ns());
   } else {
     std::printf("clock: the TSC (real time)\n");
   }
@@ -523,45 +331,14 @@ int Main() {
       absl::GetFlag(FLAGS_additive_increase_mbps),
       absl::GetFlag(FLAGS_hyper_increase_mbps),
       absl::GetFlag(FLAGS_min_rate_mbps), absl::GetFlag(FLAGS_g));
-  std::printf(
-      "| senders | CC | utilisation | goodput | tail drops | drops/delivered | "
-      "retx/delivered | queue p50 | queue p99 | Jain | CE marks | CNPs | "
-      "seconds |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  int run = 0;
-  bool failures = false;
-  for (uint32_t n : {4u, 8u}) {
-    for (bool cc : {false, true}) {
-      std::unique_ptr<Incast> rig = MakeIncast(n, cc, absl::StrCat(run++));
-      const Result r = Run(*rig, ops, op_bytes);
-      std::printf(
-          "| %u | %s | %.3f | %.3f | %lu | %.4f | %.4f | %u | %u | %.3f | %lu "
-          "| %lu "
-          "| %.3f |\n",
-          n, cc ? "on" : "off", r.utilisation, r.goodput,
-          static_cast<unsigned long>(r.tail_drops),
-          static_cast<double>(r.tail_drops) / static_cast<double>(r.delivered),
-          static_cast<double>(r.retransmits) / static_cast<double>(r.delivered),
-          r.p50, r.p99, r.jain, static_cast<unsigned long>(r.marked),
-          static_cast<unsigned long>(r.cnps), r.seconds);
-      if (r.failed != 0) {
-        std::printf("  (%u of %u senders failed: %s)\n", r.failed, n,
-                    r.failure.c_str());
-        // Congestion collapse is a figure with CC off; with CC on a
-        // sender must never fail.
-        if (cc) failures = true;
-      }
-      if (r.overflow != 0) {
-        std::printf("  (%lu frames found the receiver's RX ring full)\n",
-                    static_cast<unsigned long>(r.overflow));
-      }
-      DestroyIncast(*rig);
-    }
-  }
-  if (failures) {
-    std::fprintf(stderr, "incast_bench: a sender failed with CC on\n");
-    return 1;
-  }
-  return 0;
+  return incast::RunTable("incast_bench", {"CNPs"}, "senders",
+                          [&](uint32_t n, bool cc, const std::string& name) {
+                            std::unique_ptr<Incast> rig =
+                                MakeIncast(n, cc, name);
+                            incast::Figures f = Run(*rig, ops, op_bytes);
+                            incast::DestroyIncast(*rig);
+                            return f;
+                          });
 }
 
 }  // namespace
@@ -570,6 +347,7 @@ int Main() {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (!spinnic::cost::InitBenchEal("incast_bench", 2048)) return 1;
-  spinnic::cost::virtual_base_tsc = rte_rdtsc();
+  spinnic::cost::incast::NetworkClock::Use(
+      absl::GetFlag(FLAGS_virtual_tick_ns));
   return spinnic::cost::Main();
 }

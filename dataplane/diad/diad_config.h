@@ -71,6 +71,12 @@ struct DiadConfig {
   ChannelConfig channel;
   DiadCongestionConfig congestion;
   std::vector<PeerConfig> peers;
+  // The engine's clock for everything it times (acknowledgements, the
+  // retransmission timer, RTT samples, the congestion window, pacing,
+  // transaction deadlines), in nanoseconds; nullptr: clock::NowNanos. Not
+  // from the config file: a bench that steps a simulated network sets it
+  // (bench/cost/incast.h), as roce's requester_now_ns.
+  uint64_t (*now_ns)() = nullptr;
 
   uint32_t max_payload() const {
     return path_mtu -

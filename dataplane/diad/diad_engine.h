@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dataplane/classifier.h"
+#include "dataplane/common/clock.h"
 #include "dataplane/counter.h"
 #include "dataplane/diad/channel.h"
 #include "dataplane/diad/delay_window.h"
@@ -278,6 +279,10 @@ class DiadEngine final : public TransportEngine {
   }
 
  private:
+  // The engine's clock (DiadConfig::now_ns).
+  uint64_t Now() const {
+    return config_.now_ns != nullptr ? config_.now_ns() : clock::NowNanos();
+  }
   struct ResponseJob {
     PacketType type = PacketType::kWriteResponse;
     Status status = Status::kOk;

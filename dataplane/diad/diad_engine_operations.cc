@@ -154,7 +154,7 @@ bool DiadEngine::StartPut(Channel& ch, PeerPut::Kind kind, uint32_t key,
   Txn t;
   t.ectx_id = ectx_id;
   const uint32_t txn = ch.txns.Begin(type, t);
-  const uint64_t now = clock::NowNanos();
+  const uint64_t now = Now();
   Header h;
   h.type = type;
   h.txn = txn;
@@ -197,7 +197,7 @@ bool DiadEngine::StartGet(Channel& ch, const HandedAction& get) {
   h.key = get.key;
   h.address = get.address;
   h.msg_length = get.length;
-  const uint64_t now = clock::NowNanos();
+  const uint64_t now = Now();
   if (!SendSequenced(ch, h, {}, txn, false, now)) {
     Finish(ch, txn, ch.txns.End(txn), Status::kAborted);  // unpins dest
     counters_.handler_refused.Add();

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dataplane/common/clock.h"
 #include "dataplane/contiguous.h"
 #include "dataplane/diad/diad_engine.h"
 #include "dataplane/diad/stream_ring.h"
@@ -82,7 +81,7 @@ void DiadEngine::Receive(rte_mbuf* packet, const ParsedFrame& frame,
   DiadPeerCounters& pc = peer_counters_[ch->slot];
   pc.rx_packets.Add();
   pc.rx_bytes.Add(packet->pkt_len);
-  const uint64_t now = clock::NowNanos();
+  const uint64_t now = Now();
 
   switch (ch->session.Check(h.src_epoch, h.dst_epoch)) {
     case Session::Verdict::kOk:
@@ -669,7 +668,7 @@ void DiadEngine::OnReadResponse(Channel& ch, const Header& h,
   // The answer is coming: a long read is not cut off while it flows.
   // (Deadlines only move later, so the channel's lower bound stays valid.)
   if (!h.last()) {
-    const uint64_t now = clock::NowNanos();
+    const uint64_t now = Now();
     t->deadline_ns = now > UINT64_MAX - txn_deadline_ns_
                          ? UINT64_MAX
                          : now + txn_deadline_ns_;

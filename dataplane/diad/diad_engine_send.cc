@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dataplane/common/clock.h"
 #include "dataplane/diad/diad_engine.h"
 #include "dataplane/ectx_table.h"
 #include "dataplane/hpu.h"
@@ -20,7 +19,7 @@ void DiadEngine::Poll(const EctxTable& table) {
   SyncPeers(table);
   TakeCommands();
   if (shared_.hpu_count > 1) TakeHandedActions();
-  const uint64_t now = clock::NowNanos();
+  const uint64_t now = Now();
   // By index: a channel that goes down in PumpChannel stays active (only
   // SyncPeers and Shutdown deactivate), so the list does not change here.
   for (size_t i = 0; i < active_.size(); ++i) {
