@@ -139,35 +139,4 @@ fi
 
 # --- the closing line ----------------------------------------------------------
 step "results"
-"$PY" - "$build_failures" "${logs[@]}" <<'EOF'
-import json, os, sys
-build_failures = int(sys.argv[1])
-passed = failed = skipped = 0
-for path in sys.argv[2:]:
-    tree = os.path.basename(os.path.dirname(os.path.dirname(path)))
-    p = f = s = 0
-    bad = []
-    with open(path) as log:
-        for line in log:
-            line = line.strip()
-            if not line:
-                continue
-            t = json.loads(line)
-            r = t.get("result", "ERROR")
-            if r in ("OK", "EXPECTEDFAIL"):
-                p += 1
-            elif r == "SKIP":
-                s += 1
-            else:
-                f += 1
-                bad.append("%s (%s)" % (t.get("name", "?"), r))
-    print("%-11s %d passed, %d failed, %d skipped%s" % (tree + ":", p, f, s,
-          ("; failed: " + ", ".join(bad)) if bad else ""))
-    passed, failed, skipped = passed + p, failed + f, skipped + s
-if build_failures:
-    print("build failures (counted as failed): %d" % build_failures)
-if skipped:
-    print("skipped: %d" % skipped)
-print("%d passed, %d failed" % (passed, failed + build_failures))
-sys.exit(1 if failed + build_failures else 0)
-EOF
+"$PY" "$REPO/deploy/testlog_tally.py" --build-failures "$build_failures" "${logs[@]}"

@@ -106,26 +106,4 @@ end=$(date +%s)
 reports=$(grep -c '^WARNING: ThreadSanitizer' "$BUILD/meson-logs/testlog.txt" 2>/dev/null)
 echo "tsan: ThreadSanitizer reports: ${reports:-0}"
 echo "tsan: build $((built - start)) s, tests $((end - built)) s"
-"$PY" - "$BUILD/meson-logs/testlog.json" <<'PY'
-import json, sys
-p = f = s = 0
-bad = []
-for line in open(sys.argv[1]):
-    if not line.strip():
-        continue
-    t = json.loads(line)
-    r = t.get("result", "ERROR")
-    if r in ("OK", "EXPECTEDFAIL"):
-        p += 1
-    elif r == "SKIP":
-        s += 1
-    else:
-        f += 1
-        bad.append("%s (%s)" % (t.get("name", "?"), r))
-if bad:
-    print("tsan: failed: " + ", ".join(bad))
-if s:
-    print("skipped: %d" % s)
-print("%d passed, %d failed" % (p, f))
-sys.exit(1 if f else 0)
-PY
+"$PY" "$REPO/deploy/testlog_tally.py" "$BUILD/meson-logs/testlog.json"
