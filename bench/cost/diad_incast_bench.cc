@@ -255,22 +255,9 @@ int Main() {
       absl::GetFlag(FLAGS_ecn_max_probability),
       absl::GetFlag(FLAGS_target_rtt_us), absl::GetFlag(FLAGS_initial_window),
       absl::GetFlag(FLAGS_window_packets));
-  if (NetworkClock::IsVirtual()) {
-    std::printf(
-        "clock: virtual, %u ns per tick (the links, the bottleneck and the "
-        "DiAD engines)\n",
-        NetworkClock::tick_ns());
-  } else {
-    std::printf("clock: the TSC (real time)\n");
-  }
   return incast::RunTable(
       "diad_incast_bench", {"echoes", "ECN/delay decreases"}, "writes",
-      [&](uint32_t n, bool cc, const std::string& name) {
-        std::unique_ptr<Incast> rig = MakeIncast(n, cc, name);
-        incast::Figures f = Run(*rig, ops, op_bytes);
-        incast::DestroyIncast(*rig);
-        return f;
-      });
+      MakeIncast, [&](Incast& rig) { return Run(rig, ops, op_bytes); });
 }
 
 }  // namespace

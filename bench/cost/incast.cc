@@ -275,14 +275,25 @@ Figures Measure(const Incast& rig, double seconds, uint64_t payload_bytes,
 
 int RunTable(const char* program, const std::vector<std::string>& extra_columns,
              const char* what_failed,
-             const std::function<Figures(uint32_t senders, bool cc,
-                                         const std::string& name)>& run) {
+             const std::function<std::unique_ptr<Incast>(
+                 uint32_t senders, bool cc, const std::string& name)>& make,
+             const std::function<Figures(Incast& rig)>& run) {
+  if (NetworkClock::IsVirtual()) {
+    std::printf(
+        "clock: virtual, %u ns per tick (the links, the bottleneck and the "
+        "transports' timers, pacing and RTTs)\n",
+        NetworkClock::tick_ns());
+  } else {
+    std::printf("clock: the TSC (real time)\n");
+  }
   PrintHeader(extra_columns);
   int index = 0;
   bool failures = false;
   for (uint32_t senders : {4u, 8u}) {
     for (bool cc : {false, true}) {
-      const Figures f = run(senders, cc, absl::StrCat(index++));
+      std::unique_ptr<Incast> rig = make(senders, cc, absl::StrCat(index++));
+      const Figures f = run(*rig);
+      DestroyIncast(*rig);
       PrintRow(senders, cc, f);
       if (f.failed != 0) {
         std::printf("  (%u %s failed: %s)\n", f.failed, what_failed,

@@ -143,9 +143,9 @@ Figures Measure(const Incast& rig, double seconds, uint64_t payload_bytes,
                 uint64_t delivered);
 double Jain(const std::vector<uint64_t>& values);
 
-// The table: for 4 and 8 senders, CC off then on, `run(senders, cc, name)`
-// builds one incast (its resources' names unique by `name`), runs it,
-// destroys it and returns its figures; each is printed as a row of a table
+// The table: first the clock it runs on, then for 4 and 8 senders, CC off
+// then on, one incast from `make(senders, cc, name)` (its resources' names
+// unique by `name`), run by `run`, destroyed, its figures a row of a table
 // with the transport's `extra_columns` ({"CNPs"}). Failures (of
 // `what_failed`, "writes") are printed under their row: with CC off that
 // is congestion collapse, a figure; with CC on it fails the bench. Returns
@@ -153,8 +153,9 @@ double Jain(const std::vector<uint64_t>& values);
 // with CC on had failures.
 int RunTable(const char* program, const std::vector<std::string>& extra_columns,
              const char* what_failed,
-             const std::function<Figures(uint32_t senders, bool cc,
-                                         const std::string& name)>& run);
+             const std::function<std::unique_ptr<Incast>(
+                 uint32_t senders, bool cc, const std::string& name)>& make,
+             const std::function<Figures(Incast& rig)>& run);
 
 }  // namespace spinnic::cost::incast
 

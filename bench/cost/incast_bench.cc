@@ -311,14 +311,6 @@ int Main() {
       absl::GetFlag(FLAGS_queue_frames), absl::GetFlag(FLAGS_ecn_min_frames),
       absl::GetFlag(FLAGS_ecn_max_frames),
       absl::GetFlag(FLAGS_ecn_max_probability));
-  if (NetworkClock::IsVirtual()) {
-    std::printf(
-        "clock: virtual, %u ns per tick (the links, the bottleneck, DCQCN "
-        "and the requester's timers)\n",
-        NetworkClock::tick_ns());
-  } else {
-    std::printf("clock: the TSC (real time)\n");
-  }
   std::printf(
       "DCQCN: initial rate %.3f x line, CNP interval %u us, K %u us, T %u us, "
       "B %ld bytes (-1: 10 MB), F %u, Rai %.1f Mb/s, Rhai %.1f Mb/s, min "
@@ -331,14 +323,8 @@ int Main() {
       absl::GetFlag(FLAGS_additive_increase_mbps),
       absl::GetFlag(FLAGS_hyper_increase_mbps),
       absl::GetFlag(FLAGS_min_rate_mbps), absl::GetFlag(FLAGS_g));
-  return incast::RunTable("incast_bench", {"CNPs"}, "senders",
-                          [&](uint32_t n, bool cc, const std::string& name) {
-                            std::unique_ptr<Incast> rig =
-                                MakeIncast(n, cc, name);
-                            incast::Figures f = Run(*rig, ops, op_bytes);
-                            incast::DestroyIncast(*rig);
-                            return f;
-                          });
+  return incast::RunTable("incast_bench", {"CNPs"}, "senders", MakeIncast,
+                          [&](Incast& rig) { return Run(rig, ops, op_bytes); });
 }
 
 }  // namespace

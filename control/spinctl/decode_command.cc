@@ -25,6 +25,7 @@
 #include "control/spinctl/pcap_reader.h"
 #include "dataplane/classifier.h"
 #include "dataplane/roce/cm.h"
+#include "dataplane/roce/cnp.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
 #include "dataplane/roce/responder.h"
@@ -357,6 +358,65 @@ Record CutRecord(const PcapRecord& record, const std::string& time) {
   return r;
 }
 
+// The parse's verdict (icrc=ok/bad/unchecked, error=), counted.
+void AddVerdict(roce::ParseError error, Totals* totals, Record* r) {
+  ++totals->roce;
+  if (error == roce::ParseError::kNone) {
+    ++totals->ok;
+    r->String("icrc", "ok");
+  } else if (error == roce::ParseError::kBadIcrc) {
+    ++totals->icrc_bad;
+    r->String("icrc", "bad");
+  } else {
+    ++totals->parse_errors;
+    r->String("icrc", "unchecked");
+    r->String("error", roce::ParseErrorName(error));
+  }
+}
+
+void AddAddressColumns(const ParsedFrame& classified, Record* r) {
+  const bool v4 = classified.layers.is_ipv4;
+  const std::string src = AddressText(classified.src_addr, v4);
+  const std::string dst = AddressText(classified.dst_addr, v4);
+  r->Column("src", src, Record::JsonString(src));
+  r->Column("arrow", "->", "");
+  r->Column("dst", dst, Record::JsonString(dst));
+}
+
+void AddFrameColumns(const PcapRecord& record, const std::string& time,
+                     Record* r) {
+  r->Column("type", "", "\"roce\"");
+  r->Column("frame", absl::StrFormat("%6d", record.index),
+            absl::StrCat(record.index));
+  r->Column("time", time, time);
+  r->Column("ts_ns", "", absl::StrCat(record.timestamp_ns));
+}
+
+// A congestion notification (BTH opcode 0x81, dataplane/roce/cnp.h): not in
+// the RC opcode table, so roce::ParseFrame would call it a reserved opcode;
+// roce::ParseCnp checks it whole, ICRC included.
+void DecodeCnp(const PcapRecord& record, const std::string& time,
+               const ParsedFrame& classified, std::span<uint8_t> scratch,
+               Totals* totals, Record* r) {
+  const PacketLayers& layers = classified.layers;
+  roce::Cnp cnp;
+  const roce::ParseError error =
+      roce::ParseCnp(scratch.data(), static_cast<uint32_t>(record.data.size()),
+                     layers.l3_offset, layers.l4_offset, &cnp);
+  AddFrameColumns(record, time, r);
+  AddAddressColumns(classified, r);
+  r->Column("opcode_name", "CNP", Record::JsonString("CNP"));
+  r->Column("opcode", "", absl::StrCat(roce::kCnpOpcode));
+  const uint32_t bth_offset = layers.l4_offset + roce::kUdpBytes;
+  if (uint64_t{bth_offset} + roce::kBthBytes <= record.data.size()) {
+    roce::Bth bth;
+    roce::LoadBth(record.data.data() + bth_offset, &bth);
+    r->Hex("qp", bth.dest_qp, 6);
+  }
+  AddVerdict(error, totals, r);
+  if (error == roce::ParseError::kNone) r->Flag("becn", cnp.becn);
+}
+
 // The frame's line, or false (and nothing) for a frame that is not RoCEv2.
 bool DecodeFrame(const PcapRecord& record, const std::string& time,
                  std::span<uint8_t> scratch, Totals* totals, Record* r) {
@@ -373,20 +433,16 @@ bool DecodeFrame(const PcapRecord& record, const std::string& time,
   // roce::ParseFrame masks the ICRC's variant fields in place; the file's
   // bytes are read-only.
   std::copy(record.data.begin(), record.data.end(), scratch.begin());
+  if (roce::LooksLikeCnp(scratch.data(), length, layers.l4_offset)) {
+    DecodeCnp(record, time, classified, scratch, totals, r);
+    return true;
+  }
   roce::Packet packet;
   const roce::ParseError error = roce::ParseFrame(
       scratch.data(), length, layers.l3_offset, layers.l4_offset, &packet);
 
-  r->Column("type", "", "\"roce\"");
-  r->Column("frame", absl::StrFormat("%6d", record.index),
-            absl::StrCat(record.index));
-  r->Column("time", time, time);
-  r->Column("ts_ns", "", absl::StrCat(record.timestamp_ns));
-  const std::string src = AddressText(classified.src_addr, layers.is_ipv4);
-  const std::string dst = AddressText(classified.dst_addr, layers.is_ipv4);
-  r->Column("src", src, Record::JsonString(src));
-  r->Column("arrow", "->", "");
-  r->Column("dst", dst, Record::JsonString(dst));
+  AddFrameColumns(record, time, r);
+  AddAddressColumns(classified, r);
 
   // On a refused frame the BTH is still shown when the frame holds one: a
   // bad ICRC or checksum is easier to place with its QP and PSN.
@@ -409,18 +465,7 @@ bool DecodeFrame(const PcapRecord& record, const std::string& time,
     r->Hex("qp", bth.dest_qp, 6);
     r->Number("psn", bth.psn);
   }
-  ++totals->roce;
-  if (error == roce::ParseError::kNone) {
-    ++totals->ok;
-    r->String("icrc", "ok");
-  } else if (error == roce::ParseError::kBadIcrc) {
-    ++totals->icrc_bad;
-    r->String("icrc", "bad");
-  } else {
-    ++totals->parse_errors;
-    r->String("icrc", "unchecked");
-    r->String("error", roce::ParseErrorName(error));
-  }
+  AddVerdict(error, totals, r);
   if (have_bth) r->Flag("ackreq", bth.ack_req);
   if (error == roce::ParseError::kNone) {
     AddExtensionFields(packet, record.data, r);

@@ -172,6 +172,33 @@ else
   fail "IP checksum: $(grep '"frame":17' "$work/out")"
 fi
 
+# A CNP: NVIDIA's ConnectX example (tests/unit/roce/cnp_test.cc builds it
+# byte for byte), then the same with its ICRC's last byte flipped.
+python3 - "$work/cnp.pcap" <<'PY'
+import struct, sys
+frame = bytes.fromhex(
+    '020000000007020000000008' '0800'
+    '4589003c98c640002011692716161608'
+    '16161607dbae12b7002800008100ffff'
+    '400000d2000000000000000000000000'
+    '0000000000000000dafc1bef')
+bad = frame[:-1] + bytes([frame[-1] ^ 1])
+out = struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+for i, f in enumerate((frame, bad)):
+    out += struct.pack('<IIII', 100, i, len(f), len(f)) + f
+open(sys.argv[1], 'wb').write(out)
+PY
+"$spinctl" decode "$work/cnp.pcap" > "$work/out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] &&
+   grep -qx '     1 0.000000 22.22.22.8 -> 22.22.22.7 CNP qp=0x0000d2 icrc=ok becn=1' "$work/out" &&
+   grep -qx '     2 0.000001 22.22.22.8 -> 22.22.22.7 CNP qp=0x0000d2 icrc=bad' "$work/out" &&
+   grep -q '^summary: frames=2 roce=2 icrc_ok=1 icrc_bad=1 parse_errors=0 others=0 cut=0$' "$work/out"; then
+  pass "a CNP decodes as CNP with its QP, ICRC and BECN; a bad ICRC is named"
+else
+  fail "CNP: rc=$rc $(cat "$work/out")"
+fi
+
 # ---- bad input: message on stderr, exit 2 ----
 expect_error() {  # NAME FILE PATTERN
   "$spinctl" decode "$2" > "$work/out" 2> "$work/err"
