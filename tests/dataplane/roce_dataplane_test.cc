@@ -1935,6 +1935,19 @@ class RoceRequesterTest : public RoceDataplaneTest {
   // `hpu`, if given, receives the HPU that owned the NAA's QP.
   void NaaiceCall(uint8_t code, NaaiceResult* outcome, uint32_t connection = 0,
                   uint32_t* hpu = nullptr);
+  // A work request on the test's QP from `region` to the client's
+  // `remote_va` under `rkey`.
+  RoceOp Op(roce::WorkRequest::Kind kind, const RegionInfo& region,
+            uint32_t length, uint64_t remote_va, uint32_t rkey) const {
+    RoceOp op;
+    op.qpn = qpn_;
+    op.kind = kind;
+    op.region_id = region.id;
+    op.length = length;
+    op.remote_va = remote_va;
+    op.rkey = rkey;
+    return op;
+  }
   std::future<absl::StatusOr<RoceOpResult>> Start(const RoceOp& op) {
     return std::async(std::launch::async, [this, op] {
       return dataplane().transport<roce::RoceModule>()->Execute(
@@ -1978,14 +1991,9 @@ TEST_P(RoceRequesterTest, WritesToTheClientAndCompletesOnItsAck) {
   RegionInfo region = Region(8192, kRemoteWrite);
   const Bytes data = Pattern(2 * kPmtu + 10, 6);
   ASSERT_TRUE(dataplane().WriteRegion(region.id, 16, data).ok());
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWriteImm;
-  op.region_id = region.id;
+  RoceOp op = Op(roce::WorkRequest::Kind::kWriteImm, region,
+                 static_cast<uint32_t>(data.size()), 0x7f0000001000, 0x4242);
   op.offset = 16;
-  op.length = static_cast<uint32_t>(data.size());
-  op.remote_va = 0x7f0000001000;
-  op.rkey = 0x4242;
   op.imm = 0x00000100;
   auto result = Start(op);
   std::vector<Out> out = Await(3);
@@ -2026,13 +2034,8 @@ TEST_P(RoceRequesterTest, FatalNakPutsTheWholeQpInError) {
   RegionInfo region = Region(4096, kRemoteWrite);
   const Bytes data = Pattern(64, 2);
   ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWrite;
-  op.region_id = region.id;
-  op.length = 64;
-  op.remote_va = 0x7f0000001000;
-  op.rkey = 0x4242;
+  RoceOp op =
+      Op(roce::WorkRequest::Kind::kWrite, region, 64, 0x7f0000001000, 0x4242);
   auto result = Start(op);
   ASSERT_EQ(Await(1).size(), 1u);
   SendFrame(Ack(Opcode::kRcAck, 0x777,
@@ -2104,14 +2107,8 @@ TEST_P(RoceRequesterTest, KvsAnswersSendsWithSendsOnTheSameQp) {
 
 TEST_P(RoceRequesterTest, ReadsFromTheClient) {
   RegionInfo region = Region(4096, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kRead;
-  op.region_id = region.id;
+  RoceOp op = Op(roce::WorkRequest::Kind::kRead, region, 600, 0x1000, 7);
   op.offset = 100;
-  op.length = 600;
-  op.remote_va = 0x1000;
-  op.rkey = 7;
   auto result = Start(op);
   std::vector<Out> out = Await(1);
   ASSERT_EQ(out.size(), 1u);
@@ -2131,14 +2128,8 @@ TEST_P(RoceRequesterTest, ReadsFromTheClient) {
 
 TEST_P(RoceRequesterTest, FetchAddReturnsTheOriginal) {
   RegionInfo region = Region(64, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kFetchAdd;
-  op.region_id = region.id;
+  RoceOp op = Op(roce::WorkRequest::Kind::kFetchAdd, region, 8, 0x2000, 9);
   op.offset = 16;
-  op.length = 8;
-  op.remote_va = 0x2000;
-  op.rkey = 9;
   op.swap_add = 5;
   auto result = Start(op);
   std::vector<Out> out = Await(1);
@@ -2161,13 +2152,7 @@ TEST_P(RoceRequesterTest, FetchAddReturnsTheOriginal) {
 
 TEST_P(RoceRequesterTest, RemoteAccessNakFailsTheOperation) {
   RegionInfo region = Region(64, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWrite;
-  op.region_id = region.id;
-  op.length = 16;
-  op.remote_va = 0x2000;
-  op.rkey = 9;
+  RoceOp op = Op(roce::WorkRequest::Kind::kWrite, region, 16, 0x2000, 9);
   auto result = Start(op);
   ASSERT_EQ(Await(1).size(), 1u);
   SendFrame(Ack(Opcode::kRcAck, 0x777,
@@ -2527,13 +2512,8 @@ TEST_P(RoceCongestionTest, CnpCutsTheRateAndPacesTheWrites) {
   EXPECT_EQ(Counter("cnp_received"), 1u);
 
   RegionInfo region = Region(8192, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWrite;
-  op.region_id = region.id;
-  op.length = 4 * kPmtu;
-  op.remote_va = 0x10000;
-  op.rkey = 7;
+  RoceOp op =
+      Op(roce::WorkRequest::Kind::kWrite, region, 4 * kPmtu, 0x10000, 7);
   auto result = Start(op);
   // The clock stands still: one packet, then the requester waits for its
   // time on the wire at 5 Gb/s (frame + 24 bytes of FCS, preamble, gap).
@@ -2576,13 +2556,8 @@ TEST_P(RoceCongestionTest, ALatePollCatchesUpToTheRate) {
   SendFrame(Cnp(qpn_));
   Poll();
   RegionInfo region = Region(8192, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWrite;
-  op.region_id = region.id;
-  op.length = 4 * kPmtu;
-  op.remote_va = 0x10000;
-  op.rkey = 7;
+  RoceOp op =
+      Op(roce::WorkRequest::Kind::kWrite, region, 4 * kPmtu, 0x10000, 7);
   auto result = Start(op);
   ASSERT_EQ(Await(1).size(), 1u);  // WRITE First at kStart, 1795 ns
   // Time for two more at 5 Gb/s (1769 ns each) and a bit: two leave.
@@ -2632,13 +2607,8 @@ TEST_P(RoceCongestionTest, ManyCnpsStopAtTheMinRateAndTheQpStillSends) {
   EXPECT_EQ(Info().cnps_received, 20u);
   EXPECT_EQ(Info().rate_bps, 1'000'000u);
   RegionInfo region = Region(8192, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWrite;
-  op.region_id = region.id;
-  op.length = 2 * kPmtu;
-  op.remote_va = 0x10000;
-  op.rkey = 7;
+  RoceOp op =
+      Op(roce::WorkRequest::Kind::kWrite, region, 2 * kPmtu, 0x10000, 7);
   auto result = Start(op);
   ASSERT_EQ(Await(1).size(), 1u);  // WRITE First at once
   // (1098 + 24) * 8 bits at 1 Mb/s: 8.976 ms.
@@ -2674,13 +2644,8 @@ class RoceInitialRateTest : public RoceCongestionTest {
 TEST_P(RoceInitialRateTest, NewQpStartsPacedAtTheInitialRate) {
   EXPECT_EQ(Info().rate_bps, 2'500'000'000u);
   RegionInfo region = Region(8192, kRemoteWrite);
-  RoceOp op;
-  op.qpn = qpn_;
-  op.kind = roce::WorkRequest::Kind::kWrite;
-  op.region_id = region.id;
-  op.length = 4 * kPmtu;
-  op.remote_va = 0x10000;
-  op.rkey = 7;
+  RoceOp op =
+      Op(roce::WorkRequest::Kind::kWrite, region, 4 * kPmtu, 0x10000, 7);
   auto result = Start(op);
   // A QP that starts sending gets the pacing slack (10 us) at the rate, a
   // bounded burst: at 2.5 Gb/s the WRITE First takes (1098 + 24) * 8 /
