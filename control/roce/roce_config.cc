@@ -240,22 +240,29 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
   }
   {
     // One service per port: each of these selects what a connection does.
-    const std::pair<const char*, uint32_t> service_ports[] = {
-        {"naaice_port", roce.naaice_port()},
-        {"rping_port", roce.rping_port()},
-        {"perftest_port", roce.perftest_port()}};
+    struct ServicePort {
+      const char* name;
+      FieldPath path;
+      uint32_t port;
+    };
+    const ServicePort service_ports[] = {
+        {"naaice_port", d.F("naaice_port"), roce.naaice_port()},
+        {"rping_port", d.F("rping_port"), roce.rping_port()},
+        {"perftest_port", d.F("perftest_port"), roce.perftest_port()},
+        {"perftest_write_lat.port", d.F("perftest_write_lat").F("port"),
+         roce.perftest_write_lat().port()}};
     for (size_t i = 0; i < std::size(service_ports); ++i) {
-      const auto& [field, port] = service_ports[i];
-      if (port > 65535) {
-        return r.Error(d.F(field), absl::StrCat(port,
-                                                " is not a port; use "
-                                                "1..65535, or 0 for off"));
+      const ServicePort& service = service_ports[i];
+      if (service.port > 65535) {
+        return r.Error(service.path, absl::StrCat(service.port,
+                                                  " is not a port; use "
+                                                  "1..65535, or 0 for off"));
       }
       for (size_t j = 0; j < i; ++j) {
-        if (port != 0 && port == service_ports[j].second) {
+        if (service.port != 0 && service.port == service_ports[j].port) {
           return r.Error(
-              d.F(field),
-              absl::StrCat(port, " is already ", service_ports[j].first,
+              service.path,
+              absl::StrCat(service.port, " is already ", service_ports[j].name,
                            "; give each service its own port"));
         }
       }
@@ -287,6 +294,37 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
                                 " is more than 4 GiB per perftest data "
                                 "connection; lower it (0: 8 MiB, perftest's "
                                 "largest message)"));
+  }
+  if (roce.has_perftest_write_lat()) {
+    const auto& lat = roce.perftest_write_lat();
+    const FieldPath lat_path = d.F("perftest_write_lat");
+    const uint64_t region = roce.perftest_region_bytes() != 0
+                                ? roce.perftest_region_bytes()
+                                : uint64_t{1} << 23;
+    if (lat.port() == 0) {
+      return r.Error(lat_path.F("port"),
+                     "is needed: the rdma_cm port the ib_write_lat clients "
+                     "use (-p), not another service's");
+    }
+    if (lat.size() > region) {
+      return r.Error(lat_path.F("size"),
+                     absl::StrCat(lat.size(),
+                                  " bytes do not fit the perftest data "
+                                  "region (perftest_region_bytes, ",
+                                  region, "); lower it or raise that"));
+    }
+    if (lat.all_sizes() && region < (uint64_t{1} << 23)) {
+      return r.Error(lat_path.F("all_sizes"),
+                     absl::StrCat("needs an 8 MiB perftest data region (-a "
+                                  "ends at 8 MiB); perftest_region_bytes is ",
+                                  region));
+    }
+    if (lat.iterations() > 1'000'000'000) {
+      return r.Error(lat_path.F("iterations"),
+                     absl::StrCat(lat.iterations(),
+                                  " is more than perftest runs; use "
+                                  "1..1000000000 (0: 1000)"));
+    }
   }
   if (roce.naaice_max_bytes() > (uint64_t{1} << 34)) {
     return r.Error(d.F("naaice_max_bytes"),
@@ -454,9 +492,19 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   if (c.perftest_region_bytes() != 0) {
     rc.perftest_region_bytes = c.perftest_region_bytes();
   }
+  if (c.has_perftest_write_lat()) {
+    const auto& lat = c.perftest_write_lat();
+    rc.perftest_write_lat.port = static_cast<uint16_t>(lat.port());
+    rc.perftest_write_lat.size =
+        or_default(lat.size(), rc.perftest_write_lat.size);
+    rc.perftest_write_lat.iterations =
+        or_default(lat.iterations(), rc.perftest_write_lat.iterations);
+    rc.perftest_write_lat.all_sizes = lat.all_sizes();
+  }
   if (c.has_congestion()) rc.congestion = CongestionOf(c.congestion());
   // The CM listens on every service's port.
-  for (uint16_t service : {rc.naaice_port, rc.rping_port, rc.perftest_port}) {
+  for (uint16_t service : {rc.naaice_port, rc.rping_port, rc.perftest_port,
+                           rc.perftest_write_lat.port}) {
     if (service != 0 &&
         std::find(rc.listen_ports.begin(), rc.listen_ports.end(), service) ==
             rc.listen_ports.end()) {

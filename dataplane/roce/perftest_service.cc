@@ -43,12 +43,14 @@ bool ParsePingpongDest(std::span<const uint8_t> bytes, PingpongDest* dest) {
 
 PerftestService::PerftestService(uint32_t qpn, uint64_t region_bytes,
                                  const std::array<uint8_t, 16>& local_gid,
-                                 uint32_t out_reads, Role role)
+                                 uint32_t out_reads, Role role,
+                                 const PerftestWriteLatConfig& write_lat)
     : QpService(qpn, region_bytes),
       region_bytes_(region_bytes),
       local_gid_(local_gid),
       out_reads_(out_reads),
-      role_(role) {}
+      role_(role),
+      write_lat_(write_lat) {}
 
 ConnectionRegions::Status PerftestService::Prepare() {
   if (role_ != Role::kData) return ConnectionRegions::Status::kOk;
@@ -84,56 +86,86 @@ std::span<uint8_t> PerftestService::ReceiveArea() {
 
 void PerftestService::OnSend(const ReceivedSend& send, QpActions& qp) {
   if (role_ == Role::kData) {
-    OnDataMessage(Echo::kSend, 0, send.bytes.size(), qp);
+    OnDataSend(send.bytes.size(), qp);
   } else {
     OnControlSend(send, qp);
   }
 }
 
 void PerftestService::OnWrite(uint64_t va, uint64_t length, QpActions& qp) {
-  if (role_ == Role::kData && has_peer_ && peer_.rkey != 0) {
-    OnDataMessage(Echo::kWrite, va, length, qp);
+  (void)va;
+  if (role_ == Role::kData && write_lat_.port != 0) {
+    OnLatencyWrite(length, qp);
   }
 }
 
-void PerftestService::OnDataMessage(Echo kind, uint64_t va, uint64_t length,
-                                    QpActions& qp) {
+void PerftestService::OnStart(QpActions& qp) {
+  if (role_ != Role::kData || write_lat_.port == 0 || lat_started_ ||
+      !has_peer_ || peer_.rkey == 0) {
+    return;
+  }
+  lat_started_ = true;
+  lat_size_ = write_lat_.all_sizes ? 2 : write_lat_.size;
+  lat_received_ = 0;
+  WriteCount(1, qp);
+}
+
+void PerftestService::OnLatencyWrite(uint64_t length, QpActions& qp) {
+  if (!lat_started_ || lat_done_ || length != lat_size_) return;
+  ++lat_received_;
+  if (lat_received_ < write_lat_.iterations) {
+    WriteCount(lat_received_ + 1, qp);
+    return;
+  }
+  // The client's last write at this size: -a goes on with twice the size,
+  // the server writing first again.
+  if (write_lat_.all_sizes && lat_size_ < kPerftestMaxMessageBytes) {
+    lat_size_ *= 2;
+    lat_received_ = 0;
+    WriteCount(1, qp);
+    return;
+  }
+  lat_done_ = true;
+}
+
+void PerftestService::WriteCount(uint64_t count, QpActions& qp) {
+  // The source is the start of our region, where the client's writes land:
+  // the client writes again only after it saw this one, so the bytes stay
+  // ours while the write may still be on its way (or retransmitted).
+  if (lat_size_ == 0 || lat_size_ > data_.bytes.size()) {
+    qp.Fail();
+    return;
+  }
+  const std::span<uint8_t> bytes = data_.bytes.first(lat_size_);
+  bytes[lat_size_ - 1] = static_cast<uint8_t>(count);
+  if (!qp.PostWrite(bytes, peer_.vaddr, peer_.rkey, nullptr, 0)) {
+    qp.Fail();
+    return;
+  }
+  ++echoes_;
+}
+
+void PerftestService::OnDataSend(uint64_t length, QpActions& qp) {
   if (streaming_) return;
   if (!in_flight_) {
-    Reply(kind, va, length, qp);
+    SendBack(length, qp);
     return;
   }
-  if (owed_ != Echo::kNone) {
+  if (owed_) {
     // A second message while ours is in flight: a bandwidth test.
     streaming_ = true;
-    owed_ = Echo::kNone;
+    owed_ = false;
     return;
   }
-  owed_ = kind;
-  owed_va_ = va;
+  owed_ = true;
   owed_length_ = length;
 }
 
-void PerftestService::Reply(Echo kind, uint64_t va, uint64_t length,
-                            QpActions& qp) {
-  bool posted = false;
-  if (kind == Echo::kSend) {
-    // ib_send_lat: the same number of bytes back (what it received is in
-    // the region; the client compares nothing but the length).
-    if (length > data_.bytes.size()) return;
-    posted = qp.PostSend(data_.bytes.first(length), 0);
-  } else {
-    // ib_write_lat: the client polls the last byte of its own buffer at the
-    // offset it wrote ours at; our region holds what it wrote.
-    const uint64_t base = data_.address;
-    if (va < base || va - base > data_.bytes.size() ||
-        length > data_.bytes.size() - (va - base) || length > UINT32_MAX) {
-      return;
-    }
-    posted = qp.PostWrite(data_.bytes.subspan(va - base, length),
-                          peer_.vaddr + (va - base), peer_.rkey, nullptr, 0);
-  }
-  if (!posted) {
+void PerftestService::SendBack(uint64_t length, QpActions& qp) {
+  // ib_send_lat: the same number of bytes back (what it received is in
+  // the region; the client compares nothing but the length).
+  if (length > data_.bytes.size()) return;
+  if (!qp.PostSend(data_.bytes.first(length), 0)) {
     qp.Fail();
     return;
   }
@@ -147,10 +179,9 @@ void PerftestService::OnCompletion(uint32_t tag, CompletionStatus status,
   if (role_ != Role::kData) return;
   in_flight_ = false;
   if (status != CompletionStatus::kSuccess) return;
-  if (owed_ != Echo::kNone && !streaming_) {
-    const Echo kind = owed_;
-    owed_ = Echo::kNone;
-    Reply(kind, owed_va_, owed_length_, qp);
+  if (owed_ && !streaming_) {
+    owed_ = false;
+    SendBack(owed_length_, qp);
   }
 }
 
@@ -182,7 +213,10 @@ void PerftestService::OnControlSend(const ReceivedSend& send, QpActions& qp) {
       dest.qpn = data->regions().qpn();
       dest.rkey = region.rkey;
       dest.vaddr = region.address;
-      if (has_theirs) data->SetPeer(theirs);
+      if (has_theirs) {
+        data->SetPeer(theirs);
+        qp.Start(data);  // ib_write_lat's server writes first
+      }
     }
     WritePingpongDest(dest, std::span<uint8_t, kPingpongDestBytes>(reply_));
   } else if (n != 8) {

@@ -12,6 +12,10 @@
 //             QP and region (its rkey and address), big-endian
 //   8 bytes   a bandwidth report field: 0 (we measure nothing)
 //   other     echoed (system page and cache line sizes, the MTU)
+//
+// On roce.perftest_write_lat's port the data connection plays the server
+// of ib_write_lat as configured (its size, iterations, -a): once the
+// client's buffer is known it writes first, then answers each write.
 #ifndef SPINNIC_DATAPLANE_ROCE_PERFTEST_SERVICE_H_
 #define SPINNIC_DATAPLANE_ROCE_PERFTEST_SERVICE_H_
 
@@ -19,6 +23,7 @@
 #include <cstdint>
 
 #include "dataplane/roce/qp_service.h"
+#include "dataplane/roce/roce_config.h"
 
 namespace spinnic::roce {
 
@@ -57,9 +62,12 @@ class PerftestService final : public QpService {
   enum class Role : uint8_t { kControl, kData };
 
   // `region_bytes`: the data region a data connection advertises.
+  // `write_lat` (port nonzero: roce.perftest_write_lat's port): a data
+  // connection plays ib_write_lat's server as configured.
   PerftestService(uint32_t qpn, uint64_t region_bytes,
                   const std::array<uint8_t, 16>& local_gid, uint32_t out_reads,
-                  Role role = Role::kControl);
+                  Role role = Role::kControl,
+                  const PerftestWriteLatConfig& write_lat = {});
 
   // A data connection's region, allocated when the connection is accepted
   // (the engine rejects the REQ when this fails: kNotEnoughMemory when
@@ -73,8 +81,8 @@ class PerftestService final : public QpService {
   void SetPeer(const PingpongDest& peer);
   Role role() const { return role_; }
   uint64_t exchanges() const { return exchanges_; }
-  // Data connection: messages written back (ib_write_lat, ib_send_lat) and
-  // whether the client streams (a bandwidth test: nothing written back).
+  // Data connection: messages written or sent back (ib_write_lat,
+  // ib_send_lat) and whether the client streams SENDs (ib_send_bw: none).
   uint64_t echoes() const { return echoes_; }
   bool streaming() const { return streaming_; }
 
@@ -83,27 +91,43 @@ class PerftestService final : public QpService {
   uint32_t max_message_bytes() const override { return kPingpongDestBytes; }
   void OnSend(const ReceivedSend& send, QpActions& qp) override;
   std::span<uint8_t> ReceiveArea() override;
-  // Off: writing each WRITE back does not serve ib_write_lat, whose
-  // server writes first and then answers count n with n + 1 at the last
-  // byte of a message whose size it knows from its own command line (and
-  // perftest does not send it); see docs/interop.md, interop_tools.
-  bool wants_writes() const override { return false; }
+  // Only on perftest_write_lat's port. Writing each WRITE back does not
+  // serve ib_write_lat, whose server writes first and then answers count
+  // k with k + 1 at the last byte of a message whose size it knows from
+  // its own command line (perftest does not send it): docs/interop.md,
+  // "ib_write_lat".
+  bool wants_writes() const override {
+    return role_ == Role::kData && write_lat_.port != 0;
+  }
   void OnWrite(uint64_t va, uint64_t length, QpActions& qp) override;
   void OnCompletion(uint32_t tag, CompletionStatus status,
                     QpActions& qp) override;
+  // ib_write_lat (a data connection on perftest_write_lat's port, once the
+  // client's buffer is known): our first write.
+  void OnStart(QpActions& qp) override;
+  // ib_write_lat: the message size now, the client's writes taken at it,
+  // and whether every size is done.
+  uint32_t write_lat_size() const { return lat_size_; }
+  uint64_t write_lat_received() const { return lat_received_; }
+  bool write_lat_done() const { return lat_done_; }
 
  private:
-  enum class Echo : uint8_t { kNone, kWrite, kSend };
   void OnControlSend(const ReceivedSend& send, QpActions& qp);
-  // A message arrived on the data connection: reply, owe or stream.
-  void OnDataMessage(Echo kind, uint64_t va, uint64_t length, QpActions& qp);
-  // Our reply: the same bytes written back to the client's buffer, or sent.
-  void Reply(Echo kind, uint64_t va, uint64_t length, QpActions& qp);
+  // A SEND arrived on the data connection: answer, owe or stream.
+  void OnDataSend(uint64_t length, QpActions& qp);
+  // Our answer: a SEND of the same length.
+  void SendBack(uint64_t length, QpActions& qp);
+  // ib_write_lat: the client's write of `length` bytes arrived.
+  void OnLatencyWrite(uint64_t length, QpActions& qp);
+  // ib_write_lat: lat_size_ bytes to the client's buffer whose last byte is
+  // `count` (a char, as perftest's).
+  void WriteCount(uint64_t count, QpActions& qp);
 
   const uint64_t region_bytes_;
   const std::array<uint8_t, 16> local_gid_;
   const uint32_t out_reads_;
   const Role role_;
+  const PerftestWriteLatConfig write_lat_;
   ConnectionRegions::Region data_;
   bool data_tried_ = false;
   uint64_t exchanges_ = 0;
@@ -112,22 +136,29 @@ class PerftestService final : public QpService {
   // still read it, and the client drops that as a duplicate.
   std::array<uint8_t, kPingpongDestBytes> reply_{};
 
-  // Data connection. The latency tests (ib_write_lat, ib_send_lat) wait for
-  // each message to come back before sending the next; the bandwidth tests
-  // stream and post no receives (a SEND of ours would only draw RNR NAKs),
-  // and perftest tells its server neither. So every message is written or
-  // sent back, one at a time: one arriving while ours is in flight is owed
-  // (its reply goes when ours completes: the client may see our reply
-  // before its ACK reaches us), a second one means a stream, and from then
-  // on nothing is sent back.
+  // Data connection, SENDs. ib_send_lat waits for each message to come
+  // back before sending the next; ib_send_bw streams and posts no receives
+  // (a SEND of ours would only draw RNR NAKs), and perftest tells its
+  // server neither. So every message is sent back, one at a time: one
+  // arriving while ours is in flight is owed (its answer goes when ours
+  // completes: the client may see our answer before its ACK reaches us), a
+  // second one means a stream, and from then on nothing is sent back.
   PingpongDest peer_{};
   bool has_peer_ = false;
   bool in_flight_ = false;
   bool streaming_ = false;
-  Echo owed_ = Echo::kNone;
-  uint64_t owed_va_ = 0;
+  bool owed_ = false;
   uint64_t owed_length_ = 0;
   uint64_t echoes_ = 0;
+
+  // ib_write_lat (perftest's run_iter_lat_write, server side): we write
+  // count 1 first; the client's k-th write at this size is answered with
+  // k + 1 until it sent `iterations`; then the next size (all_sizes) or
+  // the end. Writes of any other size are taken without an answer.
+  uint32_t lat_size_ = 0;
+  uint64_t lat_received_ = 0;
+  bool lat_started_ = false;
+  bool lat_done_ = false;
 };
 
 }  // namespace spinnic::roce

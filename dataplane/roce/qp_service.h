@@ -65,6 +65,10 @@ class QpActions {
   // rdma_cm port (perftest's data connections): the one connected to the
   // peer's QP `remote_qpn`, or with 0 the newest; nullptr if none.
   virtual QpService* Sibling(uint32_t remote_qpn) = 0;
+  // Calls `sibling`'s OnStart (one that Sibling returned) with actions on
+  // its own QP: a control connection starting the test on its data
+  // connection (ib_write_lat's server writes first).
+  virtual void Start(QpService* sibling) { (void)sibling; }
   // The connection cannot go on: the QP enters the error state and every
   // work request is flushed.
   virtual void Fail() = 0;
@@ -107,6 +111,8 @@ class QpService {
                             QpActions& qp) {
     (void)tag, (void)status, (void)qp;
   }
+  // A sibling connection started this one (QpActions::Start).
+  virtual void OnStart(QpActions& qp) { (void)qp; }
   // Where the connection's SEND messages land instead of a buffer of
   // max_message_bytes() that the engine keeps (perftest's data connection:
   // its region, which holds the largest message the client sends). Asked

@@ -42,6 +42,18 @@ struct RoceCongestionConfig {
   uint64_t (*now_ns)() = nullptr;
 };
 
+// roce.perftest_write_lat (docs/interop.md, "ib_write_lat"): the test the
+// ib_write_lat clients on `port` run, as perftest's server is told it on
+// its command line. A data connection on the port then plays that
+// server: it writes first, answers count k with k + 1, `iterations` per
+// size, through every size from 2 B to 8 MiB with `all_sizes`.
+struct PerftestWriteLatConfig {
+  uint16_t port = 0;
+  uint32_t size = 2;
+  uint32_t iterations = 1000;
+  bool all_sizes = false;
+};
+
 struct RoceConfig {
   // On when the config has a `roce` section.
   bool enabled = false;
@@ -88,6 +100,8 @@ struct RoceConfig {
   // 8 MiB; the client never says which sizes it will use). A client whose
   // data connection cannot get it is rejected (CM REJ, no resources).
   uint64_t perftest_region_bytes = uint64_t{1} << 23;
+  // ib_write_lat's server (roce.perftest_write_lat; port 0: off).
+  PerftestWriteLatConfig perftest_write_lat;
   RoceCongestionConfig congestion;
   // Tests and benches only: the clock our requesters' timers read
   // (nanoseconds; bench/cost/incast_bench.cc's virtual network time);

@@ -519,7 +519,7 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   // Services (qp_service.h): what a connection on `cm_port` (0: created
   // over gRPC) runs, the actions they take on their QP.
   class ServiceActions;
-  // `perftest_data`: on perftest_port, a data connection (the client's
+  // `perftest_data`: on a perftest port, a data connection (the client's
   // control connection exists).
   std::unique_ptr<QpService> NewService(uint32_t qpn, uint16_t cm_port,
                                         const Gid& local_ip,
@@ -527,6 +527,14 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   bool ReceiveSend(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
                    const uint8_t* payload);
   QpService* Sibling(const Qp& qp, uint32_t remote_qpn);
+  // QpActions::Start: `sibling` (a Sibling of `qp`) starts with actions on
+  // its own QP.
+  void StartSibling(const Qp& qp, QpService* sibling, const EctxTable* table);
+  // perftest's ports: perftest_port and perftest_write_lat.port.
+  bool IsPerftestPort(uint16_t port) const {
+    return port != 0 && (port == config_.perftest_port ||
+                         port == config_.perftest_write_lat.port);
+  }
   void FailQp(Qp& qp);
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,
@@ -536,7 +544,7 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
                 uint16_t cm_port = 0,
                 std::unique_ptr<QpService> service = nullptr);
   // The owner of a QP the CM accepts from `peer` on `cm_port`: the next
-  // round robin, but on the perftest port the HPU of that client's newest
+  // round robin, but on a perftest port the HPU of that client's newest
   // live connection there (its control and data QPs see each other as
   // siblings, QpActions::Sibling).
   uint32_t PlaceCmQp(const Gid& peer, uint16_t cm_port) const;

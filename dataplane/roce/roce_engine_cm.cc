@@ -143,7 +143,7 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
       // The service exists from here: its REP private data (a region to
       // advertise) goes out with the REP, before the QP is created.
       const bool perftest_data =
-          request.port == config_.perftest_port &&
+          IsPerftestPort(request.port) &&
           HasCmConnection(request.peer->gid, request.port);
       accepted_services_[slot] =
           NewService(decision->local_qpn, request.port,
@@ -190,7 +190,7 @@ bool RoceEngine::HasCmConnection(const Gid& peer, uint16_t cm_port) const {
 }
 
 uint32_t RoceEngine::PlaceCmQp(const Gid& peer, uint16_t cm_port) const {
-  if (cm_port != config_.perftest_port) return NextQpHpu(shared_);
+  if (!IsPerftestPort(cm_port)) return NextQpHpu(shared_);
   // A scan per connection accepted, not per packet.
   const CmPlacement* newest = nullptr;
   for (const CmPlacement& p : cm_placements_) {

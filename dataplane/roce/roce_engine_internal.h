@@ -80,6 +80,9 @@ class RoceEngine::ServiceActions final : public QpActions {
   QpService* Sibling(uint32_t remote_qpn) override {
     return engine_->Sibling(qp_, remote_qpn);
   }
+  void Start(QpService* sibling) override {
+    engine_->StartSibling(qp_, sibling, table_);
+  }
   void Fail() override { engine_->FailQp(qp_); }
   uint32_t qpn() const override { return qp_.qpn; }
   RoceCounters& counters() override { return engine_->counters_; }

@@ -44,11 +44,18 @@ std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
   if (cm_port == config_.rping_port) {
     return std::make_unique<RpingService>(qpn);
   }
-  if (cm_port == config_.perftest_port) {
+  if (IsPerftestPort(cm_port)) {
+    // On perftest_write_lat's port the data connections play
+    // ib_write_lat's server; on perftest_port they follow the client.
+    PerftestWriteLatConfig write_lat;
+    if (cm_port == config_.perftest_write_lat.port) {
+      write_lat = config_.perftest_write_lat;
+    }
     return std::make_unique<PerftestService>(
         qpn, config_.perftest_region_bytes, local_ip, config_.max_rd_atomic,
         perftest_data ? PerftestService::Role::kData
-                      : PerftestService::Role::kControl);
+                      : PerftestService::Role::kControl,
+        write_lat);
   }
   return std::make_unique<VerbsService>(qpn, config_.connection_region_bytes);
 }
@@ -122,6 +129,20 @@ QpService* RoceEngine::Sibling(const Qp& qp, uint32_t remote_qpn) {
     }
   }
   return newest != nullptr ? newest->service.get() : nullptr;
+}
+
+void RoceEngine::StartSibling(const Qp& qp, QpService* sibling,
+                              const EctxTable* table) {
+  for (std::unique_ptr<Qp>& slot : qps_) {
+    Qp* other = slot.get();
+    if (other == nullptr || !other->in_use || other == &qp ||
+        other->service.get() != sibling) {
+      continue;
+    }
+    ServiceActions actions(this, *other, table);
+    sibling->OnStart(actions);
+    return;
+  }
 }
 
 void RoceEngine::FailQp(Qp& qp) {

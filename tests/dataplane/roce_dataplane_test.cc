@@ -11,6 +11,7 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -2791,17 +2792,23 @@ class RocePerftestTest : public RoceRequesterTest {
   // destination exchange, data connection, the per-QP destinations (the
   // client's buffer at kClientVa, rkey kClientRkey). Our destination.
   roce::PingpongDest Setup(Conn* control, Conn* data) {
+    Connections(control, data);
+    roce::PingpongDest ours;
+    EXPECT_TRUE(roce::ParsePingpongDest(
+        Exchange(*control, Dest(0x21, kClientRkey, kClientVa)), &ours));
+    EXPECT_EQ(ours.qpn, data->qpn);
+    return ours;
+  }
+
+  // Setup up to the client's own destination: both connections, the
+  // version and the first destination exchange.
+  void Connections(Conn* control, Conn* data) {
     *control = Connect(0x20, 0x7001);
     Bytes version(16, 0);
     std::memcpy(version.data(), "6.06", 4);
     EXPECT_EQ(Exchange(*control, version)[0], '6');
     Exchange(*control, Dest(0, 0, 0));  // before the data connection
     *data = Connect(0x21, 0x7002);
-    roce::PingpongDest ours;
-    EXPECT_TRUE(roce::ParsePingpongDest(
-        Exchange(*control, Dest(0x21, kClientRkey, kClientVa)), &ours));
-    EXPECT_EQ(ours.qpn, data->qpn);
-    return ours;
   }
 
   static constexpr uint32_t kClientRkey = 0x4711;
@@ -2874,6 +2881,144 @@ TEST_P(RocePerftestTest, SendLatIsAnsweredSendBwIsTakenQuietly) {
   EXPECT_EQ(answer_psns.size(), 8u);  // the first one's answer only
   EXPECT_EQ(Counter("qp_errors"), 0u);
   EXPECT_EQ(Counter("naks_sent"), 0u);
+}
+
+// roce.perftest_write_lat: ib_write_lat -R -s 64 -n 3 (or -a -n 2), whose
+// server writes first and answers each count with the next.
+class RocePerftestWriteLatTest : public RocePerftestTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    RocePerftestTest::Configure(options);
+    options.roce.perftest_port = kPerftestPort + 1;
+    options.roce.perftest_write_lat.port = kPerftestPort;
+    options.roce.perftest_write_lat.size = 64;
+    options.roce.perftest_write_lat.iterations = all_sizes_ ? 2 : 3;
+    options.roce.perftest_write_lat.all_sizes = all_sizes_;
+  }
+  // The client's own destination: our ACK and SEND on the control
+  // connection, and our first write on the data connection (returned).
+  Out StartTest(Conn& control, Conn& data, roce::PingpongDest* ours) {
+    ClientSend(control, Dest(0x21, kClientRkey, kClientVa));
+    std::vector<Out> out = Await(3);
+    EXPECT_EQ(out.size(), 3u);
+    Out write;
+    for (Out& o : out) {
+      if (o.packet.bth.dest_qp == data.client_qpn) {
+        write = std::move(o);
+      } else if (o.packet.bth.opcode ==
+                 static_cast<uint8_t>(Opcode::kRcSendOnly)) {
+        EXPECT_TRUE(roce::ParsePingpongDest(o.payload(), ours));
+      }
+    }
+    ClientAck(control, control.our_psn);
+    control.our_psn = roce::PsnAdd(control.our_psn, 1);
+    return write;
+  }
+  // Checks that `o` is our WRITE ONLY of `size` bytes to the client's
+  // buffer with `count` in the last byte, and acknowledges it.
+  void ExpectCount(const Out& o, Conn& data, uint32_t size, uint8_t count) {
+    ASSERT_TRUE(o.roce);
+    ASSERT_LE(size, kPmtu);  // one packet
+    EXPECT_EQ(o.packet.bth.opcode, static_cast<uint8_t>(Opcode::kRcWriteOnly));
+    EXPECT_EQ(o.packet.bth.dest_qp, data.client_qpn);
+    EXPECT_EQ(o.packet.bth.psn, data.our_psn);
+    EXPECT_EQ(o.packet.ext.reth.va, kClientVa);
+    EXPECT_EQ(o.packet.ext.reth.rkey, kClientRkey);
+    EXPECT_EQ(o.packet.ext.reth.dma_length, size);
+    ASSERT_EQ(o.payload().size(), size);
+    EXPECT_EQ(o.payload().back(), count);
+    ClientAck(data, data.our_psn);
+    data.our_psn = roce::PsnAdd(data.our_psn, 1);
+  }
+  // The client's write of count `count` (`size` bytes into our region):
+  // what we sent back, our ACK first, then our answer if any.
+  // `expected`: the frames to wait for (1: our ACK alone); what a few
+  // more polls bring is returned too.
+  std::vector<Out> ClientCount(Conn& data, const roce::PingpongDest& ours,
+                               uint32_t size, uint8_t count,
+                               size_t expected = 2) {
+    Bytes payload = Pattern(size, count);
+    payload.back() = count;
+    ClientWrite(data, ours.vaddr, ours.rkey, payload);
+    std::vector<Out> out = Await(expected);
+    Poll(4);
+    for (Out& o : Collect()) out.push_back(std::move(o));
+    // The ACK first, whichever left first.
+    std::stable_partition(out.begin(), out.end(), [](const Out& o) {
+      return o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcAck);
+    });
+    return out;
+  }
+  bool all_sizes_ = false;
+};
+
+TEST_P(RocePerftestWriteLatTest, WritesFirstAndAnswersEachCountUntilTheLast) {
+  Conn control, data;
+  Connections(&control, &data);
+  roce::PingpongDest ours;
+  const Out first = StartTest(control, data, &ours);
+  ASSERT_NE(ours.rkey, 0u);
+  ExpectCount(first, data, 64, 1);
+  for (uint8_t k = 1; k <= 3; ++k) {
+    std::vector<Out> out = ClientCount(data, ours, 64, k, k < 3 ? 2 : 1);
+    ASSERT_GE(out.size(), 1u);
+    ExpectAck(out[0], roce::PsnAdd(data.client_psn, -1), roce::AethAck(), k,
+              data.client_qpn, data.qpn);
+    if (k < 3) {
+      ASSERT_EQ(out.size(), 2u) << "no answer to count " << int{k};
+      ExpectCount(out[1], data, 64, k + 1);
+    } else {
+      EXPECT_EQ(out.size(), 1u) << "an answer after the last count";
+    }
+  }
+  // Nothing after the last count: a write of the client's is only taken.
+  std::vector<Out> out = ClientCount(data, ours, 64, 9, 1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.bth.opcode, static_cast<uint8_t>(Opcode::kRcAck));
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+  EXPECT_EQ(Counter("naks_sent"), 0u);
+}
+
+TEST_P(RocePerftestWriteLatTest, WriteOfAnotherSizeIsTakenWithoutAnswer) {
+  Conn control, data;
+  Connections(&control, &data);
+  roce::PingpongDest ours;
+  ExpectCount(StartTest(control, data, &ours), data, 64, 1);
+  std::vector<Out> out = ClientCount(data, ours, 32, 1, 1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.bth.opcode, static_cast<uint8_t>(Opcode::kRcAck));
+  out = ClientCount(data, ours, 64, 1);  // the right one is answered
+  ASSERT_EQ(out.size(), 2u);
+  ExpectCount(out[1], data, 64, 2);
+}
+
+class RocePerftestWriteLatAllTest : public RocePerftestWriteLatTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    all_sizes_ = true;
+    RocePerftestWriteLatTest::Configure(options);
+  }
+};
+
+TEST_P(RocePerftestWriteLatAllTest, EverySizeStartsWithOurWriteOfCountOne) {
+  Conn control, data;
+  Connections(&control, &data);
+  roce::PingpongDest ours;
+  ExpectCount(StartTest(control, data, &ours), data, 2, 1);
+  // -a -n 2: 2 B, 4 B, ... each size two counts each way, our write first
+  // (to 1 KiB: one packet each; perftest goes on to 8 MiB).
+  for (uint32_t size = 2; size <= 512; size *= 2) {
+    for (uint8_t k = 1; k <= 2; ++k) {
+      std::vector<Out> out = ClientCount(data, ours, size, k);
+      ASSERT_EQ(out.size(), 2u) << size << " bytes, count " << int{k};
+      if (k == 1) {
+        ExpectCount(out[1], data, size, 2);
+      } else {
+        ExpectCount(out[1], data, size * 2, 1);  // the next size
+      }
+    }
+  }
+  EXPECT_EQ(Counter("qp_errors"), 0u);
 }
 
 class RocePerftestLimitTest : public RocePerftestTest {
@@ -2958,6 +3103,10 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RoceLimitsTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceCmFloodTest, ::testing::Values(1u, 2u),
                          HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestWriteLatTest,
+                         ::testing::Values(1u, 2u), HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestWriteLatAllTest,
+                         ::testing::Values(1u, 2u), HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),

@@ -1247,6 +1247,43 @@ TEST(RoceConfigTest, ServicePorts) {
             uint64_t{1} << 23);
 }
 
+TEST(RoceConfigTest, PerftestWriteLat) {
+  auto error = [](const std::string& roce) {
+    return std::string(Check(RoceWith(kRoceAddress, roce)).message());
+  };
+  EXPECT_THAT(error("perftest_write_lat { size: 64 }"),
+              testing::HasSubstr("roce.perftest_write_lat.port: is needed"));
+  EXPECT_THAT(
+      error("perftest_port: 18515 perftest_write_lat { port: 18515 }"),
+      testing::HasSubstr("roce.perftest_write_lat.port: 18515 is already "
+                         "perftest_port; give each service its own port"));
+  EXPECT_THAT(error("perftest_write_lat { port: 18516 size: 8388609 }"),
+              testing::HasSubstr("roce.perftest_write_lat.size: 8388609 bytes "
+                                 "do not fit the perftest data region"));
+  EXPECT_THAT(error("perftest_region_bytes: 65536 "
+                    "perftest_write_lat { port: 18516 all_sizes: true }"),
+              testing::HasSubstr("roce.perftest_write_lat.all_sizes: needs an "
+                                 "8 MiB perftest data region"));
+  EXPECT_THAT(
+      error("perftest_write_lat { port: 18516 iterations: 1000000001 }"),
+      testing::HasSubstr("roce.perftest_write_lat.iterations: 1000000001 is "
+                         "more than perftest runs"));
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+      RoceWith(kRoceAddress,
+               "listen_ports: 7471 perftest_write_lat { port: 18516 }"),
+      kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  const roce::RoceConfig& rc = dp->transports.get<roce::RoceConfig>();
+  EXPECT_EQ(rc.listen_ports, (std::vector<uint16_t>{7471, 18516}));
+  // perftest's defaults: -s 2, -n 1000.
+  EXPECT_EQ(rc.perftest_write_lat.port, 18516);
+  EXPECT_EQ(rc.perftest_write_lat.size, 2u);
+  EXPECT_EQ(rc.perftest_write_lat.iterations, 1000u);
+  EXPECT_FALSE(rc.perftest_write_lat.all_sizes);
+}
+
 TEST(RoceConfigTest, QueuePairHandlers) {
   const std::string bound = Lines({
       kWire, kWorker, kRoceAddress, "roce { }",
