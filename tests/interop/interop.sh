@@ -22,6 +22,12 @@
 #                 ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, IPv6;
 #                 each its tool's exit 0 and result row, and the
 #                 appliance's counters (no QP error, no NAK storm).
+#       cnp       congestion notification packets to rxe (issue 21):
+#                 ib_write_bw -R -T 3 (every packet CE-marked) against the
+#                 appliance with roce.congestion on: it sends CNPs to the
+#                 client's QP; they decode as valid CNPs (ICRC ok) in the
+#                 capture, rxe drops them quietly, the client's run
+#                 completes like the unmarked reference run.
 #
 # Exit: 0 pass, 1 fail, 77 skip (meson). Everything started here is stopped
 # at exit and the namespace deleted; every wait is bounded. The run directory
@@ -43,7 +49,7 @@ export RXE_BASE=${RXE_BASE:-/tmp/rxe}
 export RXE_NETNS=${INTEROP_NETNS:-spn-interop}
 export RXE_BRIDGE=br-rxe
 # The tools case runs ten perftest clients in one guest.
-export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$([[ $CASE == tools ]] && echo 900 || echo 150)}
+export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$(case $CASE in tools) echo 900 ;; cnp) echo 300 ;; *) echo 150 ;; esac)}
 NS=$RXE_NETNS
 RUN=${INTEROP_RUN_DIR:-/tmp/spinnic-interop}/$CASE
 SOCK=$RUN/ctl.sock
@@ -87,7 +93,7 @@ cleanup() {
 }
 
 # ---- preconditions: anything missing is a skip, not a failure -------------
-case $CASE in verbs | perftest | rping | naaice | tools) ;; *) echo "usage: $0 verbs|perftest|rping|naaice|tools SPINNICD SPINCTL" >&2; exit 2 ;; esac
+case $CASE in verbs | perftest | rping | naaice | tools | cnp) ;; *) echo "usage: $0 verbs|perftest|rping|naaice|tools|cnp SPINNICD SPINCTL" >&2; exit 2 ;; esac
 [[ -x $SPINNICD && -x $SPINCTL ]] || { echo "spinnicd/spinctl not found" >&2; exit 1; }
 SPINNICD=$(readlink -f "$SPINNICD")
 SPINCTL=$(readlink -f "$SPINCTL")
@@ -125,6 +131,11 @@ BG_PIDS+=($!)
 
 # ---- spinnicd in the namespace ---------------------------------------------
 sed "s/\"spn-interop\"/\"$NS\"/" "$HERE/spinnicd.textproto" >"$RUN/spinnicd.textproto"
+if [[ $CASE == cnp ]]; then
+  # DCQCN's notification point: CNPs for CE-marked packets, at most one
+  # per QP per 50 us.
+  sed -i 's/^roce {$/roce {\n  congestion { enabled: true }/' "$RUN/spinnicd.textproto"
+fi
 ip netns exec "$NS" "$SPINNICD" --config "$RUN/spinnicd.textproto" \
   --control_socket "$SOCK" --stats_json "$RUN/stats.json" --duration_s 400 \
   >"$RUN/spinnicd.out" 2>"$RUN/spinnicd.err" </dev/null &
@@ -149,6 +160,7 @@ VA=$(awk '/^base_address:/{print $2}' "$RUN/region.txt")
 [[ -n $REGION_ID && -n $RKEY && -n $VA ]] || { cat "$RUN/region.txt"; fail "region-register output"; exit 1; }
 log "region $REGION_ID rkey $RKEY base $VA"
 
+cp "$HERE/guest_lib.sh" "$RUN/guest_lib.sh"
 cat >"$RUN/params" <<EOF
 APPLIANCE=192.0.2.11
 APPLIANCE6=fd00:1::11
@@ -207,6 +219,8 @@ fi
 has() { grep -Eq -- "$1" "$OUT"; }
 # Frames of the capture (spinctl decode's text) matching an extended regex.
 frames() { grep -Ec -- "$1" "$RUN/capture.txt" 2>/dev/null; }
+# A stats counter of the appliance's final `spinctl stats --json`.
+counter() { grep -oE "\"$1\"[^0-9]*[0-9]+" "$RUN/stats_final.json" 2>/dev/null | grep -oE '[0-9]+$' | head -1; }
 region_hex() { # OFFSET LENGTH -> lowercase hex without spaces
   sc region-read "$REGION_ID" --offset "$1" --length "$2" --raw 2>/dev/null | od -An -v -tx1 | tr -d ' \n'
 }
@@ -381,10 +395,39 @@ case_tools() {
   done
   # The appliance's side: no QP left in error, NAKs counted.
   local qp_errors naks
-  qp_errors=$(grep -oE '"qp_errors"[^0-9]*[0-9]+' "$RUN/stats_final.json" 2>/dev/null | grep -oE '[0-9]+$' | head -1)
-  naks=$(grep -oE '"naks_sent"[^0-9]*[0-9]+' "$RUN/stats_final.json" 2>/dev/null | grep -oE '[0-9]+$' | head -1)
+  qp_errors=$(counter qp_errors) naks=$(counter naks_sent)
   log "appliance: qp_errors=${qp_errors:-?} naks_sent=${naks:-?}; capture: $(cm_summary)"
   if [[ ${qp_errors:-1} == 0 ]]; then pass "no QP in the error state"; else fail "qp_errors=${qp_errors:-unknown}"; fi
+}
+
+case_cnp() {
+  local label row
+  for label in write_bw_ce write_bw_plain; do
+    row=$(grep -E "^$label: +[0-9]+ +[0-9]+ +[0-9.]+" "$OUT" | tail -1 | cut -d: -f2- | tr -s ' \t' ' ')
+    if has "^$label rc=0" && [[ -n $row ]]; then
+      pass "$label: $row"
+    else
+      fail "$label: $(grep -m1 "^$label rc=" "$OUT"), $(grep -m1 -iE "^$label: .*(error|fail|couldn|unable)" "$OUT" | cut -c1-160); $(cm_summary)"
+    fi
+  done
+  local ce cnps held qp_errors
+  ce=$(counter ecn_ce_received) cnps=$(counter cnp_sent) held=$(counter cnp_held) qp_errors=$(counter qp_errors)
+  log "appliance: ecn_ce_received=${ce:-?} cnp_sent=${cnps:-?} cnp_held=${held:-?} qp_errors=${qp_errors:-?}"
+  if [[ ${ce:-0} -gt 0 && ${cnps:-0} -gt 0 ]]; then
+    pass "the appliance saw ${ce} CE-marked packets and sent ${cnps} CNPs (${held:-0} held by the CNP interval)"
+  else
+    fail "no CE marks or no CNPs: ecn_ce_received=${ce:-?} cnp_sent=${cnps:-?} (did -T 3 reach the IP header?)"
+  fi
+  local good bad
+  good=$(frames ' CNP .*icrc=ok becn=1')
+  bad=$(frames ' CNP .*icrc=(bad|unchecked)')
+  if [[ ${good:-0} -gt 0 && ${bad:-0} -eq 0 ]]; then
+    pass "$good CNPs on the wire to 192.0.2.12, each a valid CNP (ICRC ok, BECN): $(grep -m1 ' CNP ' "$RUN/capture.txt" | tr -s ' ' | cut -c1-120)"
+  else
+    fail "CNPs in the capture: ${good:-0} valid, ${bad:-0} not"
+  fi
+  if [[ ${qp_errors:-1} == 0 ]]; then pass "no QP in the error state"; else fail "qp_errors=${qp_errors:-unknown}"; fi
+  log "guest kernel: $(grep -c '^dmesg: ' "$OUT") dmesg lines during the runs$(grep -m3 '^dmesg: ' "$OUT" | sed 's/^/; /' | tr -d '\n')"
 }
 
 case_$CASE
