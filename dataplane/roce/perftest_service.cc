@@ -6,7 +6,13 @@
 #include "dataplane/common/byte_order.h"
 
 namespace spinnic::roce {
-namespace {}  // namespace
+namespace {
+
+// Completion tags: ib_send_lat's answers (0) and ib_write_lat's counts.
+constexpr uint32_t kSendBackTag = 0;
+constexpr uint32_t kWriteCountTag = 1;
+
+}  // namespace
 
 // Layout (perftest_communication.c, the rdma_cm exchange): lid, out_reads,
 // qpn, psn, rkey, 4 bytes of padding, vaddr (8), gid (16), srqn,
@@ -138,7 +144,7 @@ void PerftestService::WriteCount(uint64_t count, QpActions& qp) {
   }
   const std::span<uint8_t> bytes = data_.bytes.first(lat_size_);
   bytes[lat_size_ - 1] = static_cast<uint8_t>(count);
-  if (!qp.PostWrite(bytes, peer_.vaddr, peer_.rkey, nullptr, 0)) {
+  if (!qp.PostWrite(bytes, peer_.vaddr, peer_.rkey, nullptr, kWriteCountTag)) {
     qp.Fail();
     return;
   }
@@ -165,7 +171,7 @@ void PerftestService::SendBack(uint64_t length, QpActions& qp) {
   // ib_send_lat: the same number of bytes back (what it received is in
   // the region; the client compares nothing but the length).
   if (length > data_.bytes.size()) return;
-  if (!qp.PostSend(data_.bytes.first(length), 0)) {
+  if (!qp.PostSend(data_.bytes.first(length), kSendBackTag)) {
     qp.Fail();
     return;
   }
@@ -175,8 +181,8 @@ void PerftestService::SendBack(uint64_t length, QpActions& qp) {
 
 void PerftestService::OnCompletion(uint32_t tag, CompletionStatus status,
                                    QpActions& qp) {
-  (void)tag;
-  if (role_ != Role::kData) return;
+  // A count's completion says nothing about ib_send_lat's answer.
+  if (role_ != Role::kData || tag != kSendBackTag) return;
   in_flight_ = false;
   if (status != CompletionStatus::kSuccess) return;
   if (owed_ && !streaming_) {
