@@ -664,6 +664,21 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
       second_half[++i] = true;
     }
   }
+  // Every instruction but exit and an unconditional jump goes on to the
+  // next, a 16-byte load and a call too: the last one must be exit or a
+  // jump (librte_bpf's validator would read past the program; the fuzz
+  // target found both a load and a call there).
+  {
+    const size_t last = insns.size() - 1;
+    const uint8_t op = insns[last].code & 0xf0;
+    const bool ends_flow = !second_half[last] &&
+                           (insns[last].code & 0x07) == kClassJmp &&
+                           (op == kOpExit || op == kOpJa);
+    if (!ends_flow) {
+      return Refuse(name, second_half[last] ? last - 1 : last,
+                    "the section ends without exit; every path must return");
+    }
+  }
   int64_t lowest_stack = 0;
   for (size_t i = 0; i < insns.size(); ++i) {
     ebpf_insn& insn = insns[i];
@@ -708,15 +723,6 @@ absl::Status CheckSection(absl::string_view name, std::vector<ebpf_insn>& insns,
         report->helpers.push_back(symbol[i]->name);
       }
       continue;
-    }
-    // Every instruction but exit and an unconditional jump goes on to the
-    // next: the last one must not (librte_bpf's validator would read past
-    // the program).
-    const bool ends_flow = cls == kClassJmp && ((insn.code & 0xf0) == kOpExit ||
-                                                (insn.code & 0xf0) == kOpJa);
-    if (i + 1 == insns.size() && !ends_flow) {
-      return Refuse(name, i,
-                    "the section ends without exit; every path must return");
     }
     if (cls == kClassJmp && (insn.code & 0xf0) != kOpExit &&
         (insn.code & 0xf0) != kOpCall) {

@@ -211,6 +211,17 @@ TEST(BpfProgramTest, ControlFlowStaysInsideTheSection) {
   // past the program.
   EXPECT_THAT(std::string(RawStatus({Mov64Imm(0, 34)}).message()),
               HasSubstr("ends without exit"));
+  // Nor after a 16-byte load or a call, which go on to the next
+  // instruction too (the load as the last one crashed librte_bpf's loader).
+  EXPECT_THAT(std::string(RawStatus({Mov64Imm(0, 0),
+                                     {0x18, 2, 0, 0, 0},  // r2 = imm64
+                                     {0x00, 0, 0, 0, 0x1717}})
+                              .message()),
+              HasSubstr("instruction 1: the section ends without exit"));
+  EXPECT_THAT(
+      std::string(RawStatus({Mov64Imm(0, 0), {0x85, 0, 0, 0, 1}})  // call 1
+                      .message()),
+      HasSubstr("instruction 1: the section ends without exit"));
   // Into the second half of a 16-byte load: the JIT would run the constant.
   EXPECT_THAT(std::string(RawStatus({{0x05, 0, 0, 1, 0},  // goto +1
                                      {0x18, 0, 0, 0, 1},
