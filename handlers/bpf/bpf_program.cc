@@ -39,6 +39,11 @@ constexpr uint8_t kOpCall = 0x80;
 constexpr uint8_t kOpExit = 0x90;
 constexpr uint8_t kOpJa = 0x00;  // unconditional jump
 constexpr uint8_t kLdImm64 = 0x18;
+// BPF_JMP | BPF_JSET | BPF_K. librte_bpf 22.11's x86 JIT mistranslates it:
+// a near jump goes the wrong way, a far one lands inside another x86
+// instruction (found by deep fuzzing; the interpreter and JSET with a
+// register are right). A section with one runs on the interpreter.
+constexpr uint8_t kJsetImmediate = 0x45;
 constexpr uint8_t kOpDiv = 0x30;
 constexpr uint8_t kOpMod = 0x90;
 constexpr uint8_t kOpLsh = 0x60;
@@ -907,10 +912,18 @@ absl::Status BpfProgram::LoadStage(Stage stage, std::vector<ebpf_insn>& insns,
           std::strerror(rte_errno), ")", why.empty() ? "" : ": ", why));
     }
   }
+  const bool jit_safe = std::none_of(
+      insns.begin(), insns.end(),
+      [](const ebpf_insn& insn) { return insn.code == kJsetImmediate; });
   rte_bpf_jit jit{};
-  if (rte_bpf_get_jit(loaded.bpf, &jit) == 0 && jit.func != nullptr) {
+  if (jit_safe && rte_bpf_get_jit(loaded.bpf, &jit) == 0 &&
+      jit.func != nullptr) {
     loaded.jit = jit.func;
   }
+  report.interpreter_reason =
+      jit_safe ? ""
+               : "jset with an immediate, which librte_bpf 22.11's JIT "
+                 "mistranslates";
   loaded.context_bytes = report.context_bytes;
   report_.sections.push_back(std::move(report));
   report_.jit = true;
@@ -938,7 +951,13 @@ std::string DescribeReport(const ProgramReport& report) {
         " B, helpers ",
         s.helpers.empty() ? "none" : absl::StrJoin(s.helpers, ", ")));
   }
-  parts.push_back(report.jit ? "JIT" : "interpreter");
+  std::string runtime = report.jit ? "JIT" : "interpreter";
+  for (const SectionReport& s : report.sections) {
+    if (!s.interpreter_reason.empty()) {
+      absl::StrAppend(&runtime, " (", s.name, ": ", s.interpreter_reason, ")");
+    }
+  }
+  parts.push_back(std::move(runtime));
   return absl::StrJoin(parts, "; ");
 }
 

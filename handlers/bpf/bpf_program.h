@@ -54,6 +54,9 @@ struct SectionReport {
   // Bit i: the program may read or write byte i of its spin_ctx. The
   // handler fills only the fields a program can reach.
   ContextBytes context_bytes;
+  // Why the interpreter runs this section although the JIT is there;
+  // empty when the JIT runs it (or is not available).
+  std::string interpreter_reason;
 };
 struct ProgramReport {
   std::vector<SectionReport> sections;
