@@ -33,6 +33,16 @@ absl::Status CheckDiadNode(const v1::Config& config, const Reporter& r) {
                                      "addresses are unique local addresses, "
                                      "e.g. \"fd00:d1ad::1\""));
     }
+    // The port DiAD sends through (ConvertDiad): diad.port, checked with the
+    // diad section, or else the first wire port.
+    const bool has_wire = std::any_of(
+        config.ports().begin(), config.ports().end(),
+        [](const v1::Port& port) { return port.role() == v1::PORT_ROLE_WIRE; });
+    if (config.diad().port().empty() && !has_wire) {
+      return r.Error(p,
+                     "DiAD has no wire port to reach peers through; add "
+                     "a port with role: PORT_ROLE_WIRE or set diad.port");
+    }
   }
   return absl::OkStatus();
 }

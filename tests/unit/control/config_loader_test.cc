@@ -598,6 +598,23 @@ TEST(AddressesTest, DiadNode) {
       Check(AddressesWith("diad_node: \"fd00::/64\"")),
       "t.textproto:4:3: addresses.diad_node: ", "without prefix length"));
   EXPECT_TRUE(Check(AddressesWith("diad_node: \"fd00:d1ad::1\"")).ok());
+  // Without a wire port, and no diad.port: the check says so, as the
+  // conversion would (the config fuzz target found them disagreeing).
+  const std::string host_only = Lines({
+      kHost,
+      kWorker,
+      "addresses {",
+      "  diad_node: \"fd00:d1ad::1\"",  // 4
+      "}",
+  });
+  EXPECT_TRUE(ErrorIs(Check(host_only),
+                      "t.textproto:4:3: addresses.diad_node: ",
+                      "DiAD has no wire port to reach peers through"));
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(host_only, kSource);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_FALSE(ToDataplaneConfig(parsed->config).ok());
+  EXPECT_TRUE(
+      Check(absl::StrCat(host_only, "diad { port: \"host0\" }\n")).ok());
   EXPECT_TRUE(Check(AddressesWith("diad_node: \"fc00::2\"")).ok());
 }
 
