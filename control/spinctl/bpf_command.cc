@@ -57,6 +57,12 @@ int RunBpfCheck(Env& env, const ParsedArgs& args) {
   }
   std::printf("%s: valid, runs %s\n", path.c_str(),
               report.jit ? "JIT-compiled" : "in the interpreter");
+  for (const bpf::SectionReport& s : report.sections) {
+    if (!s.interpreter_reason.empty()) {
+      std::printf("%s: interpreted: %s\n", s.name.c_str(),
+                  s.interpreter_reason.c_str());
+    }
+  }
   Table table({"SECTION", "INSTRUCTIONS", "STACK", "HELPERS"});
   for (const bpf::SectionReport& s : report.sections) {
     table.AddRow({s.name, absl::StrCat(s.instructions),
