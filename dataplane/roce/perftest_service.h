@@ -105,11 +105,6 @@ class PerftestService final : public QpService {
   // ib_write_lat (a data connection on perftest_write_lat's port, once the
   // client's buffer is known): our first write.
   void OnStart(QpActions& qp) override;
-  // ib_write_lat: the message size now, the client's writes taken at it,
-  // and whether every size is done.
-  uint32_t write_lat_size() const { return lat_size_; }
-  uint64_t write_lat_received() const { return lat_received_; }
-  bool write_lat_done() const { return lat_done_; }
 
  private:
   void OnControlSend(const ReceivedSend& send, QpActions& qp);
