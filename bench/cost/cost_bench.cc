@@ -181,37 +181,60 @@ class Tally {
   explicit Tally(const benchmark::State& state) {
     // Reserved up front: no allocation between the timed polls.
     per_op_.reserve(static_cast<size_t>(state.max_iterations));
+    for (std::vector<uint64_t>& end : per_op_end_) {
+      end.reserve(static_cast<size_t>(state.max_iterations));
+    }
   }
 
-  void AddBusy(uint64_t cycles) {
-    op_cycles_ += cycles > TscOverhead() ? cycles - TscOverhead() : 0;
+  // A busy poll's cycles, spent by end `end` of a pair (0: A, 1: B; a
+  // single dataplane is end 0).
+  void AddBusy(uint64_t cycles, int end = 0) {
+    AddCycles(cycles, end);
     ++busy_polls_;
+  }
+  // CPU work outside a poll that a NIC's driver would do on that end's core
+  // (freeing transmitted mbufs).
+  void AddCycles(uint64_t cycles, int end) {
+    const uint64_t net = cycles > TscOverhead() ? cycles - TscOverhead() : 0;
+    op_cycles_ += net;
+    op_end_cycles_[end] += net;
   }
   void AddIdle() { ++idle_polls_; }
   // The operation in progress is complete.
   void EndOp() {
     per_op_.push_back(op_cycles_);
+    for (int end = 0; end < 2; ++end) {
+      per_op_end_[end].push_back(op_end_cycles_[end]);
+      op_end_cycles_[end] = 0;
+    }
     total_ += op_cycles_;
     op_cycles_ = 0;
   }
 
   uint64_t ops() const { return per_op_.size(); }
   uint64_t idle_polls() const { return idle_polls_; }
+  uint64_t busy_polls() const { return busy_polls_; }
   double mean() const {
     return per_op_.empty() ? 0
                            : static_cast<double>(total_) /
                                  static_cast<double>(per_op_.size());
   }
-  double median() {
-    if (per_op_.empty()) return 0;
-    auto middle = per_op_.begin() + static_cast<ptrdiff_t>(per_op_.size() / 2);
-    std::nth_element(per_op_.begin(), middle, per_op_.end());
+  double median() { return Median(per_op_); }
+  // One end's share: the median of its cycles per operation.
+  double median(int end) { return Median(per_op_end_[end]); }
+
+ private:
+  static double Median(std::vector<uint64_t>& values) {
+    if (values.empty()) return 0;
+    auto middle = values.begin() + static_cast<ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
     return static_cast<double>(*middle);
   }
 
- private:
   std::vector<uint64_t> per_op_;
+  std::vector<uint64_t> per_op_end_[2];
   uint64_t op_cycles_ = 0;
+  uint64_t op_end_cycles_[2] = {0, 0};
   uint64_t total_ = 0;
   uint64_t busy_polls_ = 0;
   uint64_t idle_polls_ = 0;
@@ -220,7 +243,7 @@ class Tally {
 // One timed PollOnce of `hpu`. It was busy when it received a frame or sent
 // one into `out` (the ring its wire port transmits to): only then do its
 // cycles count. Returns whether it was busy.
-bool Step(Hpu& hpu, rte_ring* out, Tally& tally) {
+bool Step(Hpu& hpu, rte_ring* out, Tally& tally, int end = 0) {
   const unsigned before = rte_ring_count(out);
   const uint64_t start = rte_rdtsc();
   const uint32_t received = hpu.PollOnce();
@@ -229,7 +252,7 @@ bool Step(Hpu& hpu, rte_ring* out, Tally& tally) {
     tally.AddIdle();
     return false;
   }
-  tally.AddBusy(cycles);
+  tally.AddBusy(cycles, end);
   return true;
 }
 
@@ -254,6 +277,20 @@ void Report(benchmark::State& state, Tally& tally, double packets_per_op,
       static_cast<double>(bytes_per_op) * 8 * tsc_hz / cycles_per_op / 1e9;
   state.counters["cycles_per_op"] = cycles_per_op;
   state.counters["mean_cycles_per_op"] = tally.mean() / ops_per_item;
+  // A pair's ends apart: each appliance has a core of its own, so the
+  // busier end bounds one core's rate.
+  const double b_cycles = tally.median(1) / ops_per_item;
+  if (b_cycles > 0) {
+    const double a_cycles = tally.median(0) / ops_per_item;
+    state.counters["a_cycles_per_op"] = a_cycles;
+    state.counters["b_cycles_per_op"] = b_cycles;
+    state.counters["gbps_per_core_busier_end"] =
+        static_cast<double>(bytes_per_op) * 8 * tsc_hz /
+        std::max(a_cycles, b_cycles) / 1e9;
+  }
+  state.counters["busy_polls_per_op"] =
+      static_cast<double>(tally.busy_polls()) /
+      (static_cast<double>(ops) * ops_per_item);
   state.counters["idle_polls_per_op"] =
       static_cast<double>(tally.idle_polls()) /
       (static_cast<double>(ops) * ops_per_item);
@@ -356,9 +393,15 @@ BENCHMARK(BM_NullHandler)->Apply(bench::FixedIterationsIfRequested);
 // ---------------------------------------------------------------------------
 // Two dataplanes, A and B, wire to wire: DiAD and RoCE between them.
 
+// Each end transmits into a ring of its own and receives from another; the
+// bench carries frames across (CarryAcross) as two NICs and a wire would.
 struct PairRig {
-  rte_ring* a_to_b = nullptr;
-  rte_ring* b_to_a = nullptr;
+  rte_ring* a_out = nullptr;
+  rte_ring* b_in = nullptr;
+  rte_ring* b_out = nullptr;
+  rte_ring* a_in = nullptr;
+  rte_mempool* a_pool = nullptr;
+  rte_mempool* b_pool = nullptr;
   Node a, b;
   RegionInfo target;         // on B: DiAD and RoCE writes land, reads read
   RegionInfo stream_region;  // on B: stream kStreamId's ring
@@ -369,6 +412,20 @@ struct PairRig {
 // --zero_copy_min_bytes=N (main() takes it out of argv): the DiAD and RoCE
 // zero-copy threshold of both ends; -1 keeps the default.
 int64_t g_zero_copy_min_bytes = -1;
+
+// --packet_bytes=N (main() takes it out of argv): the payload bytes of one
+// DiAD and one RoCE packet (DiAD's path MTU N + 96, RoCE's path MTU N, the
+// wire ports' MTU raised to fit); 0 keeps the transports' defaults (1404
+// and 1024). 4096 is the DiAD FPGA's configuration (4 KiB packets).
+uint32_t g_packet_bytes = 0;
+constexpr uint32_t kDefaultRocePmtu = 1024;
+uint32_t RocePmtu() {
+  return g_packet_bytes != 0 ? g_packet_bytes : kDefaultRocePmtu;
+}
+
+// --dma_wire=0 (main() takes it out of argv) hands a zero-copy chain to the
+// receiver as it is, by pointer, which then copies it into one mbuf itself.
+bool g_dma_wire = true;
 
 // A pair whose timers never fire while the bench steps: nothing is lost
 // between the rings, and a preempted step must not turn into a
@@ -381,12 +438,68 @@ DataplaneConfig QuietPairConfig(Node& node, const std::string& suffix,
   dc.channel.rto_max_ns = 10'000'000'000;
   // The longest local ACK timeout (4.096 us * 2^31).
   config.transports.get<roce::RoceConfig>().local_ack_timeout = 31;
+  if (g_packet_bytes != 0) {
+    dc.path_mtu = static_cast<uint16_t>(g_packet_bytes + 96);
+    config.ports[0].mtu = dc.path_mtu;
+  }
   if (g_zero_copy_min_bytes >= 0) {
     dc.zero_copy_min_bytes = static_cast<uint32_t>(g_zero_copy_min_bytes);
     config.transports.get<roce::RoceConfig>().zero_copy_min_bytes =
         static_cast<uint32_t>(g_zero_copy_min_bytes);
   }
   return config;
+}
+
+// Moves what `from_end` transmitted (`from`) into the other end's RX ring
+// (`to`). A zero-copy frame is a chain (headers, then region bytes): a NIC
+// gathers it by DMA and the receiving NIC writes it into one mbuf, work of
+// neither end's CPU, so that copy is left out of the cycles (and of
+// callgrind's count). Freeing the chain once it is sent is the sending
+// end's driver's work: timed, and counted to that end. With --dma_wire=0
+// the chain goes over as it is (the receiver copies it into one mbuf).
+void CarryAcross(rte_ring* from, rte_ring* to, rte_mempool* to_pool,
+                 Tally& tally, int from_end) {
+  void* frames[kBurst];
+  unsigned count;
+  while ((count = rte_ring_sc_dequeue_burst(from, frames, kBurst, nullptr)) !=
+         0) {
+    for (unsigned i = 0; g_dma_wire && i < count; ++i) {
+      rte_mbuf* chain = static_cast<rte_mbuf*>(frames[i]);
+      if (chain->nb_segs == 1) continue;
+      rte_mbuf* flat;
+      {
+        NotCounted not_counted;
+        flat = rte_pktmbuf_alloc(to_pool);
+        if (flat == nullptr) Fail("wire: no mbuf for a gathered frame");
+        uint8_t* bytes = reinterpret_cast<uint8_t*>(
+            rte_pktmbuf_append(flat, static_cast<uint16_t>(chain->pkt_len)));
+        if (bytes == nullptr) Fail("wire: a gathered frame exceeds an mbuf");
+        if (rte_pktmbuf_read(chain, 0, chain->pkt_len, bytes) != bytes) {
+          std::memcpy(bytes, rte_pktmbuf_mtod(chain, const void*),
+                      chain->pkt_len);
+        }
+      }
+      const uint64_t start = rte_rdtsc();
+      rte_pktmbuf_free(chain);
+      tally.AddCycles(rte_rdtsc() - start, from_end);
+      frames[i] = flat;
+    }
+    if (rte_ring_sp_enqueue_bulk(to, frames, count, nullptr) != count) {
+      Fail("wire: the receiver's RX ring is full");
+    }
+  }
+}
+
+// One timed poll of A (B), then what it sent crosses to B (A).
+bool StepA(PairRig& rig, Tally& tally) {
+  const bool busy = Step(rig.a.hpu(), rig.a_out, tally, 0);
+  CarryAcross(rig.a_out, rig.b_in, rig.b_pool, tally, 0);
+  return busy;
+}
+bool StepB(PairRig& rig, Tally& tally) {
+  const bool busy = Step(rig.b.hpu(), rig.b_out, tally, 1);
+  CarryAcross(rig.b_out, rig.a_in, rig.a_pool, tally, 1);
+  return busy;
 }
 
 // Steps A and B, each in turn, until `done`: one operation. A dataplane is
@@ -406,12 +519,8 @@ void StepPairUntil(PairRig& rig, Tally& tally,
     }
     const bool poll_all = ++quiet % 64 == 0;
     bool moved = false;
-    if (poll_all || rig.a.HasWork()) {
-      moved |= Step(rig.a.hpu(), rig.a_to_b, tally);
-    }
-    if (poll_all || rig.b.HasWork()) {
-      moved |= Step(rig.b.hpu(), rig.b_to_a, tally);
-    }
+    if (poll_all || rig.a.HasWork()) moved |= StepA(rig, tally);
+    if (poll_all || rig.b.HasWork()) moved |= StepB(rig, tally);
     if (moved) {
       quiet = 0;
     } else {
@@ -423,24 +532,26 @@ void StepPairUntil(PairRig& rig, Tally& tally,
 
 std::unique_ptr<PairRig> MakePairRig() {
   auto rig = std::make_unique<PairRig>();
-  rig->a_to_b = NewRing("cab");
-  rig->b_to_a = NewRing("cba");
-  rig->a.wire_rx = rig->b.wire_tx = rig->b_to_a;
-  rig->a.wire_tx = rig->b.wire_rx = rig->a_to_b;
+  rig->a.wire_tx = rig->a_out = NewRing("caout");
+  rig->b.wire_rx = rig->b_in = NewRing("cbin");
+  rig->b.wire_tx = rig->b_out = NewRing("cbout");
+  rig->a.wire_rx = rig->a_in = NewRing("cain");
   CreateNode(rig->a, QuietPairConfig(rig->a, "_a", true));
   CreateNode(rig->b, QuietPairConfig(rig->b, "_b", false));
+  rig->a_pool = rig->a.pool();
+  rig->b_pool = rig->b.pool();
   rig->target = Register(*rig->b.dataplane, kTargetBytes,
                          kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite);
   rig->stream_region = Register(*rig->b.dataplane, kStreamRegionBytes,
                                 kLocalRead | kLocalWrite, kStreamId);
   rig->local = Register(*rig->a.dataplane, kTargetBytes,
                         kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite);
-  rig->qp_a = ConnectQps(rig->a, rig->b);
+  rig->qp_a = ConnectQps(rig->a, rig->b, RocePmtu());
   // The HPUs apply the QPs (and the peers) on their next polls.
   Tally setup;
   for (int i = 0; i < 4; ++i) {
-    Step(rig->a.hpu(), rig->a_to_b, setup);
-    Step(rig->b.hpu(), rig->b_to_a, setup);
+    StepA(*rig, setup);
+    StepB(*rig, setup);
   }
   return rig;
 }
@@ -468,8 +579,11 @@ void CheckNoRetransmissions(PairRig& rig) {
 // (DiadModule::Submit, not waited for) and steps A and B until A completes
 // it. The payload string travels into the operation and back, so that no
 // 4 KiB copy is made per operation.
+// `window` operations are submitted at once and the iteration ends when
+// all are done: with more than one in flight, ACKs and responses coalesce
+// as they do under sustained load. Figures are per operation.
 void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind,
-             uint32_t read_bytes = kDiadReadBytes) {
+             uint32_t read_bytes = kDiadReadBytes, uint32_t window = 1) {
   PairRig& rig = Pair();
   diad::DiadModule* module = rig.a.dataplane->transport<diad::DiadModule>();
   const Bytes bytes = Pattern(kOpBytes, static_cast<uint32_t>(kind) + 3);
@@ -501,32 +615,35 @@ void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind,
   request.read_length = read_bytes;
   Tally tally(state);
   std::string last_read;
+  std::vector<diad::DiadOp*> ops_in_flight(window);
   for (auto _ : state) {
-    diad::DiadOp* op = nullptr;
     {
       NotCounted not_counted;
-      if (kind != diad::DiadOp::Kind::kRead) request.data = std::move(payload);
-      absl::StatusOr<diad::DiadOp*> submitted = module->Submit(request);
-      Check(submitted.status(), "DiAD submit");
-      op = *submitted;
+      for (diad::DiadOp*& op : ops_in_flight) {
+        if (kind != diad::DiadOp::Kind::kRead) request.data = payload;
+        absl::StatusOr<diad::DiadOp*> submitted = module->Submit(request);
+        Check(submitted.status(), "DiAD submit");
+        op = *submitted;
+      }
     }
     StepPairUntil(
-        rig, tally, [op] { return op->done.load(std::memory_order_acquire); },
+        rig, tally,
+        [&ops_in_flight] {
+          return ops_in_flight.back()->done.load(std::memory_order_acquire);
+        },
         "DiAD");
     {
       NotCounted not_counted;
-      if (op->status != diad::Status::kOk) {
-        Fail(absl::StrCat("DiAD operation failed: status ",
-                          static_cast<int>(op->status)));
+      for (diad::DiadOp* op : ops_in_flight) {
+        // One channel completes in order: the last done means all are.
+        if (!op->done.load(std::memory_order_acquire) ||
+            op->status != diad::Status::kOk) {
+          Fail(absl::StrCat("DiAD operation failed: status ",
+                            static_cast<int>(op->status)));
+        }
+        if (kind == diad::DiadOp::Kind::kRead) last_read = std::move(op->data);
+        op->Unref();
       }
-      if (kind == diad::DiadOp::Kind::kRead) {
-        last_read = std::move(op->data);
-      } else {
-        payload = std::move(op->data);
-        if (payload.size() != kOpBytes)
-          payload.assign(bytes.begin(), bytes.end());
-      }
-      op->Unref();
     }
   }
   // The bench is a correctness check too: the bytes where they must be.
@@ -579,13 +696,20 @@ void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind,
       kind == diad::DiadOp::Kind::kRead ? read_bytes : kOpBytes;
   const double packets =
       static_cast<double>((op_bytes + max_payload - 1) / max_payload);
-  Report(state, tally, packets, op_bytes);
+  Report(state, tally, packets, op_bytes, window);
 }
 
 void BM_DiadWrite(benchmark::State& state) {
   RunDiad(state, diad::DiadOp::Kind::kWrite);
 }
 BENCHMARK(BM_DiadWrite)->Apply(bench::FixedIterationsIfRequested);
+
+// Sustained writes: kWindow 4 KiB writes in flight per iteration.
+constexpr uint32_t kWindow = 16;
+void BM_DiadWriteWindow(benchmark::State& state) {
+  RunDiad(state, diad::DiadOp::Kind::kWrite, kDiadReadBytes, kWindow);
+}
+BENCHMARK(BM_DiadWriteWindow)->Apply(bench::FixedIterationsIfRequested);
 
 void BM_DiadStream(benchmark::State& state) {
   RunDiad(state, diad::DiadOp::Kind::kStream);
@@ -620,10 +744,11 @@ class RoceCaller {
     thread_.join();
   }
 
-  void Post(const RoceOp& op) {
+  // The ops go to ExecuteMany together (its window keeps them in flight).
+  void Post(const std::vector<RoceOp>& ops) {
     done_.store(false, std::memory_order_relaxed);
     absl::MutexLock lock(&mu_);
-    op_ = op;
+    ops_ = ops;
     pending_ = true;
   }
   bool done() const { return done_.load(std::memory_order_acquire); }
@@ -633,23 +758,29 @@ class RoceCaller {
   void Loop() {
     CALLGRIND_TOGGLE_COLLECT;
     for (;;) {
-      RoceOp op;
+      std::vector<RoceOp> ops;
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
             +[](RoceCaller* c) { return c->pending_ || c->quit_; }, this));
         if (quit_) return;
-        op = op_;
+        ops = ops_;
         pending_ = false;
       }
-      status_ = module_->Execute(op, absl::Seconds(30)).status();
+      absl::StatusOr<RoceBatchResult> batch =
+          module_->ExecuteMany(std::move(ops), absl::Seconds(30));
+      status_ = batch.status();
+      for (size_t i = 0;
+           status_.ok() && batch.ok() && i < batch->results.size(); ++i) {
+        status_ = batch->results[i].status();
+      }
       done_.store(true, std::memory_order_release);
     }
   }
 
   roce::RoceModule* module_;
   absl::Mutex mu_;
-  RoceOp op_ ABSL_GUARDED_BY(mu_);
+  std::vector<RoceOp> ops_ ABSL_GUARDED_BY(mu_);
   bool pending_ ABSL_GUARDED_BY(mu_) = false;
   bool quit_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_;  // written before done_ (release)
@@ -659,7 +790,8 @@ class RoceCaller {
 
 // RoCE: one RDMA operation at a time, requester A (RoceModule::Execute on
 // RoceCaller's thread), responder B.
-void RunRoce(benchmark::State& state, roce::WorkRequest::Kind kind) {
+void RunRoce(benchmark::State& state, roce::WorkRequest::Kind kind,
+             uint32_t window = 1) {
   PairRig& rig = Pair();
   roce::RoceModule* module = rig.a.dataplane->transport<roce::RoceModule>();
   const bool write = kind == roce::WorkRequest::Kind::kWrite;
@@ -684,12 +816,13 @@ void RunRoce(benchmark::State& state, roce::WorkRequest::Kind kind) {
   op.length = kOpBytes;
   op.remote_va = rig.target.base_address + (write ? kRoceWriteAt : kRoceReadAt);
   op.rkey = rig.target.rkey;
+  const std::vector<RoceOp> batch(window, op);
   RoceCaller caller(module);
   Tally tally(state);
   for (auto _ : state) {
     {
       NotCounted not_counted;
-      caller.Post(op);
+      caller.Post(batch);
     }
     StepPairUntil(
         rig, tally, [&caller] { return caller.done(); }, "RoCE");
@@ -708,14 +841,20 @@ void RunRoce(benchmark::State& state, roce::WorkRequest::Kind kind) {
                : "RoCE READ: wrong bytes in A's region");
   }
   CheckNoRetransmissions(rig);
-  const uint32_t pmtu = 1024;
-  Report(state, tally, (kOpBytes + pmtu - 1) / pmtu, kOpBytes);
+  const uint32_t pmtu = RocePmtu();
+  Report(state, tally, (kOpBytes + pmtu - 1) / pmtu, kOpBytes, window);
 }
 
 void BM_RoceWrite(benchmark::State& state) {
   RunRoce(state, roce::WorkRequest::Kind::kWrite);
 }
 BENCHMARK(BM_RoceWrite)->Apply(bench::FixedIterationsIfRequested);
+
+// Sustained WRITEs: kWindow 4 KiB WRITEs in flight per iteration.
+void BM_RoceWriteWindow(benchmark::State& state) {
+  RunRoce(state, roce::WorkRequest::Kind::kWrite, kWindow);
+}
+BENCHMARK(BM_RoceWriteWindow)->Apply(bench::FixedIterationsIfRequested);
 
 void BM_RoceRead(benchmark::State& state) {
   RunRoce(state, roce::WorkRequest::Kind::kRead);
@@ -1039,8 +1178,10 @@ void DestroyRigs() {
   if (g_pair != nullptr) {
     DestroyNode(g_pair->a);
     DestroyNode(g_pair->b);
-    rte_ring_free(g_pair->a_to_b);
-    rte_ring_free(g_pair->b_to_a);
+    for (rte_ring* ring :
+         {g_pair->a_out, g_pair->b_in, g_pair->b_out, g_pair->a_in}) {
+      rte_ring_free(ring);
+    }
     g_pair.reset();
   }
   if (g_naaice != nullptr) {
@@ -1059,12 +1200,28 @@ int main(int argc, char** argv) {
   if (!spinnic::cost::InitBenchEal("cost_bench", 1024)) return 1;
   // Our own flag, taken out before Google Benchmark sees the rest.
   constexpr std::string_view kZeroCopyFlag = "--zero_copy_min_bytes=";
+  constexpr std::string_view kPacketBytesFlag = "--packet_bytes=";
+  constexpr std::string_view kDmaWireFlag = "--dma_wire=";
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg.substr(0, kZeroCopyFlag.size()) == kZeroCopyFlag) {
+    if (arg.starts_with(kZeroCopyFlag)) {
       spinnic::g_zero_copy_min_bytes =
           std::atoll(argv[i] + kZeroCopyFlag.size());
+    } else if (arg.starts_with(kPacketBytesFlag)) {
+      const long long bytes = std::atoll(argv[i] + kPacketBytesFlag.size());
+      // RoCE's path MTU is one of 256, 512, 1024, 2048 or 4096.
+      if (bytes != 0 &&
+          (bytes < 256 || bytes > 4096 || (bytes & (bytes - 1)) != 0)) {
+        std::fprintf(stderr,
+                     "cost_bench: --packet_bytes must be 0 (the defaults) or a "
+                     "RoCE path MTU (256, 512, 1024, 2048, 4096), not %s\n",
+                     argv[i] + kPacketBytesFlag.size());
+        return 2;
+      }
+      spinnic::g_packet_bytes = static_cast<uint32_t>(bytes);
+    } else if (arg.starts_with(kDmaWireFlag)) {
+      spinnic::g_dma_wire = std::atoi(argv[i] + kDmaWireFlag.size()) != 0;
     } else {
       argv[kept++] = argv[i];
     }

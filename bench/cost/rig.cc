@@ -167,7 +167,7 @@ RegionInfo Register(Dataplane& dataplane, uint64_t length, uint32_t access,
   return *region;
 }
 
-uint32_t ConnectQps(Node& a, Node& b) {
+uint32_t ConnectQps(Node& a, Node& b, uint32_t pmtu) {
   // QP numbers are kFirstQpn + slot: each side's first QP is kFirstQpn, so
   // each can name the other's before it exists.
   const uint32_t first = roce::kFirstQpn;
@@ -176,7 +176,7 @@ uint32_t ConnectQps(Node& a, Node& b) {
   to_b.remote_ip = kIpB;
   to_b.local_ip = kIpA;
   to_b.remote_mac = kMacB;
-  to_b.pmtu = 1024;
+  to_b.pmtu = pmtu;
   to_b.send_psn = 0x100;
   to_b.expected_psn = 0x200;
   roce::QpSpec to_a = to_b;

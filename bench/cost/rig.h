@@ -90,9 +90,10 @@ DataplaneConfig PairConfig(Node& node, const std::string& suffix, bool is_a);
 RegionInfo Register(Dataplane& dataplane, uint64_t length, uint32_t access,
                     uint32_t stream_id = 0);
 
-// QPs on A and B that name each other (pmtu 1024); both are the first QP
-// of their side. Returns A's. The HPUs must poll before they are used.
-uint32_t ConnectQps(Node& a, Node& b);
+// QPs on A and B that name each other (path MTU `pmtu`); both are the
+// first QP of their side. Returns A's. The HPUs must poll before they are
+// used.
+uint32_t ConnectQps(Node& a, Node& b, uint32_t pmtu = 1024);
 
 // A UDP/IPv4 frame of `length` bytes to 10.0.0.2:9000 (no transport's).
 Bytes UdpFrame(size_t length);

@@ -12,6 +12,7 @@ extern "C" {
 
 #include <array>
 #include <cstring>
+#include <span>
 
 #include "dataplane/common/byte_order.h"
 #include "dataplane/roce/ib_types.h"
@@ -66,9 +67,24 @@ bool IcrcSpanValid(const uint8_t* frame, uint32_t length,
 
 namespace {
 const char* icrc_algorithm = "scalar";
+// Whether the CPU has AVX (then vzeroupper exists); set by InitIcrc.
+bool clear_upper_vector_state = false;
 
 bool Has(enum rte_cpu_flag_t flag) {
   return rte_cpu_get_flag_enabled(flag) > 0;
+}
+
+// ISA-L's CRC. Its AVX-512 kernel (Debian's ISA-L 2.30) returns without
+// vzeroupper, and the dirty upper register state then slows every SSE
+// instruction our (non-AVX) code runs after it: a zero-copy RoCE WRITE cost
+// its requester about 2,300 cycles more per 4 KiB than copying did
+// (bench/cost/README.md, "Zero-copy and vzeroupper"). Clear it here.
+uint32_t ContinueCrc(uint32_t crc, std::span<const uint8_t> bytes) {
+  crc = crc32_gzip_refl(crc, bytes.data(), bytes.size());
+#if defined(RTE_ARCH_X86)
+  if (clear_upper_vector_state) asm volatile("vzeroupper" ::: "memory");
+#endif
+  return crc;
 }
 }  // namespace
 
@@ -86,8 +102,11 @@ void InitIcrc() {
                       rte_vect_set_max_simd_bitwidth(RTE_VECT_SIMD_512) == 0;
   rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
   // ISA-L resolves its kernel at the first call: make it here too.
+#if defined(RTE_ARCH_X86)
+  clear_upper_vector_state = Has(RTE_CPUFLAG_AVX);
+#endif
   const uint8_t byte = 0;
-  (void)crc32_gzip_refl(0, &byte, 1);
+  (void)ContinueCrc(0, std::span<const uint8_t>(&byte, 1));
   // What librte_net chose, by the rule it applies.
   const uint16_t allowed = rte_vect_get_max_simd_bitwidth();
   if (raised) rte_vect_set_max_simd_bitwidth(limit);
@@ -164,8 +183,8 @@ bool ComputeIcrcOver(uint8_t* headers, uint32_t length, const IcrcSpan& span,
   if (!ComputeIcrc(headers, length, span, &crc)) return false;
   // rte_net_crc's result is zlib's CRC-32 value, which ISA-L's
   // crc32_gzip_refl takes as the seed to continue from.
-  crc = crc32_gzip_refl(crc, payload.data(), payload.size());
-  *icrc = crc32_gzip_refl(crc, pad.data(), pad.size());
+  crc = ContinueCrc(crc, payload);
+  *icrc = ContinueCrc(crc, pad);
   return true;
 }
 
