@@ -102,6 +102,8 @@ absl::StatusOr<std::unique_ptr<Ectx>> Ectx::Create(
   const HandlerOps& ops = *ectx->instance_.ops();
   ectx->payload_only_ = ops.header == nullptr && ops.payload != nullptr &&
                         ops.completion == nullptr;
+  ectx->payload_fn_ = ops.payload;
+  ectx->payload_self_ = ectx->instance_.self();
   if (state_size > 0) {
     // Cache-line aligned so that handlers' shared words never straddle lines.
     size_t rounded = (state_size + 63) / 64 * 64;

@@ -70,6 +70,12 @@ class Ectx {
   // The kind runs a payload handler only (no header, no completion): a
   // one-packet message is one call (SpinEngine::RunSinglePacketMessage).
   bool payload_only() const { return payload_only_; }
+  // instance().ops()->payload and instance().self(), kept beside the id:
+  // the payload-only fast path calls through them on every frame, one
+  // dependent load fewer.
+  using PayloadFn = HandlerResult (*)(void* self, HandlerContext&, PacketView&);
+  PayloadFn payload_fn() const { return payload_fn_; }
+  void* payload_self() const { return payload_self_; }
   // The registered region behind regions()[index], or nullptr.
   const MemoryRegion* region_holder(size_t index) const {
     return index < region_holders_.size() ? region_holders_[index].get()
@@ -93,6 +99,8 @@ class Ectx {
   Ectx() = default;
 
   uint32_t id_ = 0;
+  PayloadFn payload_fn_ = nullptr;
+  void* payload_self_ = nullptr;
   std::string name_;
   const HandlerKind* kind_ = nullptr;
   HandlerInstance instance_;

@@ -239,10 +239,10 @@ inline void SpinEngine::RunPayloadOnly(const Ectx& ectx, MessageState& message,
   counters.single_calls.Add();
   // The message mode stays kStart: no completion handler reads it.
   HandlerContext ctx = MakeContext(ectx);
-  const HandlerOps& ops = *ectx.instance().ops();
-  void* self = ectx.instance().self();
-  const HandlerResult result = InvokeCounted(
-      ectx, counters, [&] { return ops.payload(self, ctx, packet); });
+  const Ectx::PayloadFn payload = ectx.payload_fn();
+  void* self = ectx.payload_self();
+  const HandlerResult result =
+      InvokeCounted(ectx, counters, [&] { return payload(self, ctx, packet); });
   if (result != HandlerResult::kSuccess) [[unlikely]] {
     ApplyPayloadResult(ectx, message, packet, result, counters);
   }
