@@ -422,6 +422,79 @@ TEST_F(DiadDataplaneTest, PendingOperationsAtTheirLimitAreRefusedAndCounted) {
   (*again)->Unref();
 }
 
+// A peer that asks faster than it acknowledges: once a channel's window
+// and its response queue (DiadEngine::kMaxResponses) are full, a request
+// that needs a response is refused unaccepted (drop_busy) and the peer
+// retransmits it. Every request is still answered exactly once, with the
+// right bytes, once the peer acknowledges.
+TEST_F(DiadDataplaneTest, FullResponseQueueRefusesRequestsUntilItDrains) {
+  constexpr uint32_t kRequests = 200;  // > window 64 + response queue 64
+  constexpr uint32_t kBytes = 8;
+  RegionInfo region = Region(kRequests * kBytes, kRemoteRead | kLocalWrite);
+  const Bytes data = Pattern(kRequests * kBytes, 9);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  std::vector<Header> requests;
+  for (uint32_t i = 0; i < kRequests; ++i) {
+    Header h = ReadRequest(i + 1, region.rkey, region.base_address + i * kBytes,
+                           kBytes);
+    h.seq = i;
+    requests.push_back(h);
+  }
+  peer_->set_next_seq(kRequests);
+  // What the appliance sent, unparsed: parsing would acknowledge it.
+  std::vector<Bytes> unacknowledged;
+  auto drain = [&] {
+    for (Bytes& frame : peer_->DrainFrames()) {
+      unacknowledged.push_back(std::move(frame));
+    }
+  };
+  // Sent in bursts the RX ring holds, never acknowledging (ack 0).
+  for (uint32_t i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(peer_->Send(requests[i], {}, /*keep_seq=*/true));
+    if (i % 32 == 31) {
+      Poll();
+      drain();
+    }
+  }
+  Poll();
+  drain();
+  const uint64_t busy = DiadCounter(dataplane(), "drop_busy");
+  EXPECT_GT(busy, 0u);
+
+  // The peer now acknowledges what it got and goes back to the first
+  // request not accepted, until every one is answered.
+  std::map<uint32_t, Bytes> answers;
+  uint32_t duplicates = 0;
+  uint32_t accepted = 0;  // the appliance's cumulative ack of our requests
+  for (int round = 0; round < 100 && answers.size() < kRequests; ++round) {
+    for (const Received& r : peer_->Parse(unacknowledged)) {
+      accepted = std::max(accepted, r.header.ack);
+      if (r.header.type != PacketType::kReadResponse) continue;
+      EXPECT_EQ(r.header.status, diad::Status::kOk);
+      if (!answers.emplace(r.header.txn, r.payload).second) ++duplicates;
+    }
+    unacknowledged.clear();
+    Header ack;
+    ack.type = PacketType::kAck;
+    ASSERT_TRUE(peer_->Send(ack));
+    Poll();
+    drain();
+    for (uint32_t i = accepted; i < kRequests && i < accepted + 32; ++i) {
+      ASSERT_TRUE(peer_->Send(requests[i], {}, /*keep_seq=*/true));
+    }
+    Poll();
+    drain();
+  }
+  ASSERT_EQ(answers.size(), kRequests);
+  EXPECT_EQ(duplicates, 0u);
+  for (uint32_t i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(answers[i + 1],
+              Bytes(data.begin() + i * kBytes, data.begin() + (i + 1) * kBytes))
+        << "request " << i;
+  }
+  EXPECT_EQ(DiadCounter(dataplane(), "reads_served"), kRequests);
+}
+
 TEST_F(DiadDataplaneTest, SegmentedWriteLandsAndReadReturnsIt) {
   RegionInfo region = Region(8192, kRemoteWrite | kRemoteRead | kLocalRead);
   const Bytes data = Pattern(3308, 1);  // three packets at path MTU 1500
