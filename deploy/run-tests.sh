@@ -63,25 +63,9 @@ build_tree() {
   ninja -C "$1" || return 1
 }
 
-# suite_targets DIR SUITE: the ninja targets SUITE's tests run, one a line:
-# their executables and the targets they depend on (meson introspect).
+# suite_targets DIR SUITE: the ninja targets SUITE's tests run, one a line.
 suite_targets() {
-  "$PY" - "$1" "$2" <<'PY'
-import json, os, subprocess, sys
-build, suite = os.path.abspath(sys.argv[1]), sys.argv[2]
-def introspect(what):
-    return json.loads(subprocess.check_output(["meson", "introspect", build, what]))
-files = {t["id"]: t["filename"] for t in introspect("--targets")}
-names = set()
-for test in introspect("--tests"):
-    if suite not in (s.split(":")[-1] for s in test["suite"]):
-        continue
-    paths = [f for dep in test.get("depends", []) for f in files[dep]]
-    paths.append(os.path.abspath(test["cmd"][0]))
-    names.update(os.path.relpath(p, build) for p in paths
-                 if p.startswith(build + os.sep))
-print("\n".join(sorted(names)))
-PY
+  "$PY" "$REPO/deploy/suite_targets.py" "$1" "$2"
 }
 
 # run_suite DIR [meson test args...]: a fresh testlog.json for this run.

@@ -57,26 +57,8 @@ if [[ ! -f $BUILD/build.ninja ]]; then
 fi
 
 # The ninja targets the chosen suites' (or tests') executables need.
-targets=$("$PY" - "$BUILD" "${suites[*]}" "${tests[*]}" <<'PY'
-import json, os, subprocess, sys
-build = os.path.abspath(sys.argv[1])
-suites, only = set(sys.argv[2].split()), set(sys.argv[3].split())
-def introspect(what):
-    return json.loads(subprocess.check_output(["meson", "introspect", build, what]))
-files = {t["id"]: t["filename"] for t in introspect("--targets")}
-names = set()
-for test in introspect("--tests"):
-    if not suites & {s.split(":")[-1] for s in test["suite"]}:
-        continue
-    if only and test["name"] not in only:
-        continue
-    paths = [f for dep in test.get("depends", []) for f in files[dep]]
-    paths.append(os.path.abspath(test["cmd"][0]))
-    names.update(os.path.relpath(p, build) for p in paths
-                 if p.startswith(build + os.sep))
-print("\n".join(sorted(names)))
-PY
-) || exit 1
+targets=$("$PY" "$REPO/deploy/suite_targets.py" "$BUILD" "${suites[*]}" \
+  "${tests[*]}") || exit 1
 if [[ -z $targets ]]; then
   echo "tsan: no test in suites '${suites[*]}' matches '${tests[*]}'" >&2
   exit 2
