@@ -52,13 +52,7 @@ inline void Drop(ParsedFrame* out, DropReason reason) {
   out->drop_reason = reason;
 }
 
-// Writes ::ffff:a.b.c.d so that IPv4 and IPv6 share one prefix comparison.
-inline void StoreMappedIpv4(const uint8_t* ipv4, std::array<uint8_t, 16>* out) {
-  std::memset(out->data(), 0, 10);
-  (*out)[10] = 0xff;
-  (*out)[11] = 0xff;
-  std::memcpy(out->data() + 12, ipv4, 4);
-}
+using classifier_internal::StoreMappedIpv4;
 
 // Parses the transport header at `l4`. `ip_end` is the end of the IP
 // datagram, not the frame, so that Ethernet padding is never taken for L4
@@ -226,7 +220,9 @@ const char* DropReasonName(DropReason reason) {
   return "unknown";
 }
 
-void ParseFrame(const uint8_t* data, uint32_t length, ParsedFrame* out) {
+namespace classifier_internal {
+
+void ParseFrameGeneral(const uint8_t* data, uint32_t length, ParsedFrame* out) {
   // Field by field: assigning a value-initialised ParsedFrame went through a
   // stack temporary and cost ~50 cycles per frame in store-forwarding stalls
   // (perf, net_null passthrough). Addresses are valid only with an L3 layer.
@@ -264,5 +260,7 @@ void ParseFrame(const uint8_t* data, uint32_t length, ParsedFrame* out) {
     ParseIpv6(data, offset, length, out);
   }
 }
+
+}  // namespace classifier_internal
 
 }  // namespace spinnic

@@ -4,7 +4,8 @@
 //   - every offset lies inside the frame, in L3 < L4 < payload order;
 //   - a forwarded frame parses the same with extra trailing bytes (padding);
 //   - a dropped frame is still dropped with its last byte cut off;
-//   - Matches agrees with a slow bit-by-bit reference implementation.
+//   - Matches agrees with a slow bit-by-bit reference implementation;
+//   - ParseFrame's fast path agrees with the general parser.
 // Seeds: tests/fuzz/corpus/classifier/ (tests/fuzz/gen_corpus.py).
 
 #include <array>
@@ -42,7 +43,7 @@ bool Same(const ParsedFrame& a, const ParsedFrame& b) {
   bool same = a.frame_class == b.frame_class &&
               a.drop_reason == b.drop_reason && x.l3_offset == y.l3_offset &&
               x.l4_offset == y.l4_offset &&
-              x.payload_offset == y.payload_offset &&
+              x.payload_offset == y.payload_offset && x.l3_end == y.l3_end &&
               x.ethertype == y.ethertype && x.ip_proto == y.ip_proto &&
               x.vlan_tags == y.vlan_tags && x.is_ipv4 == y.is_ipv4 &&
               x.is_ipv6 == y.is_ipv6 && a.src_port == b.src_port &&
@@ -185,6 +186,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ParsedFrame frame;
   ParseFrame(data, length, &frame);
   CheckInvariants(frame, data, size);
+  // ParseFrame's inline fast path (plain IPv4 TCP/UDP, IPv6 UDP) gives
+  // exactly what the general parser gives.
+  ParsedFrame general;
+  classifier_internal::ParseFrameGeneral(data, length, &general);
+  FUZZ_CHECK(Same(frame, general));
 
   if (frame.frame_class == FrameClass::kPassthrough) {
     // Trailing bytes past what the parser used must not change anything.

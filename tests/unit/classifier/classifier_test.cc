@@ -25,10 +25,18 @@ Frame Bytes(const uint8_t (&bytes)[N]) {
 
 // Parses from an exactly sized heap copy, so that a sanitizer build reports
 // any read past the end instead of landing in the next array.
+void ExpectSame(const ParsedFrame& a, const ParsedFrame& b);
+
+// ParseFrame, and every frame a test parses checked against the general
+// parser: ParseFrame's inline fast path must give the same (classifier.h).
 ParsedFrame Parse(const Frame& frame, uint32_t length) {
   std::vector<uint8_t> copy(frame.begin(), frame.begin() + length);
+  const uint8_t* data = copy.empty() ? nullptr : copy.data();
   ParsedFrame out;
-  ParseFrame(copy.empty() ? nullptr : copy.data(), length, &out);
+  ParseFrame(data, length, &out);
+  ParsedFrame general;
+  classifier_internal::ParseFrameGeneral(data, length, &general);
+  ExpectSame(out, general);
   return out;
 }
 ParsedFrame Parse(const Frame& frame) {
@@ -54,6 +62,9 @@ void ExpectSame(const ParsedFrame& a, const ParsedFrame& b) {
   EXPECT_EQ(a.layers.l3_offset, b.layers.l3_offset);
   EXPECT_EQ(a.layers.l4_offset, b.layers.l4_offset);
   EXPECT_EQ(a.layers.payload_offset, b.layers.payload_offset);
+  if (a.frame_class != FrameClass::kDrop) {
+    EXPECT_EQ(a.layers.l3_end, b.layers.l3_end);
+  }
   EXPECT_EQ(a.layers.ethertype, b.layers.ethertype);
   EXPECT_EQ(a.layers.ip_proto, b.layers.ip_proto);
   EXPECT_EQ(a.layers.vlan_tags, b.layers.vlan_tags);
@@ -671,6 +682,21 @@ std::vector<GoldenCase> ValidGoldens() {
       {"qinq_ipv6_udp", Bytes(golden::kQinqIpv6Udp)},
       {"arp", Bytes(golden::kArp)},
   };
+}
+
+// The fast path takes plain IPv4 UDP/TCP and IPv6 UDP, and leaves every
+// other kind to the general parser (writing nothing).
+TEST(ParseFrameTest, FastPathTakesOnlyThePlainKinds) {
+  const std::set<std::string> fast = {"ipv4_udp", "ipv4_tcp", "ipv6_udp"};
+  for (const GoldenCase& c : ValidGoldens()) {
+    SCOPED_TRACE(c.name);
+    ParsedFrame out;
+    out.layers.ethertype = 0x1234;  // a fast path that declines leaves it
+    const bool taken = classifier_internal::ParseCommonFrame(
+        c.frame.data(), static_cast<uint32_t>(c.frame.size()), &out);
+    EXPECT_EQ(taken, fast.contains(c.name));
+    if (!taken) EXPECT_EQ(out.layers.ethertype, 0x1234);
+  }
 }
 
 TEST(ParseFrameTest, GoldensArePassthrough) {
