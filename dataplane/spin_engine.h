@@ -34,9 +34,19 @@ enum EngineEvent : uint32_t {
 // line, the histogram (touched by timed calls only) after it. All exact
 // except `cycles` and `call_cycles`, estimated from sampled calls (below).
 struct alignas(64) EctxCounters {
+  // One-packet messages of a payload-only kind (Ectx::payload_only) that
+  // ran: each is one packet, one message and one invocation, counted here
+  // once instead of in each of the three. Read those through Packets(),
+  // Messages() and Invocations(), which add it back. First, with `bytes`
+  // and the sampling countdown: the fast path touches one cache line.
+  Counter single_calls;
+  Counter bytes;
+  // The owning lcore's sampling state; no other thread reads it. Calls to
+  // run before the next timed one, and how many calls that one stands for.
+  uint32_t untimed_left = 0;
+  uint32_t timed_weight = 1;
   Counter messages;
   Counter packets;
-  Counter bytes;
   Counter invocations;  // header + payload + completion calls
   // TSC cycles spent inside handler calls. A TSC read costs about 34 cycles
   // on the EPYC we measure on, so timing every call would cost a null
@@ -58,22 +68,12 @@ struct alignas(64) EctxCounters {
   Counter failed;    // FAIL returns (any handler)
   Counter invalid;   // codes not allowed at that point
   Counter bypassed;  // packets that met a disabled ECTX
-  // One-packet messages of a payload-only kind (Ectx::payload_only) that
-  // ran: each is one packet, one message and one invocation, counted here
-  // once instead of in each of the three. Read those through Packets(),
-  // Messages() and Invocations(), which add it back.
-  Counter single_calls;
 
   uint64_t Packets() const { return packets.Get() + single_calls.Get(); }
   uint64_t Messages() const { return messages.Get() + single_calls.Get(); }
   uint64_t Invocations() const {
     return invocations.Get() + single_calls.Get();
   }
-
-  // The owning lcore's sampling state; no other thread reads it. Calls to
-  // run before the next timed one, and how many calls that one stands for.
-  uint32_t untimed_left = 0;
-  uint32_t timed_weight = 1;
 
   // The timed calls' cycles, each weighted as in `cycles`
   // (spinnic_handler_cycles_per_invocation, docs/metrics.md): its total
