@@ -629,15 +629,16 @@ void RunDiad(benchmark::State& state, diad::DiadOp::Kind kind,
     StepPairUntil(
         rig, tally,
         [&ops_in_flight] {
-          return ops_in_flight.back()->done.load(std::memory_order_acquire);
+          return std::all_of(ops_in_flight.begin(), ops_in_flight.end(),
+                             [](const diad::DiadOp* op) {
+                               return op->done.load(std::memory_order_acquire);
+                             });
         },
         "DiAD");
     {
       NotCounted not_counted;
       for (diad::DiadOp* op : ops_in_flight) {
-        // One channel completes in order: the last done means all are.
-        if (!op->done.load(std::memory_order_acquire) ||
-            op->status != diad::Status::kOk) {
+        if (op->status != diad::Status::kOk) {
           Fail(absl::StrCat("DiAD operation failed: status ",
                             static_cast<int>(op->status)));
         }
