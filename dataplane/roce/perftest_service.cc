@@ -146,9 +146,7 @@ void PerftestService::WriteCount(uint64_t count, QpActions& qp) {
   bytes[lat_size_ - 1] = static_cast<uint8_t>(count);
   if (!qp.PostWrite(bytes, peer_.vaddr, peer_.rkey, nullptr, kWriteCountTag)) {
     qp.Fail();
-    return;
   }
-  ++echoes_;
 }
 
 void PerftestService::OnDataSend(uint64_t length, QpActions& qp) {
@@ -176,7 +174,6 @@ void PerftestService::SendBack(uint64_t length, QpActions& qp) {
     return;
   }
   in_flight_ = true;
-  ++echoes_;
 }
 
 void PerftestService::OnCompletion(uint32_t tag, CompletionStatus status,

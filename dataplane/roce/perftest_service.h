@@ -81,10 +81,6 @@ class PerftestService final : public QpService {
   void SetPeer(const PingpongDest& peer);
   Role role() const { return role_; }
   uint64_t exchanges() const { return exchanges_; }
-  // Data connection: messages written or sent back (ib_write_lat,
-  // ib_send_lat) and whether the client streams SENDs (ib_send_bw: none).
-  uint64_t echoes() const { return echoes_; }
-  bool streaming() const { return streaming_; }
 
   // QpService.
   ServiceKind kind() const override { return ServiceKind::kPerftest; }
@@ -144,7 +140,6 @@ class PerftestService final : public QpService {
   bool streaming_ = false;
   bool owed_ = false;
   uint64_t owed_length_ = 0;
-  uint64_t echoes_ = 0;
 
   // ib_write_lat (perftest's run_iter_lat_write, server side): we write
   // count 1 first; the client's k-th write at this size is answered with
