@@ -266,6 +266,21 @@ class DiadDataplaneTest : public ::testing::Test {
     }
   }
 
+  // A write of `data` into `region` as segments numbered from sequence 0
+  // (the peer numbers what it sends next after them), for tests that send
+  // them out of order with SendNumbered.
+  std::vector<std::pair<Header, Bytes>> NumberedWrite(const RegionInfo& region,
+                                                      const Bytes& data) {
+    auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
+                             region.base_address, data);
+    for (uint32_t i = 0; i < segments.size(); ++i) segments[i].first.seq = i;
+    peer_->set_next_seq(static_cast<uint32_t>(segments.size()));
+    return segments;
+  }
+  void SendNumbered(const std::pair<Header, Bytes>& segment) {
+    ASSERT_TRUE(peer_->Send(segment.first, segment.second, /*keep_seq=*/true));
+  }
+
   static std::vector<Received> OfType(const std::vector<Received>& all,
                                       PacketType type) {
     std::vector<Received> out;
@@ -892,15 +907,9 @@ TEST_F(DiadDataplaneTest, ForgedRequestsAreRefusedAndWriteNothing) {
 TEST_F(DiadDataplaneTest, GapIsNackedOnceAndDuplicateIsReAcked) {
   RegionInfo region = Region(8192, kRemoteWrite | kLocalRead);
   const Bytes data = Pattern(3308, 3);
-  auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
-                           region.base_address, data);
+  auto segments = NumberedWrite(region, data);
   ASSERT_EQ(segments.size(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) segments[i].first.seq = i;
-  peer_->set_next_seq(3);
-  auto send = [&](int i) {
-    ASSERT_TRUE(peer_->Send(segments[i].first, segments[i].second,
-                            /*keep_seq=*/true));
-  };
+  auto send = [&](int i) { SendNumbered(segments[i]); };
   send(0);
   send(2);  // segment 1 lost
   send(2);  // and the sender goes on
@@ -974,15 +983,9 @@ TEST_F(DiadDataplaneTest, SelectivePeerHoldsOutOfOrderPacketsAndSacksThem) {
 
   RegionInfo region = Region(8192, kRemoteWrite | kLocalRead);
   const Bytes data = Pattern(4000, 5);
-  auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
-                           region.base_address, data);
+  auto segments = NumberedWrite(region, data);
   ASSERT_EQ(segments.size(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) segments[i].first.seq = i;
-  peer_->set_next_seq(3);
-  auto send = [&](int i) {
-    ASSERT_TRUE(peer_->Send(segments[i].first, segments[i].second,
-                            /*keep_seq=*/true));
-  };
+  auto send = [&](int i) { SendNumbered(segments[i]); };
   send(0);
   send(2);  // 1 lost: 2 is held
   send(2);  // a duplicate of a held packet
@@ -1043,12 +1046,10 @@ TEST_F(DiadDataplaneTest, GoBackNPeerNeverSacks) {
   const uint8_t nothing[] = {0x00};
   ASSERT_TRUE(peer_->Send(sack, nothing));
   RegionInfo region = Region(8192, kRemoteWrite | kLocalRead);
-  auto segments = Segments(PacketType::kWriteRequest, 1, region.rkey,
-                           region.base_address, Pattern(3000, 2));
+  auto segments = NumberedWrite(region, Pattern(3000, 2));
   ASSERT_EQ(segments.size(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) segments[i].first.seq = i;
-  ASSERT_TRUE(peer_->Send(segments[0].first, segments[0].second, true));
-  ASSERT_TRUE(peer_->Send(segments[2].first, segments[2].second, true));
+  SendNumbered(segments[0]);
+  SendNumbered(segments[2]);
   Poll();
   EXPECT_EQ(DiadCounter(dataplane(), "drop_sack_unexpected"), 1u);
   std::vector<Received> got = peer_->Take();
