@@ -414,8 +414,8 @@ struct PairRig {
 int64_t g_zero_copy_min_bytes = -1;
 
 // --packet_bytes=N (main() takes it out of argv): the payload bytes of one
-// DiAD and one RoCE packet (DiAD's path MTU N + 96, RoCE's path MTU N, the
-// wire ports' MTU raised to fit); 0 keeps the transports' defaults (1404
+// DiAD and one RoCE packet (DiAD's path MTU N + its headers, RoCE's path MTU N,
+// the wire ports' MTU raised to fit); 0 keeps the transports' defaults (1404
 // and 1024). 4096 is the DiAD FPGA's configuration (4 KiB packets).
 uint32_t g_packet_bytes = 0;
 constexpr uint32_t kDefaultRocePmtu = 1024;
@@ -439,7 +439,8 @@ DataplaneConfig QuietPairConfig(Node& node, const std::string& suffix,
   // The longest local ACK timeout (4.096 us * 2^31).
   config.transports.get<roce::RoceConfig>().local_ack_timeout = 31;
   if (g_packet_bytes != 0) {
-    dc.path_mtu = static_cast<uint16_t>(g_packet_bytes + 96);
+    dc.path_mtu = static_cast<uint16_t>(g_packet_bytes +
+                                        (dc.path_mtu - dc.max_payload()));
     config.ports[0].mtu = dc.path_mtu;
   }
   if (g_zero_copy_min_bytes >= 0) {
@@ -729,10 +730,10 @@ void BM_DiadRead4k(benchmark::State& state) {
 }
 BENCHMARK(BM_DiadRead4k)->Apply(bench::FixedIterationsIfRequested);
 
-// RoceModule::Execute waits for its operation; this thread makes that call,
-// one operation per Post(), and otherwise sleeps on a mutex: it never polls
-// an HPU, the bench's thread steps A and B meanwhile. Its instructions are
-// left out of callgrind's count.
+// RoceModule::ExecuteMany waits for its operations; this thread makes that
+// call, once per Post(), and otherwise sleeps on a mutex: it never polls an
+// HPU, the bench's thread steps A and B meanwhile. Its instructions are left
+// out of callgrind's count.
 class RoceCaller {
  public:
   explicit RoceCaller(roce::RoceModule* module)
@@ -789,8 +790,8 @@ class RoceCaller {
   std::thread thread_;
 };
 
-// RoCE: one RDMA operation at a time, requester A (RoceModule::Execute on
-// RoceCaller's thread), responder B.
+// RoCE: `window` RDMA operations per iteration (RoceModule::ExecuteMany on
+// RoceCaller's thread), requester A, responder B.
 void RunRoce(benchmark::State& state, roce::WorkRequest::Kind kind,
              uint32_t window = 1) {
   PairRig& rig = Pair();
@@ -1211,9 +1212,9 @@ int main(int argc, char** argv) {
           std::atoll(argv[i] + kZeroCopyFlag.size());
     } else if (arg.starts_with(kPacketBytesFlag)) {
       const long long bytes = std::atoll(argv[i] + kPacketBytesFlag.size());
-      // RoCE's path MTU is one of 256, 512, 1024, 2048 or 4096.
       if (bytes != 0 &&
-          (bytes < 256 || bytes > 4096 || (bytes & (bytes - 1)) != 0)) {
+          (bytes > 4096 ||
+           spinnic::roce::PathMtuCode(static_cast<uint32_t>(bytes)) == 0)) {
         std::fprintf(stderr,
                      "cost_bench: --packet_bytes must be 0 (the defaults) or a "
                      "RoCE path MTU (256, 512, 1024, 2048, 4096), not %s\n",
