@@ -20,8 +20,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/common/checksum.h"
+#include "dataplane/common/tsan.h"
 #include "dataplane/host_checks.h"
 #include "dataplane/rcu_table.h"
+#include "dataplane/tsan_mempool.h"
 
 namespace spinnic {
 namespace {
@@ -36,35 +38,13 @@ static_assert(sizeof("spinnic_clones") - 1 + kMaxInstanceSuffix <
 static_assert(sizeof("spinnic_roce_cmd127") - 1 + kMaxInstanceSuffix <
               RTE_RING_NAMESIZE);
 
-// ThreadSanitizer builds (deploy/tsan.sh): the EAL launches and joins the
-// HPU lcores inside Debian's uninstrumented librte_eal, so TSan cannot see
-// that Start happens before an HPU's first poll and its last poll before
-// Stop returns; these annotations say so. No-ops in other builds.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SPINNIC_TSAN_BUILD 1
-#endif
-#endif
-#ifdef SPINNIC_TSAN_BUILD
-extern "C" void AnnotateHappensBefore(const char* file, int line,
-                                      const volatile void* addr);
-extern "C" void AnnotateHappensAfter(const char* file, int line,
-                                     const volatile void* addr);
-void HappensBefore(const void* addr) {
-  AnnotateHappensBefore(__FILE__, __LINE__, addr);
-}
-void HappensAfter(const void* addr) {
-  AnnotateHappensAfter(__FILE__, __LINE__, addr);
-}
-#else
-void HappensBefore(const void*) {}
-void HappensAfter(const void*) {}
-#endif
-
+// The EAL launches and joins the HPU lcores inside uninstrumented
+// librte_eal: these annotations tell a ThreadSanitizer build that Start
+// happens before an HPU's first poll and its last poll before Stop returns.
 int HpuMain(void* arg) {
-  HappensAfter(arg);  // Start's launch
+  tsan::Acquire(arg);  // Start's launch
   const int rc = static_cast<Hpu*>(arg)->Run();
-  HappensBefore(arg);  // Stop's join
+  tsan::Release(arg);  // Stop's join
   return rc;
 }
 
@@ -94,6 +74,7 @@ absl::Status InitEal(const std::vector<std::string>& args) {
         "): check eal_args; without hugepages use \"--no-huge\" and \"-m\", "
         "and give each concurrent DPDK process its own \"--file-prefix\""));
   }
+  InstrumentMempoolRingOps();  // ThreadSanitizer builds only
   return absl::OkStatus();
 }
 
@@ -354,7 +335,7 @@ absl::Status Dataplane::CreateHpus(const DataplaneConfig& config) {
 absl::Status Dataplane::Start() {
   if (started_) return absl::FailedPreconditionError("already started");
   for (size_t w = 0; w < hpus_.size(); ++w) {
-    HappensBefore(hpus_[w].get());
+    tsan::Release(hpus_[w].get());
     int rc = rte_eal_remote_launch(HpuMain, hpus_[w].get(), hpu_lcores_[w]);
     if (rc != 0) {
       stop_.store(true);
@@ -415,7 +396,7 @@ void Dataplane::Stop() {
   stop_.store(true, std::memory_order_relaxed);
   if (started_) {
     rte_eal_mp_wait_lcore();
-    for (const auto& hpu : hpus_) HappensAfter(hpu.get());
+    for (const auto& hpu : hpus_) tsan::Acquire(hpu.get());
   }
   absl::MutexLock lock(&mu_);
   // The device's own counters and link state die with the port: keep their

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "dataplane/common/clock.h"
+#include "dataplane/common/tsan.h"
 #include "dataplane/contiguous.h"
 
 namespace spinnic {
@@ -124,6 +125,7 @@ uint32_t Hpu::PollOnce() {
     uint16_t count =
         rte_eth_rx_burst(port.port_id, port.rx_queue, packets, shared_.burst);
     if (count == 0) continue;
+    tsan::AcquireEach(packets, count);  // the PMD's hand-over
     received += count;
     if (captures_ != nullptr) [[unlikely]]
       Capture(in, CaptureStage::kRx, packets, count);
@@ -355,6 +357,7 @@ void Hpu::Flush(uint16_t out) {
   for (uint16_t i = 0; i < batch.count; ++i) bytes += batch.packets[i]->pkt_len;
   if (captures_ != nullptr) [[unlikely]]
     Capture(out, CaptureStage::kTx, batch.packets, batch.count);
+  tsan::ReleaseEach(batch.packets, batch.count);
   uint16_t sent =
       rte_eth_tx_burst(port.port_id, port.tx_queue, batch.packets, batch.count);
   const uint16_t first_sent = sent;
@@ -388,6 +391,7 @@ void Hpu::DrainPacer(uint16_t out) {
           // (and captured) again next loop.
           if (captures_ != nullptr) [[unlikely]]
             Capture(out, CaptureStage::kTx, packets, count);
+          tsan::ReleaseEach(packets, count);
           return rte_eth_tx_burst(port.port_id, port.tx_queue, packets, count);
         });
     counters.tx_packets.Add(drained.frames);

@@ -34,6 +34,7 @@
 #include "dataplane/dataplane.h"
 #include "tests/common/frames.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic::churn {
 
@@ -97,7 +98,7 @@ class Traffic {
     rte_mbuf* burst[kBurst];
     void* out[kBurst];
     for (;;) {
-      unsigned n = rte_ring_dequeue_burst(host_tx_, out, kBurst, nullptr);
+      unsigned n = testing_wire::TakeBurstFromWire(host_tx_, out, kBurst);
       for (unsigned i = 0; i < n; ++i) Check(static_cast<rte_mbuf*>(out[i]));
       bool stopping = stop_.load();
       if (stopping &&
@@ -119,8 +120,7 @@ class Traffic {
         uint64_t seq = counts_.sent + i;
         std::memcpy(data + seq_at_, &seq, sizeof(seq));
       }
-      unsigned queued = rte_ring_enqueue_burst(
-          wire_rx_, reinterpret_cast<void**>(burst), want, nullptr);
+      unsigned queued = testing_wire::PutBurstOnWire(wire_rx_, burst, want);
       for (unsigned i = queued; i < want; ++i) rte_pktmbuf_free(burst[i]);
       counts_.sent += queued;
       sent_.store(counts_.sent, std::memory_order_relaxed);

@@ -16,6 +16,7 @@
 
 #include "dataplane/classifier.h"
 #include "dataplane/diad/wire.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic::testing_diad {
 
@@ -51,7 +52,7 @@ class TestPeer {
       return false;
     }
     std::memcpy(data, frame.data(), frame.size());
-    if (rte_ring_enqueue(to_dut_, m) != 0) {
+    if (testing_wire::PutOnWire(to_dut_, m) != 0) {
       rte_pktmbuf_free(m);
       return false;
     }
@@ -86,7 +87,7 @@ class TestPeer {
   std::vector<Bytes> DrainFrames(size_t* chained = nullptr) {
     std::vector<Bytes> frames;
     void* m = nullptr;
-    while (rte_ring_dequeue(from_dut_, &m) == 0) {
+    while (testing_wire::TakeFromWire(from_dut_, &m) == 0) {
       auto* mbuf = static_cast<rte_mbuf*>(m);
       Bytes& frame = frames.emplace_back(mbuf->pkt_len);
       // A pointer into the mbuf when it is one segment, else frame itself.

@@ -27,6 +27,7 @@
 #include "spinnic/v1/control.grpc.pb.h"
 #include "tests/common/frames.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -181,11 +182,11 @@ class ControlApiTest : public ::testing::Test {
     ASSERT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
                 frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rings_->rx(0), m), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(0), m), 0);
     EXPECT_EQ(dataplane_->hpu(0).PollOnce(), 1u);
     // The forwarded copy, out of the host port's ring.
     void* out = nullptr;
-    if (rte_ring_dequeue(rings_->tx(1), &out) == 0) {
+    if (testing_wire::TakeFromWire(rings_->tx(1), &out) == 0) {
       rte_pktmbuf_free(static_cast<rte_mbuf*>(out));
     }
   }

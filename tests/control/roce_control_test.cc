@@ -29,6 +29,7 @@
 #include "spinnic/v1/control.grpc.pb.h"
 #include "spinnic/v1/roce.grpc.pb.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -423,7 +424,7 @@ TEST_F(RoceControlTest, WriteWithImmediateIsADecodedEvent) {
   ASSERT_NE(m, nullptr);
   std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(size)), frame.data(),
               size);
-  ASSERT_EQ(rte_ring_enqueue(server_->rings().rx(0), m), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(server_->rings().rx(0), m), 0);
 
   // The daemon's loop forwards the HPU's events; here the test does.
   std::vector<Event> raised;
@@ -638,7 +639,7 @@ TEST_F(RoceControlTest, QpExecuteFetchAddCompletesWithThePeersAnswer) {
   rte_mbuf* sent = nullptr;
   for (int i = 0; i < 500 && sent == nullptr; ++i) {
     void* m = nullptr;
-    if (rte_ring_dequeue(server_->rings().tx(0), &m) == 0) {
+    if (testing_wire::TakeFromWire(server_->rings().tx(0), &m) == 0) {
       sent = static_cast<rte_mbuf*>(m);
     } else {
       usleep(10'000);
@@ -688,7 +689,7 @@ TEST_F(RoceControlTest, QpExecuteFetchAddCompletesWithThePeersAnswer) {
   ASSERT_NE(m, nullptr);
   std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(size)), frame.data(),
               size);
-  ASSERT_EQ(rte_ring_enqueue(server_->rings().rx(0), m), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(server_->rings().rx(0), m), 0);
   caller.join();
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.ops(), 1u);

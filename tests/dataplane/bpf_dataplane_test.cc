@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/frames.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -124,7 +125,7 @@ class BpfDataplaneTest : public ::testing::Test {
     char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
     ASSERT_NE(data, nullptr);
     std::memcpy(data, frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rings_->rx(0), m), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(0), m), 0);
   }
 
   // What the dataplane sent out of host0 (side 1), freed.
@@ -135,7 +136,7 @@ class BpfDataplaneTest : public ::testing::Test {
   std::vector<Bytes> Drain(int side) {
     std::vector<Bytes> out;
     void* object;
-    while (rte_ring_dequeue(rings_->tx(side), &object) == 0) {
+    while (testing_wire::TakeFromWire(rings_->tx(side), &object) == 0) {
       rte_mbuf* m = static_cast<rte_mbuf*>(object);
       const uint8_t* p = rte_pktmbuf_mtod(m, const uint8_t*);
       out.emplace_back(p, p + rte_pktmbuf_data_len(m));

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/frames.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -76,7 +77,7 @@ class CaptureDataplaneTest : public ::testing::Test {
       char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
       ASSERT_NE(data, nullptr);
       std::memcpy(data, frame.data(), frame.size());
-      ASSERT_EQ(rte_ring_enqueue(rings_->rx(side), m), 0);
+      ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(side), m), 0);
     }
   }
 
@@ -95,7 +96,7 @@ class CaptureDataplaneTest : public ::testing::Test {
   std::vector<Bytes> Sent(int side) {
     std::vector<Bytes> out;
     void* m;
-    while (rte_ring_dequeue(rings_->tx(side), &m) == 0) {
+    while (testing_wire::TakeFromWire(rings_->tx(side), &m) == 0) {
       rte_mbuf* packet = static_cast<rte_mbuf*>(m);
       const uint8_t* p = rte_pktmbuf_mtod(packet, const uint8_t*);
       out.emplace_back(p, p + packet->data_len);

@@ -26,6 +26,7 @@
 #include "tests/common/diad_test_peer.h"
 #include "tests/common/message_recorder.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -345,7 +346,7 @@ TEST_F(DiadDataplaneTest, HostTrafficPassesThroughAndStrangersAreDropped) {
   ASSERT_TRUE(peer_->SendFrame(frame));
   Poll();
   void* m = nullptr;
-  ASSERT_EQ(rte_ring_dequeue(rings_->tx(1), &m), 0);
+  ASSERT_EQ(testing_wire::TakeFromWire(rings_->tx(1), &m), 0);
   auto* out = static_cast<rte_mbuf*>(m);
   EXPECT_EQ(Bytes(rte_pktmbuf_mtod(out, uint8_t*),
                   rte_pktmbuf_mtod(out, uint8_t*) + out->data_len),
@@ -1496,7 +1497,7 @@ TEST_F(DiadDataplaneTest, HandlersPutMessagesToAndGetBytesFromAPeer) {
   ASSERT_NE(m, nullptr);
   std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(udp.size())),
               udp.data(), udp.size());
-  ASSERT_EQ(rte_ring_enqueue(rings_->rx(1), m), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(1), m), 0);
   Poll();
   std::vector<Received> streams = OfType(peer_->Take(), PacketType::kStream);
   ASSERT_EQ(streams.size(), 1u);
@@ -1523,7 +1524,7 @@ TEST_F(DiadDataplaneTest, HandlersPutMessagesToAndGetBytesFromAPeer) {
   m = rte_pktmbuf_alloc(pool_);
   std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(udp.size())),
               udp.data(), udp.size());
-  ASSERT_EQ(rte_ring_enqueue(rings_->rx(1), m), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(1), m), 0);
   Poll();
   std::vector<Received> requests =
       OfType(peer_->Take(), PacketType::kReadRequest);
@@ -1611,7 +1612,7 @@ TEST_F(DiadDataplaneTest, HandlerPutsAndGetsReachEveryHpusChannels) {
     ASSERT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
                 frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rings_->rx(1), m), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(1), m), 0);
   };
   uint32_t seq[2] = {0, 0};  // the peer's, per channel
   for (uint16_t channel : {0, 1}) {
@@ -2605,7 +2606,7 @@ TEST_F(DiadDataplaneTest, LaunchedHpusForwardEveryFrameWhileHandlersChange) {
     ASSERT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
                 frame.data(), frame.size());
-    while (rte_ring_enqueue(rings_->rx(1), m) != 0) take();  // ring full
+    while (testing_wire::PutOnWire(rings_->rx(1), m) != 0) take();  // ring full
     sent.push_back(frame);
     if (i % 20 == 10) {
       HandlerConfig count;

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/frames.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -153,13 +154,14 @@ void Inject(rte_mempool* pool, rte_ring* ring, const Bytes& frame) {
   ASSERT_NE(m, nullptr);
   char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
   std::memcpy(data, frame.data(), frame.size());
-  ASSERT_EQ(rte_ring_enqueue(ring, m), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(ring, m), 0);
 }
 
 // The link: takes up to `count` frames from wire0's TX ring, by kind.
 void Link(rte_ring* ring, uint32_t count, Outcome* out) {
   void* object;
-  for (uint32_t i = 0; i < count && rte_ring_dequeue(ring, &object) == 0; ++i) {
+  for (uint32_t i = 0;
+       i < count && testing_wire::TakeFromWire(ring, &object) == 0; ++i) {
     auto* m = static_cast<rte_mbuf*>(object);
     const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint16_t port =
@@ -278,7 +280,7 @@ TEST(PacerDataplaneTest, HpuWithoutATxQueuePacesIntoThePortsTxRing) {
   flood.poll_hpu = UINT32_MAX;
   std::vector<uint8_t> order;
   void* object;
-  while (rte_ring_dequeue(rings.tx(0), &object) == 0) {
+  while (testing_wire::TakeFromWire(rings.tx(0), &object) == 0) {
     auto* m = static_cast<rte_mbuf*>(object);
     order.push_back(rte_pktmbuf_mtod(m, const uint8_t*)[m->data_len - 1]);
     rte_pktmbuf_free(m);

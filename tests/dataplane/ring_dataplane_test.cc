@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "handlers/api/handler.h"
 #include "tests/common/frames.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -131,14 +132,14 @@ class RingDataplaneTest : public ::testing::Test {
   }
 
   void Inject(int side, const Bytes& frame) {
-    ASSERT_EQ(rte_ring_enqueue(rx_[side], MakeMbuf(frame)), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rx_[side], MakeMbuf(frame)), 0);
   }
 
   // Everything the dataplane sent out of `side`, freed.
   std::vector<Bytes> Drain(int side) {
     std::vector<Bytes> frames;
     void* object;
-    while (rte_ring_dequeue(tx_[side], &object) == 0) {
+    while (testing_wire::TakeFromWire(tx_[side], &object) == 0) {
       rte_mbuf* m = static_cast<rte_mbuf*>(object);
       Bytes bytes(m->pkt_len);
       // Points into the mbuf when contiguous, else copies into `bytes`.
@@ -485,7 +486,7 @@ TEST_F(RingDataplaneTest, MultiSegmentFramePassesUnchanged) {
   rte_mbuf* head = MakeMbuf(Bytes(frame.begin(), frame.begin() + 60));
   rte_mbuf* tail = MakeMbuf(Bytes(frame.begin() + 60, frame.end()));
   ASSERT_EQ(rte_pktmbuf_chain(head, tail), 0);
-  ASSERT_EQ(rte_ring_enqueue(rx_[0], head), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(rx_[0], head), 0);
   Poll();
   EXPECT_EQ(Drain(1), std::vector<Bytes>{frame});
 }
@@ -515,7 +516,7 @@ TEST_F(RingDataplaneTest, PcapFilterRuleSelectsExactlyTheFramesItPasses) {
   rte_mbuf* head = MakeMbuf(Bytes(roce6.begin(), roce6.begin() + 40));
   rte_mbuf* tail = MakeMbuf(Bytes(roce6.begin() + 40, roce6.end()));
   ASSERT_EQ(rte_pktmbuf_chain(head, tail), 0);
-  ASSERT_EQ(rte_ring_enqueue(rx_[0], head), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(rx_[0], head), 0);
   Poll();
   EXPECT_EQ(Drain(1), (std::vector<Bytes>{roce4, other6, tagged6}));
   StatsSnapshot stats = dataplane_->Snapshot();
@@ -618,7 +619,7 @@ struct SuffixedDataplane {
     for (int side = 0; side < 2; ++side) {
       for (rte_ring* ring : {rx[side], tx[side]}) {
         void* m;
-        while (ring != nullptr && rte_ring_dequeue(ring, &m) == 0) {
+        while (ring != nullptr && testing_wire::TakeFromWire(ring, &m) == 0) {
           rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
         }
         rte_ring_free(ring);
@@ -708,10 +709,10 @@ TEST(InstanceSuffixTest, TwoDataplanesInOneProcessNameTheirObjectsApart) {
     ASSERT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())),
                 frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rig->rx[0], m), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rig->rx[0], m), 0);
     EXPECT_EQ(rig->dataplane->hpu(0).PollOnce(), 1u);
     void* out = nullptr;
-    ASSERT_EQ(rte_ring_dequeue(rig->tx[1], &out), 0);
+    ASSERT_EQ(testing_wire::TakeFromWire(rig->tx[1], &out), 0);
     rte_mbuf* sent = static_cast<rte_mbuf*>(out);
     EXPECT_EQ(Bytes(rte_pktmbuf_mtod(sent, uint8_t*),
                     rte_pktmbuf_mtod(sent, uint8_t*) + sent->data_len),

@@ -43,6 +43,7 @@
 #include "handlers/naaice/function.h"
 #include "tests/common/message_recorder.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -171,7 +172,7 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
     char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
     ASSERT_NE(data, nullptr);
     std::memcpy(data, frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rings_->rx(0), m), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(0), m), 0);
   }
 
   // A request from the client's QP to ours.
@@ -253,7 +254,7 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
   std::vector<Out> Collect(int side = 0) {
     std::vector<Out> out;
     void* m;
-    while (rte_ring_dequeue(rings_->tx(side), &m) == 0) {
+    while (testing_wire::TakeFromWire(rings_->tx(side), &m) == 0) {
       rte_mbuf* mbuf = static_cast<rte_mbuf*>(m);
       Out& o = out.emplace_back();
       // Whole, segments in order, as a NIC sends a chain (zero-copy READ

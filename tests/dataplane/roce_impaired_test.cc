@@ -49,6 +49,7 @@
 #include "dataplane/roce/roce_module.h"
 #include "dataplane/roce/wire.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -738,9 +739,8 @@ class RoceImpairedTest : public ::testing::TestWithParam<Impairment> {
     const bool sent = !to_dut_.empty();
     arrived_.clear();
     link_->Carry(0, to_dut_, &arrived_);
-    const unsigned enqueued = rte_ring_enqueue_burst(
-        rings_->rx(0), reinterpret_cast<void* const*>(arrived_.data()),
-        static_cast<unsigned>(arrived_.size()), nullptr);
+    const unsigned enqueued = testing_wire::PutBurstOnWire(
+        rings_->rx(0), arrived_.data(), static_cast<unsigned>(arrived_.size()));
     for (size_t i = enqueued; i < arrived_.size(); ++i) {
       rte_pktmbuf_free(arrived_[i]);
       ++ring_drops_;  // not the stage's doing: must stay 0
@@ -749,10 +749,10 @@ class RoceImpairedTest : public ::testing::TestWithParam<Impairment> {
     const uint32_t polled = dataplane().hpu(0).PollOnce();
     from_dut_.clear();
     void* m;
-    while (rte_ring_dequeue(rings_->tx(0), &m) == 0) {
+    while (testing_wire::TakeFromWire(rings_->tx(0), &m) == 0) {
       from_dut_.push_back(static_cast<rte_mbuf*>(m));
     }
-    while (rte_ring_dequeue(rings_->tx(1), &m) == 0) {
+    while (testing_wire::TakeFromWire(rings_->tx(1), &m) == 0) {
       // Nothing of this conversation may leak to the host side.
       rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
       ++host_side_frames_;

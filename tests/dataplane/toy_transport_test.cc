@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/frames.h"
 #include "tests/common/ring_dataplane.h"
+#include "tests/common/wire_ring.h"
 
 namespace spinnic {
 namespace {
@@ -114,14 +115,14 @@ class ToyTransportTest : public ::testing::Test {
     char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
     ASSERT_NE(data, nullptr);
     std::memcpy(data, frame.data(), frame.size());
-    ASSERT_EQ(rte_ring_enqueue(rings_->rx(side), m), 0);
+    ASSERT_EQ(testing_wire::PutOnWire(rings_->rx(side), m), 0);
   }
 
   // The frames the dataplane sent out of `side`, in order.
   std::vector<Bytes> Sent(int side) {
     std::vector<Bytes> frames;
     void* object;
-    while (rte_ring_dequeue(rings_->tx(side), &object) == 0) {
+    while (testing_wire::TakeFromWire(rings_->tx(side), &object) == 0) {
       auto* m = static_cast<rte_mbuf*>(object);
       const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
       frames.emplace_back(data, data + m->data_len);
