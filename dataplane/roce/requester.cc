@@ -56,7 +56,7 @@ struct Requester::Wqe {
 };
 
 const char* RequesterConfigError(const RequesterConfig& config) {
-  if (config.pmtu < 256 || PathMtuCode(config.pmtu) == 0) {
+  if (PathMtuCode(config.pmtu) == 0) {
     return "pmtu must be 256, 512, 1024, 2048 or 4096";
   }
   if (!IsPowerOfTwo(config.sq_depth) || config.sq_depth > 65536) {

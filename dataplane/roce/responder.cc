@@ -12,13 +12,9 @@ namespace {
 constexpr uint32_t kMinPmtu = 256;
 constexpr uint32_t kMaxPmtu = 4096;
 
-bool IsValidPmtu(uint32_t pmtu) {
-  return pmtu >= kMinPmtu && pmtu <= kMaxPmtu && PathMtuCode(pmtu) != 0;
-}
-
 ResponderConfig Clamp(const ResponderConfig& in) {
   ResponderConfig out = in;
-  if (!IsValidPmtu(out.pmtu)) {
+  if (PathMtuCode(out.pmtu) == 0) {
     // The largest valid PMTU not above the request; 256 below the range.
     uint32_t pmtu = kMinPmtu;
     while (pmtu * 2 <= kMaxPmtu && pmtu * 2 <= in.pmtu) pmtu *= 2;
@@ -41,7 +37,7 @@ bool IsMiddleOrLast(OpPosition position) {
 }  // namespace
 
 const char* ValidateResponderConfig(const ResponderConfig& config) {
-  if (!IsValidPmtu(config.pmtu))
+  if (PathMtuCode(config.pmtu) == 0)
     return "pmtu must be 256, 512, 1024, 2048 or 4096";
   if (config.initial_epsn > kPsnMask) return "initial_epsn exceeds 24 bits";
   if (config.max_dest_rd_atomic < 1 ||
