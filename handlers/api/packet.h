@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <type_traits>
 
 namespace spinnic {
 
@@ -123,14 +125,14 @@ class PacketView {
   // The message this packet is part of (see MessageInfo).
   const MessageInfo& Message() const {
     if (message_length_due_) [[unlikely]] {
-      message_.length = PayloadEnd() - PayloadStart();
+      std::construct_at(&message_.info)->length = PayloadEnd() - PayloadStart();
       message_length_due_ = false;
     }
-    return message_;
+    return message_.info;
   }
   // For transports and tests: the message as the transport knows it.
   void SetMessage(const MessageInfo& message) {
-    message_ = message;
+    std::construct_at(&message_.info, message);
     message_length_due_ = false;
   }
 
@@ -161,11 +163,18 @@ class PacketView {
   PacketLayers layers_;
   uint16_t in_port_;
   Disposition disposition_ = Disposition::kForward;
-  // A passthrough packet's message length (its payload's) is worked out
-  // when a handler first asks: most never do, and every matched frame
-  // would pay for it.
+  // A passthrough packet's MessageInfo (its length is the payload's) is
+  // built when a handler first asks: most never do, and every matched frame
+  // would pay for it. Until then `message_` holds no object.
   mutable bool message_length_due_ = false;
-  mutable MessageInfo message_;
+  union LazyMessage {
+    LazyMessage() {}
+    explicit LazyMessage(const MessageInfo& message) : info(message) {}
+    MessageInfo info;
+  };
+  static_assert(std::is_trivially_copyable_v<MessageInfo> &&
+                std::is_trivially_destructible_v<MessageInfo>);
+  mutable LazyMessage message_;
 };
 
 }  // namespace spinnic
