@@ -14,7 +14,9 @@
 #   4. prints the number of ThreadSanitizer reports, the wall time and the
 #      closing line `N passed, N failed`; exits non-zero on any failure.
 # TEST names (as `meson test --list` prints them, e.g. ring_dataplane)
-# narrow the run to those tests of the chosen suites.
+# narrow the run to those tests of the chosen suites. Without names, the
+# tests of suite 'grpc' (gRPC server and client in process; Debian's libgrpc
+# is uninstrumented) are left out.
 # Not part of .ci/run: the TSan tree is a third full compile of the
 # dataplane (see docs/testing.md for the time it takes).
 set -uo pipefail
@@ -57,8 +59,13 @@ if [[ ! -f $BUILD/build.ninja ]]; then
 fi
 
 # The ninja targets the chosen suites' (or tests') executables need.
-targets=$("$PY" "$REPO/deploy/suite_targets.py" "$BUILD" "${suites[*]}" \
-  "${tests[*]}") || exit 1
+# Tests that run gRPC's server and client in process (suite 'grpc') are left
+# out unless named: Debian's libgrpc is not built with TSan, and its internal
+# hand-overs between its own threads are reported as races (docs/testing.md).
+no_suite=()
+[[ ${#tests[@]} -eq 0 ]] && no_suite=(--no-suite grpc)
+targets=$("$PY" "$REPO/deploy/suite_targets.py" "${no_suite[@]}" "$BUILD" \
+  "${suites[*]}" "${tests[*]}") || exit 1
 if [[ -z $targets ]]; then
   echo "tsan: no test in suites '${suites[*]}' matches '${tests[*]}'" >&2
   exit 2
@@ -82,7 +89,7 @@ rm -f "$BUILD/meson-logs/testlog.json" "$BUILD/meson-logs/testlog.txt"
 LD_PRELOAD=$PRELOAD \
 TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:history_size=4:suppressions=$REPO/deploy/tsan.supp" \
   meson test -C "$BUILD" --no-rebuild --print-errorlogs -t 4 "${args[@]}" \
-  "${tests[@]}"
+  "${no_suite[@]}" "${tests[@]}"
 end=$(date +%s)
 
 reports=$(grep -c '^WARNING: ThreadSanitizer' "$BUILD/meson-logs/testlog.txt" 2>/dev/null)

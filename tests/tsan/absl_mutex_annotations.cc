@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "absl/base/options.h"
 #include "absl/synchronization/mutex.h"
@@ -30,13 +31,16 @@ namespace {
 
 #define SPINNIC_STR2(x) #x
 #define SPINNIC_STR(x) SPINNIC_STR2(x)
-const std::string kNamespace = SPINNIC_STR(ABSL_OPTION_INLINE_NAMESPACE_NAME);
+// Constant-initialised: a process's own static initialisers (absl flags in
+// spinnicd) lock mutexes before this library's dynamic initialisers run.
+constexpr std::string_view kNamespace =
+    SPINNIC_STR(ABSL_OPTION_INLINE_NAMESPACE_NAME);
 
 // The library's definition of `name` (mangled, after absl::<ns>::).
 template <typename Fn>
 Fn Real(const char* name) {
-  std::string symbol =
-      "_ZN4absl" + std::to_string(kNamespace.size()) + kNamespace + name;
+  const std::string symbol = "_ZN4absl" + std::to_string(kNamespace.size()) +
+                             std::string(kNamespace) + name;
   void* fn = dlsym(RTLD_NEXT, symbol.c_str());
   if (fn == nullptr) {
     std::fprintf(stderr, "absl_mutex_annotations: no %s\n", symbol.c_str());
