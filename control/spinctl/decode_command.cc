@@ -215,6 +215,15 @@ void AddCmFields(std::span<const uint8_t> mad, Record* r) {
     r->String("mraed", CmMessageName(mra->message_mraed, true));
     r->Number("service_timeout_us",
               roce::CmTimeoutMicros(mra->service_timeout));
+  } else if (const auto* sidr_req =
+                 std::get_if<roce::CmSidrReq>(&parsed.message)) {
+    r->Hex("request_id", sidr_req->request_id, 8);
+    r->Hex("service_id", sidr_req->service_id, 16);
+  } else if (const auto* sidr_rep =
+                 std::get_if<roce::CmSidrRep>(&parsed.message)) {
+    r->Hex("request_id", sidr_rep->request_id, 8);
+    r->Number("sidr_status", sidr_rep->status);
+    r->Hex("qpn", sidr_rep->qpn, 6);
   }
 }
 

@@ -216,6 +216,40 @@ void StoreDrep(const CmDrep& m, cm_wire::Drep* w) {
   StoreBytes(m.private_data, w->private_data);
 }
 
+void LoadSidrReq(const cm_wire::SidrReq& w, CmSidrReq* m) {
+  m->request_id = LoadBe32(w.request_id);
+  m->partition_key = LoadBe16(w.partition_key);
+  m->service_id = LoadBe64(w.service_id);
+  LoadBytes(w.private_data, &m->private_data);
+}
+void StoreSidrReq(const CmSidrReq& m, cm_wire::SidrReq* w) {
+  StoreBe32(w->request_id, m.request_id);
+  StoreBe16(w->partition_key, m.partition_key);
+  StoreBe64(w->service_id, m.service_id);
+  StoreBytes(m.private_data, w->private_data);
+}
+
+void LoadSidrRep(const cm_wire::SidrRep& w, CmSidrRep* m) {
+  m->request_id = LoadBe32(w.request_id);
+  m->status = w.status;
+  m->additional_info_length = w.additional_info_length;
+  m->qpn = LoadBe24(w.qpn);
+  m->service_id = LoadBe64(w.service_id);
+  m->qkey = LoadBe32(w.qkey);
+  LoadBytes(w.additional_info, &m->additional_info);
+  LoadBytes(w.private_data, &m->private_data);
+}
+void StoreSidrRep(const CmSidrRep& m, cm_wire::SidrRep* w) {
+  StoreBe32(w->request_id, m.request_id);
+  w->status = m.status;
+  w->additional_info_length = m.additional_info_length;
+  StoreBe24(w->qpn, m.qpn);
+  StoreBe64(w->service_id, m.service_id);
+  StoreBe32(w->qkey, m.qkey);
+  StoreBytes(m.additional_info, w->additional_info);
+  StoreBytes(m.private_data, w->private_data);
+}
+
 // Wire structs are byte arrays (alignment 1): read them from a copy so that
 // no pointer is cast over the caller's buffer.
 template <typename Wire, typename Msg, typename LoadFn>
@@ -246,6 +280,10 @@ const char* CmAttrName(CmAttr attr) {
       return "DREQ";
     case CmAttr::kDrep:
       return "DREP";
+    case CmAttr::kSidrReq:
+      return "SIDR_REQ";
+    case CmAttr::kSidrRep:
+      return "SIDR_REP";
   }
   return "?";
 }
@@ -380,14 +418,23 @@ CmParseError ParseCmMad(std::span<const uint8_t> bytes, CmMad* out) {
     case CmAttr::kDrep:
       out->message = LoadMessage<cm_wire::Drep, CmDrep>(data, LoadDrep);
       return CmParseError::kNone;
+    case CmAttr::kSidrReq:
+      out->message =
+          LoadMessage<cm_wire::SidrReq, CmSidrReq>(data, LoadSidrReq);
+      return CmParseError::kNone;
+    case CmAttr::kSidrRep:
+      out->message =
+          LoadMessage<cm_wire::SidrRep, CmSidrRep>(data, LoadSidrRep);
+      return CmParseError::kNone;
   }
   return CmParseError::kUnsupportedAttribute;
 }
 
 CmAttr AttrOf(const CmMessage& message) {
   static constexpr CmAttr kByIndex[] = {
-      CmAttr::kReq, CmAttr::kMra,  CmAttr::kRej, CmAttr::kRep,
-      CmAttr::kRtu, CmAttr::kDreq, CmAttr::kDrep};
+      CmAttr::kReq,  CmAttr::kMra,     CmAttr::kRej,
+      CmAttr::kRep,  CmAttr::kRtu,     CmAttr::kDreq,
+      CmAttr::kDrep, CmAttr::kSidrReq, CmAttr::kSidrRep};
   static_assert(std::variant_size_v<CmMessage> == std::size(kByIndex));
   return kByIndex[message.index()];
 }
@@ -432,10 +479,16 @@ void BuildCmMad(const CmMad& mad, std::span<uint8_t, kMadBytes> out) {
         } else if constexpr (std::is_same_v<M, CmDreq>) {
           cm_wire::Dreq w;
           store(m, &w, StoreDreq);
-        } else {
-          static_assert(std::is_same_v<M, CmDrep>);
+        } else if constexpr (std::is_same_v<M, CmDrep>) {
           cm_wire::Drep w;
           store(m, &w, StoreDrep);
+        } else if constexpr (std::is_same_v<M, CmSidrReq>) {
+          cm_wire::SidrReq w;
+          store(m, &w, StoreSidrReq);
+        } else {
+          static_assert(std::is_same_v<M, CmSidrRep>);
+          cm_wire::SidrRep w;
+          store(m, &w, StoreSidrRep);
         }
       },
       mad.message);

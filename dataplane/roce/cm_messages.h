@@ -1,10 +1,10 @@
 // The Communication Manager's wire format (IB spec vol. 1, chapter 12), as
 // librdmacm uses it over RoCEv2 (docs/roce-cm.md): the 24-byte common MAD
-// header and the CM messages REQ, MRA, REJ, REP, RTU, DREQ and DREP
-// (host-order structs with every field, Parse/Build with static_asserted
-// offsets), rdma_cm's REQ private-data header and service IDs, and the
-// active side's messages. Pure logic, no DPDK; the state machine that uses
-// them is CmService (cm_service.h).
+// header and the CM messages REQ, MRA, REJ, REP, RTU, DREQ, DREP, SIDR_REQ
+// and SIDR_REP (host-order structs with every field, Parse/Build with
+// static_asserted offsets), rdma_cm's REQ private-data header and service
+// IDs, and the active side's messages. Pure logic, no DPDK; the state machine
+// that uses them is CmService (cm_service.h).
 #ifndef SPINNIC_DATAPLANE_ROCE_CM_MESSAGES_H_
 #define SPINNIC_DATAPLANE_ROCE_CM_MESSAGES_H_
 
@@ -40,6 +40,11 @@ enum class CmAttr : uint16_t {
   kRtu = 0x0014,
   kDreq = 0x0015,
   kDrep = 0x0016,
+  // Service ID resolution for UD QPs (12.11): rdma_cm's RDMA_PS_UDP and
+  // RDMA_PS_IPOIB (udaddy). We serve no UD QP; a SIDR_REQ is answered with
+  // a SIDR_REP saying so.
+  kSidrReq = 0x0017,
+  kSidrRep = 0x0018,
 };
 const char* CmAttrName(CmAttr attr);
 
@@ -53,6 +58,9 @@ inline constexpr size_t kRtuPrivateDataBytes = 224;
 inline constexpr size_t kDreqPrivateDataBytes = 220;
 inline constexpr size_t kDrepPrivateDataBytes = 224;
 inline constexpr size_t kRejAriBytes = 72;
+inline constexpr size_t kSidrReqPrivateDataBytes = 216;
+inline constexpr size_t kSidrRepInfoBytes = 72;
+inline constexpr size_t kSidrRepPrivateDataBytes = 136;
 
 using Gid = std::array<uint8_t, 16>;
 
@@ -224,6 +232,33 @@ struct Drep {  // 12.6.11 (table 113)
   uint8_t private_data[kDrepPrivateDataBytes];
 };
 static_assert(sizeof(Drep) == kCmMessageBytes);
+
+struct SidrReq {  // 12.11 (SIDR), the kernel's struct cm_sidr_req_msg
+  uint8_t request_id[4];
+  uint8_t partition_key[2];
+  uint8_t reserved[2];
+  uint8_t service_id[8];
+  uint8_t private_data[kSidrReqPrivateDataBytes];
+};
+static_assert(sizeof(SidrReq) == kCmMessageBytes);
+static_assert(offsetof(SidrReq, service_id) == 8);
+
+struct SidrRep {  // 12.11 (SIDR), the kernel's struct cm_sidr_rep_msg
+  uint8_t request_id[4];
+  uint8_t status;
+  uint8_t additional_info_length;
+  uint8_t reserved[2];
+  uint8_t qpn[4];  // QPN:24, reserved:8
+  uint8_t service_id[8];
+  uint8_t qkey[4];
+  uint8_t additional_info[kSidrRepInfoBytes];
+  uint8_t private_data[kSidrRepPrivateDataBytes];
+};
+static_assert(sizeof(SidrRep) == kCmMessageBytes);
+static_assert(offsetof(SidrRep, qpn) == 8);
+static_assert(offsetof(SidrRep, service_id) == 12);
+static_assert(offsetof(SidrRep, qkey) == 20);
+static_assert(offsetof(SidrRep, private_data) == 96);
 }  // namespace cm_wire
 
 // ----- Host-order messages. Reserved bits are dropped when parsing and
@@ -382,8 +417,38 @@ struct CmDrep {
   bool operator==(const CmDrep&) const = default;
 };
 
-using CmMessage =
-    std::variant<CmReq, CmMra, CmRej, CmRep, CmRtu, CmDreq, CmDrep>;
+// SIDR_REP status (12.11; the kernel's enum ib_cm_sidr_status).
+enum class CmSidrStatus : uint8_t {
+  kSuccess = 0,
+  kServiceIdNotSupported = 1,
+  kRejected = 2,
+  kNoQp = 3,
+  kRedirect = 4,
+  kUnsupportedVersion = 5,
+};
+
+struct CmSidrReq {
+  uint32_t request_id = 0;
+  uint16_t partition_key = 0;
+  uint64_t service_id = 0;
+  std::array<uint8_t, kSidrReqPrivateDataBytes> private_data{};
+  bool operator==(const CmSidrReq&) const = default;
+};
+
+struct CmSidrRep {
+  uint32_t request_id = 0;  // the SIDR_REQ's
+  uint8_t status = 0;       // CmSidrStatus
+  uint8_t additional_info_length = 0;
+  uint32_t qpn = 0;  // 24 bits
+  uint64_t service_id = 0;
+  uint32_t qkey = 0;
+  std::array<uint8_t, kSidrRepInfoBytes> additional_info{};
+  std::array<uint8_t, kSidrRepPrivateDataBytes> private_data{};
+  bool operator==(const CmSidrRep&) const = default;
+};
+
+using CmMessage = std::variant<CmReq, CmMra, CmRej, CmRep, CmRtu, CmDreq,
+                               CmDrep, CmSidrReq, CmSidrRep>;
 
 struct CmMad {
   MadHeader header;  // attribute_id agrees with the message's type
@@ -399,7 +464,7 @@ enum class CmParseError : uint8_t {
   kBadMgmtClass,          // not the CM (0x07)
   kBadClassVersion,       // not 2
   kBadMethod,             // not Send (0x03)
-  kUnsupportedAttribute,  // not REQ..DREP (SIDR, LAP/APR, ClassPortInfo)
+  kUnsupportedAttribute,  // not REQ..SIDR_REP (LAP/APR, ClassPortInfo)
   kCount,
 };
 const char* CmParseErrorName(CmParseError error);

@@ -88,6 +88,8 @@ const char* CmResultName(CmResult result) {
       return "unexpected message";
     case CmResult::kNoActionSpace:
       return "no action space";
+    case CmResult::kSidrRefused:
+      return "SIDR refused";
     case CmResult::kCount:
       break;
   }
@@ -274,7 +276,9 @@ void CmService::SendCached(const Connection& c, CmActionList* actions) {
   a->local_comm_id = c.local_comm_id;
   a->local_qpn = c.local_qpn;
   uint16_t attr = LoadBe16(c.last_sent.data() + 16);
-  if (attr >= 0x10 && attr <= 0x16) ++stats_.sent[attr - 0x10];
+  if (attr >= 0x10 && attr - 0x10u < stats_.sent.size()) {
+    ++stats_.sent[attr - 0x10];
+  }
 }
 
 void CmService::SendRej(
@@ -367,7 +371,11 @@ CmResult CmService::HandleMad(const CmPeer& from,
         case CmAttr::kMra:
           result = HandleMra(from, std::get<CmMra>(mad.message), now_us);
           break;
+        case CmAttr::kSidrReq:
+          result = HandleSidrReq(from, mad, actions);
+          break;
         case CmAttr::kRep:
+        case CmAttr::kSidrRep:
         default:
           // We never send a REQ, so a REP answers nothing of ours.
           result = CmResult::kUnexpectedMessage;
@@ -377,6 +385,26 @@ CmResult CmService::HandleMad(const CmPeer& from,
   }
   ++stats_.results[static_cast<size_t>(result)];
   return result;
+}
+
+// We serve no UD QP. A SIDR_REQ (rdma_cm's UDP and IPoIB port spaces:
+// udaddy, rdma_resolve_route on a UD id) gets a SIDR_REP "service ID not
+// supported" at once, so that the client's rdma_cm reports the service
+// unreachable instead of retrying into a timeout. Nothing is kept: a
+// repeated SIDR_REQ gets the same answer again.
+CmResult CmService::HandleSidrReq(const CmPeer& from, const CmMad& mad,
+                                  CmActionList* actions) {
+  const CmSidrReq& request = std::get<CmSidrReq>(mad.message);
+  CmMad reply;
+  reply.header.transaction_id = mad.header.transaction_id;
+  CmSidrRep answer;
+  answer.request_id = request.request_id;
+  answer.status = static_cast<uint8_t>(CmSidrStatus::kServiceIdNotSupported);
+  answer.service_id = request.service_id;
+  reply.message = answer;
+  SendMad(from, /*local_comm_id=*/0, /*local_qpn=*/0, reply, actions,
+          /*cache=*/nullptr);
+  return CmResult::kSidrRefused;
 }
 
 CmResult CmService::HandleReq(const CmPeer& from, const CmMad& mad,

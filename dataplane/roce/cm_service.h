@@ -192,8 +192,9 @@ enum class CmResult : uint8_t {
   kWrongState,         // e.g. MRA for a message we did not send
   kMismatch,           // IDs match but the peer / QPN does not
   kParseError,         // see CmStats::parse_errors
-  kUnexpectedMessage,  // a REP/MRA for a REQ (we never send REQs)
+  kUnexpectedMessage,  // a REP or SIDR_REP (we never send REQ or SIDR_REQ)
   kNoActionSpace,      // fewer than kCmMaxActionsPerInput free slots
+  kSidrRefused,        // a SIDR_REQ answered "service ID not supported"
   kCount,
 };
 const char* CmResultName(CmResult result);
@@ -202,8 +203,9 @@ struct CmStats {
   std::array<uint64_t, static_cast<size_t>(CmParseError::kCount)>
       parse_errors{};
   std::array<uint64_t, static_cast<size_t>(CmResult::kCount)> results{};
-  std::array<uint64_t, 8> received{};  // by attribute - 0x10 (REQ..DREP)
-  std::array<uint64_t, 8> sent{};
+  // By attribute - 0x10 (REQ..SIDR_REP).
+  std::array<uint64_t, 9> received{};
+  std::array<uint64_t, 9> sent{};
   uint64_t rejects_sent = 0;
   std::array<uint64_t, 64> rejects_by_reason{};  // reasons >= 63 in [63]
   uint64_t rep_retransmits = 0;
@@ -299,6 +301,8 @@ class CmService {
   CmResult HandleRej(const CmPeer& from, const CmRej& rej, uint64_t now_us,
                      CmActionList* actions);
   CmResult HandleMra(const CmPeer& from, const CmMra& mra, uint64_t now_us);
+  CmResult HandleSidrReq(const CmPeer& from, const CmMad& mad,
+                         CmActionList* actions);
 
   Connection* FindByLocalId(uint32_t local_comm_id);
   Connection* FindByRemote(const CmPeer& peer, uint32_t remote_comm_id);

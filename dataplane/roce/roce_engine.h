@@ -136,6 +136,9 @@ struct alignas(64) RoceCounters {
   // (kCmMaxConnections in set-up or time-wait: REJ reason 3, No resources).
   Counter cm_rejects_no_qp;
   Counter cm_rejects_no_resources;
+  // SIDR_REQs (UD service resolution: rdma_cm's UDP port space) answered
+  // with a SIDR_REP "service ID not supported": we serve no UD QP.
+  Counter cm_sidr_refused;
   // perftest data connections rejected: no region of perftest_region_bytes.
   Counter perftest_region_rejects;
   Counter neighbor_answers;

@@ -40,6 +40,7 @@ void RoceEngine::ReceiveGsi(const Packet& p, const uint8_t* frame) {
   }
   if (result == CmResult::kParseError) counters_.Drop(RoceDrop::kBadMad);
   if (result == CmResult::kRejected) counters_.cm_rejects.Add();
+  if (result == CmResult::kSidrRefused) counters_.cm_sidr_refused.Add();
   RunCmActions();
 }
 

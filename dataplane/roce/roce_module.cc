@@ -646,6 +646,7 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"cm_rejects", &C::cm_rejects},
       {"cm_rejects_no_qp", &C::cm_rejects_no_qp},
       {"cm_rejects_no_resources", &C::cm_rejects_no_resources},
+      {"cm_sidr_refused", &C::cm_sidr_refused},
       {"perftest_region_rejects", &C::perftest_region_rejects},
       {"neighbor_answers", &C::neighbor_answers},
       {"udp_checksum_zero", &C::udp_checksum_zero},

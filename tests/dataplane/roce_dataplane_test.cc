@@ -1773,6 +1773,37 @@ TEST_P(RoceDataplaneTest, OtherTrafficStillPassesThrough) {
   EXPECT_EQ(host[0].frame, frame);
 }
 
+// udaddy's service resolution (SIDR_REQ, rdma_cm's UDP port space): we serve
+// no UD QP, so the answer is a SIDR_REP "service ID not supported" on the
+// wire at once, counted; no QP is created.
+TEST_P(RoceDataplaneTest, SidrReqIsRefusedOnTheWire) {
+  const size_t qps =
+      dataplane().transport<roce::RoceModule>()->ListQps().size();
+  roce::CmMad request;
+  request.header.transaction_id = 0x5151;
+  roce::CmSidrReq sidr;
+  sidr.request_id = 0x0badcafe;
+  sidr.partition_key = 0xffff;
+  sidr.service_id = roce::RdmaCmServiceId(roce::kRdmaPsUdp, kListenPort);
+  request.message = sidr;
+  SendFrame(BuildMad(request));
+  Poll();
+  std::vector<Out> out = Collect();
+  ASSERT_EQ(out.size(), 1u);
+  roce::CmMad answer = MadOf(out[0]);
+  const auto* rep = std::get_if<roce::CmSidrRep>(&answer.message);
+  ASSERT_NE(rep, nullptr);
+  EXPECT_EQ(answer.header.transaction_id, 0x5151u);
+  EXPECT_EQ(rep->request_id, 0x0badcafeu);
+  EXPECT_EQ(rep->status,
+            static_cast<uint8_t>(roce::CmSidrStatus::kServiceIdNotSupported));
+  EXPECT_EQ(rep->service_id, sidr.service_id);
+  EXPECT_EQ(rep->qpn, 0u);
+  EXPECT_EQ(Counter("cm_sidr_refused"), 1u);
+  EXPECT_EQ(Counter("cm_rejects"), 0u);
+  EXPECT_EQ(dataplane().transport<roce::RoceModule>()->ListQps().size(), qps);
+}
+
 // librdmacm's connection, as rping makes it: REQ -> REP (a new QP) -> RTU,
 // a WRITE on the new QP, then DREQ -> DREP and the QP is gone.
 TEST_P(RoceDataplaneTest, ConnectsThroughTheCm) {

@@ -439,8 +439,8 @@ TEST(CmWire, MalformedMadsAreRefusedWithTheirReason) {
       {2, 1, CmParseError::kBadClassVersion},
       {3, 0x01, CmParseError::kBadMethod},              // Get
       {3, 0x83, CmParseError::kBadMethod},              // a response bit
-      {17, 0x17, CmParseError::kUnsupportedAttribute},  // SIDR REQ
       {17, 0x19, CmParseError::kUnsupportedAttribute},  // LAP
+      {17, 0x1a, CmParseError::kUnsupportedAttribute},  // APR
       {17, 0x01, CmParseError::kUnsupportedAttribute},  // ClassPortInfo
   };
   for (const Case& c : cases) {
@@ -453,6 +453,55 @@ TEST(CmWire, MalformedMadsAreRefusedWithTheirReason) {
   std::vector<uint8_t> longer(good.begin(), good.end());
   longer.resize(300, 0xaa);
   EXPECT_EQ(ParseCmMad(longer, &mad), CmParseError::kNone);
+}
+
+// A SIDR_REQ as the kernel's cm_format_sidr_req lays it out (request ID,
+// P_Key, reserved, service ID, private data), from udaddy's UDP port space.
+Mad UdaddySidrReq() {
+  Mad mad{};
+  const uint8_t header[24] = {1,    0x07, 2,    0x03, 0,    0,    0,    0,
+                              0x00, 0x00, 0x00, 0x05, 0x12, 0x34, 0x56, 0x78,
+                              0x00, 0x17, 0,    0,    0,    0,    0,    0};
+  std::copy(std::begin(header), std::end(header), mad.begin());
+  const uint8_t body[16] = {0xde, 0xad, 0xbe, 0xef, 0xff, 0xff, 0,    0,
+                            0,    0,    0,    0,    0x01, 0x11, 0x1d, 0x2f};
+  std::copy(std::begin(body), std::end(body), mad.begin() + 24);
+  mad[24 + 16] = 0x5a;  // first byte of the private data
+  mad[255] = 0xa5;      // its last
+  return mad;
+}
+
+TEST(CmWire, SidrReqAndRepFieldsSitWhereTheKernelPutsThem) {
+  CmMad mad = Parse(UdaddySidrReq());
+  ASSERT_TRUE(std::holds_alternative<CmSidrReq>(mad.message));
+  const CmSidrReq& req = std::get<CmSidrReq>(mad.message);
+  EXPECT_EQ(mad.header.transaction_id, 0x0000000512345678ull);
+  EXPECT_EQ(req.request_id, 0xdeadbeefu);
+  EXPECT_EQ(req.partition_key, 0xffff);
+  EXPECT_EQ(req.service_id, RdmaCmServiceId(kRdmaPsUdp, 7471));
+  EXPECT_EQ(req.private_data.front(), 0x5a);
+  EXPECT_EQ(req.private_data.back(), 0xa5);
+  EXPECT_EQ(ToHex(Build(mad).data(), kMadBytes),
+            ToHex(UdaddySidrReq().data(), kMadBytes));
+
+  // Every SIDR_REP field at its maximum: none bleeds into its neighbour.
+  CmSidrRep rep;
+  rep.request_id = 0xffffffff;
+  rep.status = 0xff;
+  rep.additional_info_length = 0xff;
+  rep.qpn = 0xffffff;
+  rep.service_id = ~0ull;
+  rep.qkey = 0xffffffff;
+  rep.additional_info.fill(0xff);
+  rep.private_data.fill(0xff);
+  CmMad rep_mad;
+  rep_mad.message = rep;
+  const Mad bytes = Build(rep_mad);
+  EXPECT_EQ(ToHex(bytes.data() + 16, 2), "0018");
+  // Only the reserved 16 bits at 6 and 8 bits after the QPN are zero.
+  EXPECT_EQ(ToHex(bytes.data() + 24, 12), "ffffffffffff0000ffffff00");
+  for (size_t i = 24 + 12; i < kMadBytes; ++i) EXPECT_EQ(bytes[i], 0xff) << i;
+  EXPECT_EQ(Parse(bytes).message, CmMessage(rep));
 }
 
 TEST(CmWire, TimeoutUnits) {
@@ -942,6 +991,45 @@ TEST_F(CmServiceTest, MalformedMadsProduceNothing) {
   EXPECT_EQ(service_.connection_count(), 0u);
   // A REP is an answer to a REQ we never sent.
   EXPECT_EQ(service_.HandleMad(kClient, rping_[1], now_, &actions),
+            CmResult::kUnexpectedMessage);
+  EXPECT_TRUE(actions.empty());
+}
+
+// We serve no UD QP: a SIDR_REQ is answered at once, "service ID not
+// supported", with its TID, request ID and service ID, and nothing else.
+TEST_F(CmServiceTest, SidrReqIsAnsweredServiceIdNotSupported) {
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a retry: same answer
+    CmActionList actions;
+    ASSERT_EQ(service_.HandleMad(kClient, UdaddySidrReq(), now_, &actions),
+              CmResult::kSidrRefused);
+    ASSERT_EQ(Types(actions), std::vector{CmActionType::kSendMad});
+    Mad expected{};
+    const uint8_t header[24] = {1,    0x07, 2,    0x03, 0,    0,    0,    0,
+                                0x00, 0x00, 0x00, 0x05, 0x12, 0x34, 0x56, 0x78,
+                                0x00, 0x18, 0,    0,    0,    0,    0,    0};
+    std::copy(std::begin(header), std::end(header), expected.begin());
+    // Request ID, status 1, no additional information, QPN 0, the service
+    // ID, Q_Key 0; the rest zero.
+    const uint8_t body[24] = {0xde, 0xad, 0xbe, 0xef, 0x01, 0, 0, 0,
+                              0,    0,    0,    0,    0,    0, 0, 0,
+                              0x01, 0x11, 0x1d, 0x2f, 0,    0, 0, 0};
+    std::copy(std::begin(body), std::end(body), expected.begin() + 24);
+    EXPECT_EQ(ToHex(actions[0].mad.data(), kMadBytes),
+              ToHex(expected.data(), kMadBytes));
+    EXPECT_EQ(actions[0].peer.gid, kClient.gid);
+    EXPECT_EQ(actions[0].peer.qpn, kClient.qpn);
+  }
+  EXPECT_EQ(service_.connection_count(), 0u);
+  EXPECT_EQ(acceptor_.calls, 0);
+  const CmStats& s = service_.stats();
+  EXPECT_EQ(s.results[size_t(CmResult::kSidrRefused)], 2u);
+  EXPECT_EQ(s.received[0x17 - 0x10], 2u);
+  EXPECT_EQ(s.sent[0x18 - 0x10], 2u);
+  // A SIDR_REP answers a SIDR_REQ we never sent.
+  CmActionList actions;
+  CmMad rep;
+  rep.message = CmSidrRep{};
+  EXPECT_EQ(service_.HandleMad(kClient, Build(rep), now_, &actions),
             CmResult::kUnexpectedMessage);
   EXPECT_TRUE(actions.empty());
 }
