@@ -19,6 +19,11 @@ run read_lat $((60 * T)) ib_read_lat -R -d rxe0 -n 100 "$A"
 run atomic_lat $((60 * T)) ib_atomic_lat -R -d rxe0 -n 100 "$A"
 run write_bw_gbits $((60 * T)) ib_write_bw -R -d rxe0 -n 100 --report_gbits "$A"
 run write_bw_q4 $((60 * T)) ib_write_bw -R -d rxe0 -n 100 -q 4 "$A"
+# udaddy (UD, rdma_cm's UDP port space): the appliance serves no UD QPs and
+# answers its SIDR_REQ "service ID not supported" (docs/roce-cm.md, SIDR):
+# udaddy reports RDMA_CM_EVENT_UNREACHABLE at once instead of timing out.
+run udaddy $((30 * T)) udaddy -s "$A"
+run udaddy6 $((30 * T)) udaddy -s "$APPLIANCE6"
 # ib_write_lat -a needs a port configured with all_sizes (its server
 # steps through the sizes too): RocePerftestWriteLatAllTest covers it.
 # IPv6 (-x 2 with fd00:1::11): perftest 4.5-0.17 resolves -R addresses as

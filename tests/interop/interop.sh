@@ -382,9 +382,20 @@ case_naaice() {
 }
 
 case_tools() {
-  local label rc row
+  local label rc row sidr=0
   for label in $(grep -oE '^=== [a-z0-9_]+:' "$OUT" | cut -c5- | tr -d :); do
     rc=$(grep -m1 "^$label rc=" "$OUT" | cut -d= -f2)
+    if [[ $label == udaddy* ]]; then
+      # No UD QPs: the clean outcome is udaddy's own report of our SIDR_REP
+      # status 1 ("service ID not supported"), at once, not a timeout.
+      sidr=$((sidr + 1))
+      if has "^$label: udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1\$"; then
+        pass "$label ($(grep -m1 "^=== $label:" "$OUT" | cut -d: -f2- | cut -c2-)): refused cleanly, RDMA_CM_EVENT_UNREACHABLE, SIDR status 1 (rc=$rc)"
+      else
+        fail "$label: no RDMA_CM_EVENT_UNREACHABLE with SIDR status 1: $(grep -m1 "^$label: udaddy: event" "$OUT" | cut -c1-160); rc=${rc:-none}"
+      fi
+      continue
+    fi
     # The tool's last result row: "#bytes #iterations ..." figures.
     row=$(grep -E "^$label: +[0-9]+ +[0-9]+ +[0-9.]+" "$OUT" | tail -1 | cut -d: -f2- | tr -s ' \t' ' ')
     if [[ $rc == 0 && -n $row ]]; then
@@ -393,6 +404,15 @@ case_tools() {
       fail "$label: rc=${rc:-none}, $(grep -m1 -iE "^$label: .*(error|fail|couldn|unable|not )" "$OUT" | cut -c1-160); $(cm_summary)"
     fi
   done
+  if [[ $sidr -gt 0 ]]; then
+    local refused
+    refused=$(counter cm_sidr_refused)
+    if [[ ${refused:-0} -ge $sidr ]]; then
+      pass "the appliance answered ${refused} SIDR_REQs (cm_sidr_refused), $(frames ' cm=SIDR_REP .*sidr_status=1') SIDR_REPs with status 1 on the wire"
+    else
+      fail "cm_sidr_refused=${refused:-?} after $sidr udaddy runs"
+    fi
+  fi
   # The appliance's side: no QP left in error, NAKs counted.
   local qp_errors naks
   qp_errors=$(counter qp_errors) naks=$(counter naks_sent)
