@@ -4,7 +4,9 @@
     testlog_tally.py [--build-failures N] TESTLOG.json...
 
 A tree's line names its failed tests; N trees that did not build count as
-N failures. Exit 1 when anything failed, else 0. deploy/run-tests.sh and
+N failures. The last lines of each failed test's output come first, so
+that a CI log cut to its tail still shows why. Exit 1 when anything
+failed, else 0. deploy/run-tests.sh and
 deploy/tsan.sh print their closing lines with it.
 """
 import argparse
@@ -13,10 +15,14 @@ import os
 import sys
 
 
+TAIL_LINES = 40
+
+
 def tally(path):
-    """(passed, failed, skipped, names of the failed) of one testlog.json."""
+    """(passed, failed, skipped, names of the failed, their output tails)."""
     passed = failed = skipped = 0
     bad = []
+    tails = []
     with open(path) as log:
         for line in log:
             line = line.strip()
@@ -31,7 +37,10 @@ def tally(path):
             else:
                 failed += 1
                 bad.append("%s (%s)" % (test.get("name", "?"), result))
-    return passed, failed, skipped, bad
+                output = (test.get("stdout") or "") + (test.get("stderr") or "")
+                tails.append((test.get("name", "?"),
+                              output.splitlines()[-TAIL_LINES:]))
+    return passed, failed, skipped, bad, tails
 
 
 def main():
@@ -40,9 +49,16 @@ def main():
     parser.add_argument("logs", nargs="*")
     args = parser.parse_args()
     passed = failed = skipped = 0
-    for path in args.logs:
+    results = [(path, tally(path)) for path in args.logs]
+    for path, (_, _, _, _, tails) in results:
         tree = os.path.basename(os.path.dirname(os.path.dirname(path)))
-        p, f, s, bad = tally(path)
+        for name, lines in tails:
+            print("--- %s: %s, its last %d lines of output" %
+                  (tree, name, len(lines)))
+            for line in lines:
+                print("    " + line)
+    for path, (p, f, s, bad, _) in results:
+        tree = os.path.basename(os.path.dirname(os.path.dirname(path)))
         print("%-11s %d passed, %d failed, %d skipped%s" %
               (tree + ":", p, f, s,
                ("; failed: " + ", ".join(bad)) if bad else ""))
