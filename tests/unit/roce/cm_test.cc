@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -455,17 +456,24 @@ TEST(CmWire, MalformedMadsAreRefusedWithTheirReason) {
   EXPECT_EQ(ParseCmMad(longer, &mad), CmParseError::kNone);
 }
 
+// A CM MAD by hand: the common header (Send, TID 0x512345678) with
+// `attribute`, then `body` at offset 24; the rest zero.
+Mad HandMadeCmMad(uint8_t attribute, std::span<const uint8_t> body) {
+  Mad mad{};
+  const uint8_t header[24] = {
+      1,    0x07, 2,    0x03, 0,    0,         0, 0, 0x00, 0x00, 0x00, 0x05,
+      0x12, 0x34, 0x56, 0x78, 0x00, attribute, 0, 0, 0,    0,    0,    0};
+  std::copy(std::begin(header), std::end(header), mad.begin());
+  std::copy(body.begin(), body.end(), mad.begin() + 24);
+  return mad;
+}
+
 // A SIDR_REQ as the kernel's cm_format_sidr_req lays it out (request ID,
 // P_Key, reserved, service ID, private data), from udaddy's UDP port space.
 Mad UdaddySidrReq() {
-  Mad mad{};
-  const uint8_t header[24] = {1,    0x07, 2,    0x03, 0,    0,    0,    0,
-                              0x00, 0x00, 0x00, 0x05, 0x12, 0x34, 0x56, 0x78,
-                              0x00, 0x17, 0,    0,    0,    0,    0,    0};
-  std::copy(std::begin(header), std::end(header), mad.begin());
   const uint8_t body[16] = {0xde, 0xad, 0xbe, 0xef, 0xff, 0xff, 0,    0,
                             0,    0,    0,    0,    0x01, 0x11, 0x1d, 0x2f};
-  std::copy(std::begin(body), std::end(body), mad.begin() + 24);
+  Mad mad = HandMadeCmMad(0x17, body);
   mad[24 + 16] = 0x5a;  // first byte of the private data
   mad[255] = 0xa5;      // its last
   return mad;
@@ -1003,17 +1011,12 @@ TEST_F(CmServiceTest, SidrReqIsAnsweredServiceIdNotSupported) {
     ASSERT_EQ(service_.HandleMad(kClient, UdaddySidrReq(), now_, &actions),
               CmResult::kSidrRefused);
     ASSERT_EQ(Types(actions), std::vector{CmActionType::kSendMad});
-    Mad expected{};
-    const uint8_t header[24] = {1,    0x07, 2,    0x03, 0,    0,    0,    0,
-                                0x00, 0x00, 0x00, 0x05, 0x12, 0x34, 0x56, 0x78,
-                                0x00, 0x18, 0,    0,    0,    0,    0,    0};
-    std::copy(std::begin(header), std::end(header), expected.begin());
     // Request ID, status 1, no additional information, QPN 0, the service
     // ID, Q_Key 0; the rest zero.
     const uint8_t body[24] = {0xde, 0xad, 0xbe, 0xef, 0x01, 0, 0, 0,
                               0,    0,    0,    0,    0,    0, 0, 0,
                               0x01, 0x11, 0x1d, 0x2f, 0,    0, 0, 0};
-    std::copy(std::begin(body), std::end(body), expected.begin() + 24);
+    const Mad expected = HandMadeCmMad(0x18, body);
     EXPECT_EQ(ToHex(actions[0].mad.data(), kMadBytes),
               ToHex(expected.data(), kMadBytes));
     EXPECT_EQ(actions[0].peer.gid, kClient.gid);
