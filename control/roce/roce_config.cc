@@ -248,6 +248,7 @@ absl::Status CheckRoceSection(const v1::Config& config, const Reporter& r) {
     const ServicePort service_ports[] = {
         {"naaice_port", d.F("naaice_port"), roce.naaice_port()},
         {"rping_port", d.F("rping_port"), roce.rping_port()},
+        {"echo_port", d.F("echo_port"), roce.echo_port()},
         {"perftest_port", d.F("perftest_port"), roce.perftest_port()},
         {"perftest_write_lat.port", d.F("perftest_write_lat").F("port"),
          roce.perftest_write_lat().port()}};
@@ -485,6 +486,7 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   rc.naaice_port = static_cast<uint16_t>(c.naaice_port());
   if (c.naaice_max_bytes() != 0) rc.naaice_max_bytes = c.naaice_max_bytes();
   rc.rping_port = static_cast<uint16_t>(c.rping_port());
+  rc.echo_port = static_cast<uint16_t>(c.echo_port());
   rc.perftest_port = static_cast<uint16_t>(c.perftest_port());
   if (c.connection_region_bytes() != 0) {
     rc.connection_region_bytes = c.connection_region_bytes();
@@ -504,7 +506,7 @@ absl::Status ConvertRoce(const v1::Config& config, DataplaneConfig* out) {
   if (c.has_congestion()) rc.congestion = CongestionOf(c.congestion());
   // The CM listens on every service's port.
   for (uint16_t service : {rc.naaice_port, rc.rping_port, rc.perftest_port,
-                           rc.perftest_write_lat.port}) {
+                           rc.perftest_write_lat.port, rc.echo_port}) {
     if (service != 0 &&
         std::find(rc.listen_ports.begin(), rc.listen_ports.end(), service) ==
             rc.listen_ports.end()) {

@@ -12,6 +12,8 @@ const char* ServiceKindName(ServiceKind kind) {
       return "rping";
     case ServiceKind::kPerftest:
       return "perftest";
+    case ServiceKind::kEcho:
+      return "echo";
   }
   return "unknown";
 }

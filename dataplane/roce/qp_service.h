@@ -13,6 +13,7 @@
 //              (rping_service.h)
 //   kPerftest  roce.perftest_port: the server side of perftest's -R
 //              (rdma_cm) control exchange (perftest_service.h)
+//   kEcho      roce.echo_port: every SEND sent back (echo_service.h)
 //
 // A service runs on HPU 0 with the QP. It is called once per complete SEND
 // message, per WRITE WITH IMMEDIATE and per completion of its own work
@@ -32,7 +33,13 @@ namespace spinnic::roce {
 
 struct RoceCounters;
 
-enum class ServiceKind : uint8_t { kVerbs = 0, kNaaice, kRping, kPerftest };
+enum class ServiceKind : uint8_t {
+  kVerbs = 0,
+  kNaaice,
+  kRping,
+  kPerftest,
+  kEcho
+};
 const char* ServiceKindName(ServiceKind kind);
 
 class QpService;

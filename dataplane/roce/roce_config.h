@@ -93,6 +93,8 @@ struct RoceConfig {
   uint64_t naaice_max_bytes = uint64_t{64} << 20;
   // rping and perftest -R servers on these rdma_cm ports (0: off).
   uint16_t rping_port = 0;
+  // Connections to this port get an echo service (echo_service.h); 0: off.
+  uint16_t echo_port = 0;
   uint16_t perftest_port = 0;
   // A plain CM connection's advertised region, a perftest data region.
   uint64_t connection_region_bytes = uint64_t{1} << 20;

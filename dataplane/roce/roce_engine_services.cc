@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "dataplane/ectx_table.h"
+#include "dataplane/roce/echo_service.h"
 #include "dataplane/roce/naaice_service.h"
 #include "dataplane/roce/perftest_service.h"
 #include "dataplane/roce/roce_engine.h"
@@ -44,6 +45,7 @@ std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
   if (cm_port == config_.rping_port) {
     return std::make_unique<RpingService>(qpn);
   }
+  if (cm_port == config_.echo_port) return std::make_unique<EchoService>(qpn);
   if (IsPerftestPort(cm_port)) {
     // On perftest_write_lat's port the data connections play
     // ib_write_lat's server; on perftest_port they follow the client.

@@ -33,6 +33,7 @@
 #include "dataplane/roce/cm.h"
 #include "dataplane/roce/cm_service.h"
 #include "dataplane/roce/cnp.h"
+#include "dataplane/roce/echo_service.h"
 #include "dataplane/roce/ib_types.h"
 #include "dataplane/roce/mrsp.h"
 #include "dataplane/roce/perftest_service.h"
@@ -2915,6 +2916,51 @@ TEST_P(RocePerftestTest, SendLatIsAnsweredSendBwIsTakenQuietly) {
   EXPECT_EQ(Counter("naks_sent"), 0u);
 }
 
+// roce.echo_port, as librdmacm's rdma_client uses it: every SEND comes back,
+// the same bytes, one packet or several; a SEND larger than the service
+// takes is NAKed invalid request.
+class RoceEchoTest : public RocePerftestTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    options.roce.echo_port = kPerftestPort;
+    options.roce.listen_ports.push_back(kPerftestPort);
+  }
+};
+
+TEST_P(RoceEchoTest, EverySendComesBackByteForByte) {
+  Conn c = Connect(0x20, 0x7001);
+  ASSERT_NE(c.qpn, 0u);
+  // rdma_client's message: 16 bytes, one packet each way.
+  const Bytes hello = Pattern(16, 1);
+  EXPECT_EQ(Exchange(c, hello), hello);
+  // Three packets each way at the 1 KiB path MTU.
+  const Bytes large = Pattern(3000, 2);
+  ClientSend(c, large);
+  std::vector<Out> out = Await(4);
+  ASSERT_EQ(out.size(), 4u);
+  ExpectAck(out[0], roce::PsnAdd(c.client_psn, -1), roce::AethAck(), 2,
+            c.client_qpn, c.qpn);
+  Bytes answer;
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(out[i].packet.bth.dest_qp, c.client_qpn);
+    EXPECT_EQ(out[i].packet.bth.psn, roce::PsnAdd(c.our_psn, i - 1));
+    const Bytes p = out[i].payload();
+    answer.insert(answer.end(), p.begin(), p.end());
+  }
+  EXPECT_EQ(answer, large);
+  c.our_psn = roce::PsnAdd(c.our_psn, 3);
+  ClientAck(c, roce::PsnAdd(c.our_psn, -1));
+  EXPECT_EQ(Counter("naks_sent"), 0u);
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+  // One byte more than an echo takes: invalid request, as a NIC whose
+  // posted receive is too small answers.
+  ClientSend(c, Pattern(roce::kEchoMaxMessageBytes + 1, 3));
+  out = Await(1);
+  ASSERT_GE(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.ext.aeth.syndrome,
+            roce::AethNak(roce::NakCode::kInvalidRequest));
+}
+
 // roce.perftest_write_lat: ib_write_lat -R -s 64 -n 3 (or -a -n 2), whose
 // server writes first and answers each count with the next.
 class RocePerftestWriteLatTest : public RocePerftestTest {
@@ -3142,6 +3188,8 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestWriteLatAllTest,
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceEchoTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestLimitTest, ::testing::Values(1u, 2u),
                          HpuCountName);

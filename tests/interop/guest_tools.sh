@@ -22,6 +22,11 @@ run write_bw_q4 $((60 * T)) ib_write_bw -R -d rxe0 -n 100 -q 4 "$A"
 # udaddy (UD, rdma_cm's UDP port space): the appliance serves no UD QPs and
 # answers its SIDR_REQ "service ID not supported" (docs/roce-cm.md, SIDR):
 # udaddy reports RDMA_CM_EVENT_UNREACHABLE at once instead of timing out.
+# librdmacm's rdma_client and rdma_xclient against the echo service
+# (roce.echo_port): a 16-byte SEND and its answer; each prints "end 0".
+run rdma_client $((30 * T)) rdma_client -s "$A" -p 7472
+run rdma_client6 $((30 * T)) rdma_client -s "$APPLIANCE6" -p 7472
+run rdma_xclient $((30 * T)) rdma_xclient -s "$A" -p 7472
 run udaddy $((30 * T)) udaddy -s "$A"
 run udaddy6 $((30 * T)) udaddy -s "$APPLIANCE6"
 # ib_write_lat -a needs a port configured with all_sizes (its server

@@ -1239,6 +1239,10 @@ TEST(RoceConfigTest, ServicePorts) {
   EXPECT_TRUE(
       ErrorIs(Check(RoceWith(kRoceAddress, "perftest_port: 65536")),
               "t.textproto:4:8: roce.perftest_port: ", "65536 is not a port"));
+  EXPECT_TRUE(
+      ErrorIs(Check(RoceWith(kRoceAddress, "rping_port: 7174 echo_port: 7174")),
+              "t.textproto:4:25: roce.echo_port: ",
+              "7174 is already rping_port; give each service its own port"));
   EXPECT_TRUE(ErrorIs(
       Check(RoceWith(kRoceAddress, "connection_region_bytes: 8589934592")),
       "t.textproto:4:8: roce.connection_region_bytes: ", "more than 4 GiB"));
@@ -1247,15 +1251,17 @@ TEST(RoceConfigTest, ServicePorts) {
       "t.textproto:4:8: roce.perftest_region_bytes: ", "more than 4 GiB"));
   absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
       RoceWith(kRoceAddress,
-               "listen_ports: 7471 rping_port: 7174 perftest_port: 18515"),
+               "listen_ports: 7471 rping_port: 7174 perftest_port: 18515 "
+               "echo_port: 7472"),
       kSource);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
   ASSERT_TRUE(dp.ok()) << dp.status();
   // The CM listens on every service's port too.
   EXPECT_EQ(dp->transports.get<roce::RoceConfig>().listen_ports,
-            (std::vector<uint16_t>{7471, 7174, 18515}));
+            (std::vector<uint16_t>{7471, 7174, 18515, 7472}));
   EXPECT_EQ(dp->transports.get<roce::RoceConfig>().rping_port, 7174);
+  EXPECT_EQ(dp->transports.get<roce::RoceConfig>().echo_port, 7472);
   EXPECT_EQ(dp->transports.get<roce::RoceConfig>().perftest_port, 18515);
   EXPECT_EQ(dp->transports.get<roce::RoceConfig>().connection_region_bytes,
             uint64_t{1} << 20);
