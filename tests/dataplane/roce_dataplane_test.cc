@@ -2952,6 +2952,33 @@ TEST_P(RoceEchoTest, EverySendComesBackByteForByte) {
   ClientAck(c, roce::PsnAdd(c.our_psn, -1));
   EXPECT_EQ(Counter("naks_sent"), 0u);
   EXPECT_EQ(Counter("qp_errors"), 0u);
+  // kEchoDepth answers unacknowledged by the client: the next SEND finds
+  // no free answer buffer and draws an RNR NAK, nothing else.
+  for (uint32_t i = 0; i < roce::kEchoDepth; ++i) {
+    ClientSend(c, Pattern(16, 10 + i));
+  }
+  out = Await(2 * roce::kEchoDepth);
+  std::set<uint32_t> answered;  // our answers' PSNs (retransmissions too)
+  for (const Out& o : out) {
+    if (o.packet.bth.opcode == static_cast<uint8_t>(Opcode::kRcSendOnly)) {
+      answered.insert(o.packet.bth.psn);
+    } else {
+      EXPECT_EQ(o.packet.ext.aeth.syndrome, roce::AethAck());
+    }
+  }
+  EXPECT_EQ(answered.size(), roce::kEchoDepth);
+  ClientSend(c, Pattern(16, 99));
+  out = Await(1);
+  ASSERT_GE(out.size(), 1u);
+  EXPECT_EQ(out[0].packet.ext.aeth.syndrome >> 5,
+            roce::AethRnrNak(0) >> 5);  // an RNR NAK, whatever its timer
+  // The client acknowledges our answers: the SEND it retries is taken.
+  ClientAck(c, roce::PsnAdd(c.our_psn, roce::kEchoDepth - 1));
+  c.our_psn = roce::PsnAdd(c.our_psn, roce::kEchoDepth);
+  c.client_psn = roce::PsnAdd(c.client_psn, -1);
+  const Bytes retried = Pattern(16, 99);
+  EXPECT_EQ(Exchange(c, retried), retried);
+  EXPECT_EQ(Counter("qp_errors"), 0u);
   // One byte more than an echo takes: invalid request, as a NIC whose
   // posted receive is too small answers.
   ClientSend(c, Pattern(roce::kEchoMaxMessageBytes + 1, 3));
