@@ -22,9 +22,6 @@ class EchoService final : public QpService {
  public:
   explicit EchoService(uint32_t qpn);
 
-  // Answers completed successfully.
-  uint64_t echoed() const { return echoed_; }
-
   // QpService.
   ServiceKind kind() const override { return ServiceKind::kEcho; }
   uint32_t max_message_bytes() const override { return kEchoMaxMessageBytes; }
@@ -39,7 +36,6 @@ class EchoService final : public QpService {
   std::unique_ptr<uint8_t[]> answers_;
   uint32_t next_ = 0;       // the slot of the next answer
   uint32_t in_flight_ = 0;  // answers posted and not completed
-  uint64_t echoed_ = 0;
 };
 
 }  // namespace spinnic::roce
