@@ -377,7 +377,8 @@ CmResult CmService::HandleMad(const CmPeer& from,
         case CmAttr::kRep:
         case CmAttr::kSidrRep:
         default:
-          // We never send a REQ, so a REP answers nothing of ours.
+          // We never send a REQ or a SIDR_REQ: a REP or SIDR_REP answers
+          // nothing of ours.
           result = CmResult::kUnexpectedMessage;
           break;
       }

@@ -217,6 +217,8 @@ else
 fi
 
 has() { grep -Eq -- "$1" "$OUT"; }
+# The command line the guest ran under LABEL ("=== LABEL: COMMAND").
+command_of() { grep -m1 "^=== $1:" "$OUT" | cut -d: -f2- | cut -c2-; }
 # Frames of the capture (spinctl decode's text) matching an extended regex.
 frames() { grep -Ec -- "$1" "$RUN/capture.txt" 2>/dev/null; }
 # A stats counter of the appliance's final `spinctl stats --json`.
@@ -388,7 +390,7 @@ case_tools() {
     if [[ $label == rdma_*client* ]]; then
       # librdmacm's examples print no figures: "<tool>: end 0" is success.
       if [[ $rc == 0 ]] && has "^$label: rdma_x?client: end 0\$"; then
-        pass "$label ($(grep -m1 "^=== $label:" "$OUT" | cut -d: -f2- | cut -c2-)): its SEND came back, end 0"
+        pass "$label ($(command_of "$label")): its SEND came back, end 0"
       else
         fail "$label: rc=${rc:-none}, $(grep -m1 -E "^$label: .*(end|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
       fi
@@ -399,7 +401,7 @@ case_tools() {
       # status 1 ("service ID not supported"), at once, not a timeout.
       sidr=$((sidr + 1))
       if has "^$label: udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1\$"; then
-        pass "$label ($(grep -m1 "^=== $label:" "$OUT" | cut -d: -f2- | cut -c2-)): refused cleanly, RDMA_CM_EVENT_UNREACHABLE, SIDR status 1 (rc=$rc)"
+        pass "$label ($(command_of "$label")): refused cleanly, RDMA_CM_EVENT_UNREACHABLE, SIDR status 1 (rc=$rc)"
       else
         fail "$label: no RDMA_CM_EVENT_UNREACHABLE with SIDR status 1: $(grep -m1 "^$label: udaddy: event" "$OUT" | cut -c1-160); rc=${rc:-none}"
       fi
@@ -408,7 +410,7 @@ case_tools() {
     # The tool's last result row: "#bytes #iterations ..." figures.
     row=$(grep -E "^$label: +[0-9]+ +[0-9]+ +[0-9.]+" "$OUT" | tail -1 | cut -d: -f2- | tr -s ' \t' ' ')
     if [[ $rc == 0 && -n $row ]]; then
-      pass "$label ($(grep -m1 "^=== $label:" "$OUT" | cut -d: -f2- | cut -c2-)): $row"
+      pass "$label ($(command_of "$label")): $row"
     else
       fail "$label: rc=${rc:-none}, $(grep -m1 -iE "^$label: .*(error|fail|couldn|unable|not )" "$OUT" | cut -c1-160); $(cm_summary)"
     fi
