@@ -93,6 +93,10 @@ ABSL_FLAG(int, control_max_message_bytes, 4 << 20,
           "get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, control_max_streams, 16,
           "Concurrent control API calls and streams per client connection");
+ABSL_FLAG(int, control_memory_mb, 256,
+          "Memory, in MiB, all control API connections together may hold in "
+          "gRPC's buffers; at the bound gRPC closes connections to reclaim "
+          "it. 0: unbounded");
 ABSL_FLAG(
     std::string, metrics_listen, "",
     "Serve Prometheus metrics (GET /metrics, docs/metrics.md) on "
@@ -257,6 +261,7 @@ absl::StatusOr<std::optional<ControlServerOptions>> ControlOptionsFromFlags() {
   options.insecure_tcp = absl::GetFlag(FLAGS_control_insecure_tcp);
   options.max_message_bytes = absl::GetFlag(FLAGS_control_max_message_bytes);
   options.max_concurrent_streams = absl::GetFlag(FLAGS_control_max_streams);
+  options.memory_quota_mib = absl::GetFlag(FLAGS_control_memory_mb);
   // No listener and no TCP flag either: the operator turned the API off.
   // A TLS flag without a listener still goes through validation, which
   // says it has no effect.

@@ -23,6 +23,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
@@ -156,6 +157,20 @@ absl::StatusOr<TlsMaterial> CheckOptions(const ControlServerOptions& options) {
         absl::StrCat("--control_max_streams: ", options.max_concurrent_streams,
                      " is out of range; use 1..", kMaxControlConcurrentStreams,
                      " (default 16)"));
+  }
+  const int64_t min_quota_mib =
+      (int64_t{kMinQuotaMessages} * options.max_message_bytes + (1 << 20) -
+       1) >>
+      20;
+  if (options.memory_quota_mib < 0 ||
+      (options.memory_quota_mib > 0 &&
+       options.memory_quota_mib < min_quota_mib)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--control_memory_mb: ", options.memory_quota_mib,
+        " cannot hold a request and a response of --control_max_message_bytes "
+        "(",
+        options.max_message_bytes, "); use at least ", min_quota_mib,
+        ", or 0 for no bound (default 256)"));
   }
   // sun_path holds the path and its terminating NUL.
   if (options.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -349,6 +364,11 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(
   interceptors.push_back(std::make_unique<AuditInterceptorFactory>());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  if (options.memory_quota_mib > 0) {
+    grpc::ResourceQuota quota("spinnic-control");
+    quota.Resize(size_t{static_cast<size_t>(options.memory_quota_mib)} << 20);
+    builder.SetResourceQuota(quota);
+  }
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              options.max_concurrent_streams);

@@ -33,6 +33,12 @@ struct ControlServerOptions {
   bool insecure_tcp = false;
   int max_message_bytes = 4 << 20;
   int max_concurrent_streams = 16;
+  // Memory all control connections together may hold in gRPC's buffers (a
+  // grpc::ResourceQuota); 0: unbounded. gRPC 1.51 receives the whole of an
+  // oversized request before it answers RESOURCE_EXHAUSTED, so without a
+  // bound, clients sending 32 MB requests at once grow spinnicd by their sum;
+  // at the bound gRPC closes connections (GOAWAY) to get memory back.
+  int memory_quota_mib = 256;
 };
 
 // Bounds ValidateControlServerOptions enforces. Below the minimum message
@@ -40,6 +46,9 @@ struct ControlServerOptions {
 inline constexpr int kMinControlMessageBytes = 4 << 10;
 inline constexpr int kMaxControlMessageBytes = 256 << 20;
 inline constexpr int kMaxControlConcurrentStreams = 1024;
+// The quota holds at least this many largest messages (one request and its
+// response); below that a legitimate call could be refused for memory.
+inline constexpr int kMinQuotaMessages = 2;
 
 // Checks a combination of options without starting anything (files are only
 // read). INVALID_ARGUMENT says what to change, in terms of spinnicd's flags.

@@ -781,6 +781,16 @@ TEST(ControlOptionsTest, BadAddressesAndLimits) {
     limits.max_concurrent_streams = streams;
     ExpectInvalid(limits, "--control_max_streams");
   }
+  limits.max_concurrent_streams = 16;
+  limits.max_message_bytes = 200 << 20;  // a request and a response: 400 MiB
+  for (int mib : {-1, 1, 399}) {
+    limits.memory_quota_mib = mib;
+    ExpectInvalid(limits, "--control_memory_mb");
+  }
+  for (int mib : {0, 400}) {
+    limits.memory_quota_mib = mib;
+    EXPECT_TRUE(ValidateControlServerOptions(limits).ok()) << mib;
+  }
   ExpectInvalid({.unix_socket = std::string(200, 's')}, "--control_socket");
 }
 

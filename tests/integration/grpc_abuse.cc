@@ -77,7 +77,11 @@ ABSL_FLAG(bool, abandon_and_exit, false,
           "open the never-read streams, then _exit(0)");
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20,
           "the server's --control_max_message_bytes");
-ABSL_FLAG(int, deadline_ms, 10000, "deadline of every unary call");
+ABSL_FLAG(int, deadline_ms, 10000,
+          "deadline of every unary call (plus 1 s per MiB above the limit)");
+ABSL_FLAG(int, flood_clients, 0,
+          "clients per target sending one --flood_bytes request at once");
+ABSL_FLAG(uint64_t, flood_bytes, 32 << 20, "size of each flood request");
 ABSL_FLAG(int, stream_ms, 300,
           "deadline of a stream the server accepted but keeps silent");
 ABSL_FLAG(uint64_t, seed, 1, "random seed");
@@ -614,9 +618,20 @@ void Classify(Tally& tally, const std::string& section, const Method& method,
                          "): ", status.error_message().substr(0, 200)));
 }
 
+// The unary deadline for `bytes` of request. gRPC 1.51 reads the whole of an
+// oversized message before it answers RESOURCE_EXHAUSTED (docs/
+// control-security.md, "Oversized requests"), so the answer to 57 MB takes as
+// long as moving 57 MB does: one more second per MiB above the limit keeps a
+// starved machine from turning that into DEADLINE_EXCEEDED.
+int UnaryDeadlineMs(size_t bytes) {
+  const uint64_t limit = absl::GetFlag(FLAGS_max_message_bytes);
+  const uint64_t excess_mib = bytes > limit ? (bytes - limit) >> 20 : 0;
+  return absl::GetFlag(FLAGS_deadline_ms) + static_cast<int>(excess_mib) * 1000;
+}
+
 void OneCall(grpc::GenericStub& stub, const Method& method, const Request& req,
              Tally& tally, const std::string& section) {
-  const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  const int deadline_ms = UnaryDeadlineMs(req.bytes.size());
   const absl::Duration grace = absl::Seconds(10);
   if (!method.streaming) {
     grpc::ClientContext context;
@@ -889,6 +904,43 @@ void OversizedPhase(const std::vector<std::string>& targets, Tally& tally) {
   }
 }
 
+// Many clients at once, each sending one request of --flood_bytes (far above
+// the limit). Each must end RESOURCE_EXHAUSTED, or UNAVAILABLE when the
+// server's memory quota closed its connection to reclaim memory (a client
+// reconnects on its next call); never a hang or another code. The script
+// checks that the server's memory stayed within the quota (VmHWM). Runs
+// after the health prober stops: a reclaimed connection may be a prober's.
+void OversizedFlood(const std::vector<std::string>& targets, Tally& tally) {
+  const int clients = absl::GetFlag(FLAGS_flood_clients);
+  if (clients <= 0) return;
+  spinnic::v1::WriteRegionRequest r;
+  r.set_id(1);
+  r.set_data(std::string(absl::GetFlag(FLAGS_flood_bytes), 'f'));
+  const Method method{"/spinnic.v1.Spinnic/WriteRegion", r.GetDescriptor(),
+                      false};
+  const Request req{Mode::kRaw, r.SerializeAsString(), true};
+  std::vector<std::thread> threads;
+  for (const std::string& target : targets) {
+    const std::string section = absl::StrCat("flood/", TargetKind(target));
+    for (int i = 0; i < clients; ++i) {
+      threads.emplace_back([&, target, section, i] {
+        grpc::GenericStub stub(MakeChannel(target, 500000 + i));
+        Tally scratch;
+        OneCall(stub, method, req, scratch, section);
+        std::string report = scratch.Report();
+        const char* what = absl::StrContains(report, "RESOURCE_EXHAUSTED=1")
+                               ? "RESOURCE_EXHAUSTED"
+                           : absl::StrContains(report, "UNAVAILABLE=1")
+                               ? "UNAVAILABLE(reclaimed)"
+                               : nullptr;
+        tally.Add(section, method.path, what != nullptr ? what : "OTHER",
+                  what == nullptr, report);
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
 // Removes what random requests installed: handlers first (they may hold
 // regions), then regions, DiAD peers and RoCE QPs.
 void Cleanup(const std::string& target) {
@@ -995,6 +1047,7 @@ int main(int argc, char** argv) {
     for (const std::string& target : targets) Cleanup(target);
   }
   prober.Stop();
+  OversizedFlood(targets, tally);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
 
   const uint64_t failures = tally.failures() + prober.bad();

@@ -13,7 +13,11 @@
 #     then a second grpc_abuse that opens never-read streams and _exit()s.
 #     grpc_abuse itself fails on any call without a proper status (see its
 #     header) and on any health probe that is not SERVING.
-#  3. after: health SERVING, RSS within RSS_TOLERANCE_KB of the warm-up's,
+#  3. a flood: 16 clients per transport send a 32 MB request each at once;
+#     every one ends RESOURCE_EXHAUSTED (or UNAVAILABLE, its connection
+#     reclaimed) and spinnicd's peak memory grows at most its 256 MiB control
+#     quota + 128 MiB, not by the 1 GiB sent.
+#  4. after: health SERVING, RSS within RSS_TOLERANCE_KB of the warm-up's,
 #     a handler installed, counting frames that the appliance still forwards,
 #     and spinnicd stopping cleanly on SIGTERM (a handler thread still stuck
 #     in a dropped stream would block its shutdown).
@@ -120,6 +124,25 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 check "RSS back to its level: $RSS kB <= $RSS0 + $RSS_TOLERANCE_KB kB" \
   eval "[[ $RSS -le $((RSS0 + RSS_TOLERANCE_KB)) ]]"
+
+# --- a flood of oversized requests: memory bounded by the quota -------------
+# gRPC receives the whole of an oversized request before it refuses it, so
+# FLOOD_CLIENTS clients per transport sending FLOOD_MB at once would grow
+# spinnicd by their sum (1 GiB here) without --control_memory_mb (default 256).
+FLOOD_CLIENTS=${FLOOD_CLIENTS:-16} FLOOD_MB=${FLOOD_MB:-32} QUOTA_MB=256
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$SPN_PID/status"; }
+HWM0=$(hwm_kb)
+abuse --requests 0 --abandoned 0 --flood_clients "$FLOOD_CLIENTS" \
+  --flood_bytes $((FLOOD_MB << 20)) >"$TMP/flood.out" 2>&1
+rc=$?
+grep -A3 '^flood' "$TMP/flood.out"
+check "flood: $FLOOD_CLIENTS clients per transport sending $FLOOD_MB MB each at once, every one RESOURCE_EXHAUSTED (or its connection reclaimed)" \
+  eval "[[ $rc -eq 0 ]] || { tail -20 '$TMP/flood.out'; false; }"
+HWM1=$(hwm_kb)
+log "peak RSS (VmHWM) before the flood $HWM0 kB, after $HWM1 kB; the flood sent $((2 * FLOOD_CLIENTS * FLOOD_MB)) MB"
+check "flood: spinnicd's peak memory grew at most the quota + 128 MiB ($(((HWM1 - HWM0) >> 10)) MiB)" \
+  eval "[[ $((HWM1 - HWM0)) -le $(((QUOTA_MB + 128) << 10)) ]]"
+check "flood: spinnicd still running" spinnicd_alive
 
 # --- after: still healthy, still forwarding, still obeying -------------------
 sc health
