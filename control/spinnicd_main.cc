@@ -93,7 +93,7 @@ ABSL_FLAG(int, control_max_message_bytes, 4 << 20,
           "get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, control_max_streams, 16,
           "Concurrent control API calls and streams per client connection");
-ABSL_FLAG(int, control_memory_mb, 256,
+ABSL_FLAG(int, control_memory_mb, 1024,
           "Memory, in MiB, all control API connections together may hold in "
           "gRPC's buffers; at the bound gRPC closes connections to reclaim "
           "it. 0: unbounded");

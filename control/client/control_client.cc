@@ -439,7 +439,6 @@ absl::StatusOr<v1::ListLogLevelsResponse> ControlClient::ListLogLevels(
   return response;
 }
 
-
 absl::StatusOr<uint32_t> ControlClient::AddPeer(const v1::DiadPeer& peer) {
   v1::AddPeerRequest request;
   *request.mutable_peer() = peer;
@@ -487,6 +486,15 @@ absl::StatusOr<v1::ListQpsResponse> ControlClient::ListQps() {
   v1::ListQpsResponse response;
   grpc::Status status = roce_stub_->ListQps(UnaryContext().get(),
                                             v1::ListQpsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::SetServiceResponse> ControlClient::SetService(
+    const v1::SetServiceRequest& request) {
+  v1::SetServiceResponse response;
+  grpc::Status status =
+      roce_stub_->SetService(UnaryContext().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }

@@ -130,6 +130,8 @@ class ControlClient {
   absl::StatusOr<uint32_t> CreateQp(const v1::CreateQpRequest& request);
   absl::Status DestroyQp(uint32_t qpn);
   absl::StatusOr<v1::ListQpsResponse> ListQps();
+  absl::StatusOr<v1::SetServiceResponse> SetService(
+      const v1::SetServiceRequest& request);
   // RDMA operations on a QP (its deadline allows for timeout_ms).
   absl::StatusOr<v1::QpExecuteResponse> QpExecute(
       const v1::QpExecuteRequest& request);

@@ -170,7 +170,7 @@ absl::StatusOr<TlsMaterial> CheckOptions(const ControlServerOptions& options) {
         " cannot hold a request and a response of --control_max_message_bytes "
         "(",
         options.max_message_bytes, "); use at least ", min_quota_mib,
-        ", or 0 for no bound (default 256)"));
+        ", or 0 for no bound (default 1024)"));
   }
   // sun_path holds the path and its terminating NUL.
   if (options.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path)) {

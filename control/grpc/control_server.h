@@ -37,8 +37,10 @@ struct ControlServerOptions {
   // grpc::ResourceQuota); 0: unbounded. gRPC 1.51 receives the whole of an
   // oversized request before it answers RESOURCE_EXHAUSTED, so without a
   // bound, clients sending 32 MB requests at once grow spinnicd by their sum;
-  // at the bound gRPC closes connections (GOAWAY) to get memory back.
-  int memory_quota_mib = 256;
+  // at the bound gRPC closes connections (GOAWAY) to get memory back, any
+  // connections. 1 GiB: 400 busy connections (grpc_abuse's heavy form) stay
+  // below it; at 256 MiB their own buffers reached it and gRPC closed some.
+  int memory_quota_mib = 1024;
 };
 
 // Bounds ValidateControlServerOptions enforces. Below the minimum message

@@ -1,4 +1,5 @@
 // spinctl qps, qp-create, qp-destroy: RoCEv2 queue pairs set up by hand;
+// roce-service: the built-in services' rdma_cm ports;
 // qp-write, qp-read, qp-atomic: RDMA operations of ours on them
 // (docs/spinctl.md; the transport: docs/roce.md).
 #include <cstdio>
@@ -108,6 +109,36 @@ int RunQpDestroy(Env& env, const ParsedArgs& args) {
     std::printf("destroyed queue pair %llu\n",
                 static_cast<unsigned long long>(*qpn));
   }
+  return kExitOk;
+}
+
+int RunService(Env& env, const ParsedArgs& args) {
+  v1::SetServiceRequest request;
+  request.set_service(args.positional[0]);
+  if (args.positional.size() > 1) {
+    absl::StatusOr<uint64_t> port =
+        ParseUint("PORT", args.positional[1], 0xffff);
+    if (!port.ok()) return env.UsageError(port.status());
+    request.set_port(static_cast<uint32_t>(*port));
+  }
+  request.set_disable(args.Bool("off"));
+  if (!request.disable() && request.port() == 0) {
+    return env.UsageError(
+        "PORT is missing: the rdma_cm port the service runs on (or --off)");
+  }
+  ControlClient* client = env.Client();
+  if (client == nullptr) return env.connect_exit();
+  absl::StatusOr<v1::SetServiceResponse> response = client->SetService(request);
+  if (!response.ok()) return env.ServerError(response.status());
+  if (env.json()) {
+    env.PrintJson(*response);
+    return kExitOk;
+  }
+  Table table({"SERVICE", "PORT"});
+  for (const v1::RoceServiceInfo& service : response->services()) {
+    table.AddRow({service.name(), absl::StrCat(service.port())});
+  }
+  table.Print(stdout);
   return kExitOk;
 }
 
@@ -330,6 +361,20 @@ std::vector<Command> RoceCommands() {
        "192.0.2.12 \\\n      --remote_mac 02:00:00:00:00:0c --path_mtu 1024 "
        "--expected_psn 0x123456\n",
        RunQpCreate},
+      {"roce-service",
+       "NAME [PORT]",
+       1,
+       2,
+       "turn a built-in RoCE service on at an rdma_cm port, move it, or "
+       "turn it off (--off), while traffic flows; prints the services",
+       {{"off", FlagType::kBool, "",
+         "turn it off (verbs: stop listening on PORT)"}},
+       "NAME: verbs (a plain port: connection region, SENDs as roce_send "
+       "events), naaice,\nrping, perftest, perftest_write_lat or echo. "
+       "Connections made before keep\ntheir service.\n"
+       "examples:\n  spinctl roce-service echo 7472\n  spinctl roce-service "
+       "verbs 7480\n  spinctl roce-service rping --off\n",
+       RunService},
       {"qp-destroy",
        "QPN",
        1,

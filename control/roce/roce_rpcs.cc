@@ -20,6 +20,7 @@
 #include "dataplane/roce/icrc.h"
 #include "dataplane/roce/roce_engine.h"
 #include "dataplane/roce/roce_module.h"
+#include "dataplane/roce/service_ports.h"
 #include "dataplane/roce/wire.h"
 #include "spinnic/v1/roce.grpc.pb.h"
 
@@ -146,6 +147,9 @@ class RoceRpcs final : public v1::RoceService::Service, public FeatureService {
   grpc::Status QpExecute(grpc::ServerContext*,
                          const v1::QpExecuteRequest* request,
                          v1::QpExecuteResponse* response) override;
+  grpc::Status SetService(grpc::ServerContext*,
+                          const v1::SetServiceRequest* request,
+                          v1::SetServiceResponse* response) override;
 
  private:
   roce::RoceModule& module() const {
@@ -155,6 +159,23 @@ class RoceRpcs final : public v1::RoceService::Service, public FeatureService {
   const v1::Config config_;
   Dataplane* const dataplane_;
 };
+
+// Single-port services in ServiceSlot order, then the plain (verbs) ports.
+template <typename Repeated>
+void FillServices(const roce::ServicePorts& services, Repeated* out) {
+  for (size_t i = 1; i < roce::kServiceSlots; ++i) {
+    const auto slot = static_cast<roce::ServiceSlot>(i);
+    if (services.port(slot) == 0) continue;
+    v1::RoceServiceInfo* info = out->Add();
+    info->set_name(roce::ServiceSlotName(slot));
+    info->set_port(services.port(slot));
+  }
+  for (uint16_t port : services.plain_ports()) {
+    v1::RoceServiceInfo* info = out->Add();
+    info->set_name(roce::ServiceSlotName(roce::ServiceSlot::kVerbs));
+    info->set_port(port);
+  }
+}
 
 void FillRoceInfo(const roce::RoceConfig& r, const v1::Config& config,
                   v1::RoceInfo* roce) {
@@ -304,6 +325,18 @@ grpc::Status RoceRpcs::ListQps(grpc::ServerContext*, const v1::ListQpsRequest*,
   return grpc::Status::OK;
 }
 
+grpc::Status RoceRpcs::SetService(grpc::ServerContext*,
+                                  const v1::SetServiceRequest* request,
+                                  v1::SetServiceResponse* response) {
+  // The CM's HPU adopts the change on its next poll: microseconds.
+  absl::StatusOr<roce::ServicePorts> services =
+      module().SetService(request->service(), request->port(),
+                          !request->disable(), absl::Seconds(2));
+  if (!services.ok()) return ToGrpc(services.status());
+  FillServices(*services, response->mutable_services());
+  return grpc::Status::OK;
+}
+
 grpc::Status RoceRpcs::QpExecute(grpc::ServerContext*,
                                  const v1::QpExecuteRequest* request,
                                  v1::QpExecuteResponse* response) {
@@ -428,6 +461,13 @@ void RoceRpcs::FillInfo(v1::GetInfoResponse* response) const {
   FillRoceInfo(module().config(), config_, response->mutable_roce());
   if (module().config().enabled) {
     response->mutable_roce()->set_qp_hpus(module().qp_hpus());
+    v1::RoceInfo* roce = response->mutable_roce();
+    FillServices(module().services(), roce->mutable_services());
+    // The ports the CM listens on now, SetService's changes included.
+    roce->clear_listen_ports();
+    for (const v1::RoceServiceInfo& service : roce->services()) {
+      roce->add_listen_ports(service.port());
+    }
   }
 }
 

@@ -88,6 +88,11 @@ int RunInfo(Env& env, const ParsedArgs&) {
              r.listen_ports().empty()
                  ? std::string("- (queue pairs only through qp-create)")
                  : absl::StrJoin(r.listen_ports(), ", "));
+    std::vector<std::string> services;
+    for (const v1::RoceServiceInfo& service : r.services()) {
+      services.push_back(absl::StrCat(service.name(), ":", service.port()));
+    }
+    if (!services.empty()) roce.Add("services", absl::StrJoin(services, ", "));
     roce.Print(stdout, "  ");
   }
 

@@ -229,6 +229,9 @@ class CmService {
   // Existing connections stay up. False when the port was not listened to.
   bool StopListening(uint16_t port);
   bool IsListening(uint16_t port) const;
+  std::span<const uint16_t> listeners() const {
+    return {listeners_.data(), listener_count_};
+  }
 
   // One MAD received on QP1 from `from` (the engine has checked the BTH,
   // DETH Q_Key and ICRC). `now_us` is a monotonic clock.

@@ -14,6 +14,8 @@ const char* ServiceKindName(ServiceKind kind) {
       return "perftest";
     case ServiceKind::kEcho:
       return "echo";
+    case ServiceKind::kCount:
+      break;
   }
   return "unknown";
 }

@@ -38,8 +38,11 @@ enum class ServiceKind : uint8_t {
   kNaaice,
   kRping,
   kPerftest,
-  kEcho
+  kEcho,
+  kCount,
 };
+inline constexpr size_t kServiceKinds =
+    static_cast<size_t>(ServiceKind::kCount);
 const char* ServiceKindName(ServiceKind kind);
 
 class QpService;

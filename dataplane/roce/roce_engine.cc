@@ -126,6 +126,7 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
     : hpu_index_(hpu_index),
       shared_(shared),
       config_(*shared.config),
+      services_(ServicePorts::Of(*shared.config)),
       hpu_(hpu),
       spin_(spin) {
   for (const Gid& ip : config_.addresses) {
@@ -162,7 +163,7 @@ RoceEngine::RoceEngine(uint32_t hpu_index, const RoceShared& shared, Hpu* hpu,
     cm.rnr_retry_count = config_.rnr_retry;
     cm.id_seed = static_cast<uint32_t>(rte_rand());
     cm_ = std::make_unique<CmService>(cm, this);
-    for (uint16_t port : config_.listen_ports) cm_->Listen(port);
+    SetServices(services_);
     gsi_psn_ = static_cast<uint32_t>(rte_rand()) & kPsnMask;
   }
 }
@@ -421,6 +422,11 @@ void RoceEngine::ApplyCommands() {
       }
       continue;
     }
+    if (command->kind == RoceCommand::Kind::kSetServices) {
+      if (RunsCm()) SetServices(command->services);
+      command->done.store(true, std::memory_order_release);
+      continue;
+    }
     const uint32_t slot = command->qpn - kFirstQpn;
     if (command->qpn >= kFirstQpn && slot < qps_.size()) {
       if (command->kind == RoceCommand::Kind::kCreateQp) {
@@ -452,6 +458,24 @@ void RoceEngine::ApplyCommands() {
     }
     command->done.store(true, std::memory_order_release);
   }
+}
+
+void RoceEngine::SetServices(const ServicePorts& services) {
+  // Connections made before keep the service they were accepted with; new
+  // REQs to a port no longer listened on are rejected (invalid service ID).
+  std::array<uint16_t, kCmMaxListeners> listening{};
+  const std::span<const uint16_t> now = cm_->listeners();
+  std::copy(now.begin(), now.end(), listening.begin());
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (!services.Listens(listening[i])) cm_->StopListening(listening[i]);
+  }
+  services_ = services;
+  for (size_t i = 1; i < kServiceSlots; ++i) {
+    if (uint16_t port = services_.port(static_cast<ServiceSlot>(i))) {
+      cm_->Listen(port);
+    }
+  }
+  for (uint16_t port : services_.plain_ports()) cm_->Listen(port);
 }
 
 bool RoceEngine::SendToOwner(uint32_t owner,
@@ -548,6 +572,7 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   qp.service = from_cm && service != nullptr
                    ? std::move(service)
                    : NewService(qpn, from_cm ? cm_port : 0, spec.local_ip);
+  counters_.service_connections[static_cast<size_t>(qp.service->kind())].Add();
   qp.receive_area = qp.service->ReceiveArea();
   if (qp.receive_area.empty()) {
     qp.receive.assign(qp.service->max_message_bytes(), 0);

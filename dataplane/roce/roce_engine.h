@@ -39,6 +39,7 @@
 #include "dataplane/roce/requester.h"
 #include "dataplane/roce/responder.h"
 #include "dataplane/roce/roce_config.h"
+#include "dataplane/roce/service_ports.h"
 #include "dataplane/roce/wire.h"
 #include "dataplane/spin_engine.h"
 #include "dataplane/transport.h"
@@ -139,6 +140,10 @@ struct alignas(64) RoceCounters {
   // SIDR_REQs (UD service resolution: rdma_cm's UDP port space) answered
   // with a SIDR_REP "service ID not supported": we serve no UD QP.
   Counter cm_sidr_refused;
+  // By ServiceKind: connections the CM accepted for it (QPs created over
+  // gRPC are verbs'), and the SEND messages it consumed.
+  std::array<Counter, kServiceKinds> service_connections;
+  std::array<Counter, kServiceKinds> service_sends;
   // perftest data connections rejected: no region of perftest_region_bytes.
   Counter perftest_region_rejects;
   Counter neighbor_answers;
@@ -196,7 +201,8 @@ struct QpSpec {
 // applying it. The CM's (HPU 0 to another owner, `from_engine`): the HPU
 // that applies it deletes it.
 struct RoceCommand {
-  enum class Kind : uint8_t { kCreateQp, kDestroyQp, kPost };
+  // kSetServices: the CM's HPU adopts `services` (service_ports.h).
+  enum class Kind : uint8_t { kCreateQp, kDestroyQp, kPost, kSetServices };
   Kind kind = Kind::kCreateQp;
   uint32_t qpn = 0;
   QpSpec spec;
@@ -217,6 +223,7 @@ struct RoceCommand {
   PostResult post_result = PostResult::kOk;
   CompletionStatus status = CompletionStatus::kSuccess;
   uint64_t atomic_original = 0;
+  ServicePorts services;
   std::atomic<bool> done{false};
 };
 
@@ -535,9 +542,12 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   void StartSibling(const Qp& qp, QpService* sibling, const EctxTable* table);
   // perftest's ports: perftest_port and perftest_write_lat.port.
   bool IsPerftestPort(uint16_t port) const {
-    return port != 0 && (port == config_.perftest_port ||
-                         port == config_.perftest_write_lat.port);
+    return port != 0 &&
+           (port == services_.port(ServiceSlot::kPerftest) ||
+            port == services_.port(ServiceSlot::kPerftestWriteLat));
   }
+  // kSetServices on the CM's HPU: listen on the new ports, stop on the old.
+  void SetServices(const ServicePorts& services);
   void FailQp(Qp& qp);
   static uint8_t* Resolve(const Qp& qp, const RegionTable& regions,
                           uint32_t rkey, uint64_t va, uint32_t length,
@@ -569,6 +579,9 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   const uint32_t hpu_index_;
   const RoceShared shared_;
   const RoceConfig& config_;
+  // Which port runs which service: the config's, then SetService's (the
+  // CM's HPU only: it accepts connections and makes their services).
+  ServicePorts services_;
   Hpu* const hpu_;
   SpinEngine* const spin_;
   std::vector<Gid> ipv6_;  // our IPv6 addresses

@@ -38,26 +38,35 @@ std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
   // Made when a connection is accepted or a QP created: the control path's
   // pace, not the packets'.
   if (cm_port == 0) return std::make_unique<VerbsService>(qpn, 0);
-  if (cm_port == config_.naaice_port) {
-    return std::make_unique<NaaiceService>(qpn, config_.naaice_max_bytes,
-                                           &functions_);
-  }
-  if (cm_port == config_.rping_port) {
-    return std::make_unique<RpingService>(qpn);
-  }
-  if (cm_port == config_.echo_port) return std::make_unique<EchoService>(qpn);
-  if (IsPerftestPort(cm_port)) {
-    // On perftest_write_lat's port the data connections play
-    // ib_write_lat's server; on perftest_port they follow the client.
-    PerftestWriteLatConfig write_lat;
-    if (cm_port == config_.perftest_write_lat.port) {
-      write_lat = config_.perftest_write_lat;
+  ServiceSlot slot = ServiceSlot::kVerbs;
+  services_.Lookup(cm_port, &slot);
+  switch (slot) {
+    case ServiceSlot::kNaaice:
+      return std::make_unique<NaaiceService>(qpn, config_.naaice_max_bytes,
+                                             &functions_);
+    case ServiceSlot::kRping:
+      return std::make_unique<RpingService>(qpn);
+    case ServiceSlot::kEcho:
+      return std::make_unique<EchoService>(qpn);
+    case ServiceSlot::kPerftest:
+    case ServiceSlot::kPerftestWriteLat: {
+      // On perftest_write_lat's port the data connections play
+      // ib_write_lat's server (with the config's size and iterations); on
+      // perftest_port they follow the client.
+      PerftestWriteLatConfig write_lat;
+      if (slot == ServiceSlot::kPerftestWriteLat) {
+        write_lat = config_.perftest_write_lat;
+        write_lat.port = cm_port;
+      }
+      return std::make_unique<PerftestService>(
+          qpn, config_.perftest_region_bytes, local_ip, config_.max_rd_atomic,
+          perftest_data ? PerftestService::Role::kData
+                        : PerftestService::Role::kControl,
+          write_lat);
     }
-    return std::make_unique<PerftestService>(
-        qpn, config_.perftest_region_bytes, local_ip, config_.max_rd_atomic,
-        perftest_data ? PerftestService::Role::kData
-                      : PerftestService::Role::kControl,
-        write_lat);
+    case ServiceSlot::kVerbs:
+    case ServiceSlot::kCount:
+      break;
   }
   return std::make_unique<VerbsService>(qpn, config_.connection_region_bytes);
 }
@@ -108,6 +117,7 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     send.msn = qp.responder.msn();
     qp.receive_length = 0;
     ServiceActions actions(this, qp, arrival.table);
+    counters_.service_sends[static_cast<size_t>(service->kind())].Add();
     service->OnSend(send, actions);
   }
   return true;

@@ -220,7 +220,7 @@ absl::Status RoceModule::CheckBinding(const HandlerConfig& handler) const {
       }
       return absl::OkStatus();
     case kBindNaaiceFunction:
-      if (!config_.enabled || config_.naaice_port == 0) {
+      if (!config_.enabled || services().port(ServiceSlot::kNaaice) == 0) {
         return absl::FailedPreconditionError(
             "takes NAAICE calls but no NAAICE port is configured (set "
             "roce.naaice_port)");
@@ -379,6 +379,46 @@ absl::Status RoceModule::DestroyQp(uint32_t qpn) {
   }
   qp_status_[slot].destroying.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+ServicePorts RoceModule::services() const {
+  absl::MutexLock lock(&mu_);
+  return services_;
+}
+
+absl::StatusOr<ServicePorts> RoceModule::SetService(absl::string_view name,
+                                                    uint32_t port, bool enable,
+                                                    absl::Duration wait) {
+  if (!config_.enabled) {
+    return absl::FailedPreconditionError(
+        "RoCE is off: add a roce { } section (and addresses.ipv4 or "
+        "addresses.ipv6) to the config");
+  }
+  auto command = std::make_shared<roce::RoceCommand>();
+  command->kind = roce::RoceCommand::Kind::kSetServices;
+  {
+    absl::MutexLock lock(&mu_);
+    ServicePorts changed = services_;
+    if (absl::Status s = changed.Set(name, port, enable); !s.ok()) return s;
+    command->services = changed;
+    if (absl::Status s = SubmitCommand(command, roce::RoceEngine::kCmHpu);
+        !s.ok()) {
+      return s;
+    }
+    services_ = changed;
+  }
+  const absl::Time deadline = absl::Now() + wait;
+  while (wait > absl::ZeroDuration() &&
+         !command->done.load(std::memory_order_acquire)) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the connection manager's HPU has not applied the change within ",
+          absl::FormatDuration(wait),
+          "; it will on its next poll (is the dataplane running?)"));
+    }
+    absl::SleepFor(absl::Microseconds(100));
+  }
+  return command->services;
 }
 
 std::vector<QpInfo> RoceModule::ListQps() const {
@@ -690,6 +730,17 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
         sum([r](const C& c) -> const Counter& {
           return c.responder_drops[r];
         }));
+  }
+  for (size_t k = 0; k < roce::kServiceKinds; ++k) {
+    const char* service = ServiceKindName(static_cast<ServiceKind>(k));
+    stats->counters.emplace_back(
+        absl::StrCat("service_", service, "_connections"),
+        sum([k](const C& c) -> const Counter& {
+          return c.service_connections[k];
+        }));
+    stats->counters.emplace_back(
+        absl::StrCat("service_", service, "_sends"),
+        sum([k](const C& c) -> const Counter& { return c.service_sends[k]; }));
   }
   for (size_t d = 0; d < roce::kRoceDropCount; ++d) {
     stats->counters.emplace_back(

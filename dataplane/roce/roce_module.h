@@ -124,9 +124,21 @@ class RoceModule final : public TransportModule {
   const RoceConfig& config() const { return config_; }
   // The HPUs that own QPs (roce.qp_hpus resolved against the HPU count).
   uint32_t qp_hpus() const { return shared_.qp_hpus; }
+  // Which port runs which built-in service (service_ports.h): what the CM
+  // accepts the next connection with.
+  ServicePorts services() const;
+  // RoceService.SetService: changes the table (ServicePorts::Set's errors;
+  // FAILED_PRECONDITION without a `roce` section), hands it to the CM's HPU
+  // and waits up to `wait` for the HPU to adopt it (DEADLINE_EXCEEDED
+  // beyond: it still will, on its next poll; a zero `wait` returns at
+  // once, for callers that poll the HPUs themselves). Connections already
+  // made keep their service.
+  absl::StatusOr<ServicePorts> SetService(absl::string_view name, uint32_t port,
+                                          bool enable, absl::Duration wait);
 
  private:
-  explicit RoceModule(const RoceConfig& config) : config_(config) {}
+  explicit RoceModule(const RoceConfig& config)
+      : config_(config), services_(ServicePorts::Of(config)) {}
   // To the command ring of HPU `hpu`.
   absl::Status SubmitCommand(std::shared_ptr<RoceCommand> command, uint32_t hpu)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -149,6 +161,7 @@ class RoceModule final : public TransportModule {
   // Submitted commands, kept until their HPU is done with them (a waiter
   // may hold one too).
   std::vector<std::shared_ptr<RoceCommand>> commands_ ABSL_GUARDED_BY(mu_);
+  ServicePorts services_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace spinnic::roce

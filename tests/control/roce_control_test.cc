@@ -356,6 +356,53 @@ TEST_F(RoceControlTest, GetInfoReportsRoce) {
   EXPECT_FALSE(info.diad().enabled());
 }
 
+// SetService over gRPC: the launched HPU adopts the table before the call
+// returns, GetInfo lists it, and a refused change says what to fix.
+TEST_F(RoceControlTest, SetServiceMovesServicesAndGetInfoListsThem) {
+  auto set = [&](const std::string& name, uint32_t port, bool disable,
+                 v1::SetServiceResponse* response) {
+    v1::SetServiceRequest request;
+    request.set_service(name);
+    request.set_port(port);
+    request.set_disable(disable);
+    grpc::ClientContext context;
+    return roce().SetService(&context, request, response);
+  };
+  v1::SetServiceResponse response;
+  grpc::Status status = set("echo", 7600, false, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.services_size(), 1);
+  EXPECT_EQ(response.services(0).name(), "echo");
+  EXPECT_EQ(response.services(0).port(), 7600u);
+  ASSERT_TRUE(set("verbs", 7601, false, &response).ok());
+  EXPECT_EQ(response.services_size(), 2);
+
+  v1::GetInfoResponse info;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub().GetInfo(&context, {}, &info).ok());
+  }
+  ASSERT_EQ(info.roce().services_size(), 2);
+  EXPECT_EQ(info.roce().services(0).name(), "echo");
+  EXPECT_EQ(info.roce().services(1).name(), "verbs");
+  EXPECT_EQ(info.roce().services(1).port(), 7601u);
+  EXPECT_THAT(info.roce().listen_ports(), ::testing::ElementsAre(7600, 7601));
+
+  status = set("verbs", 7600, false, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("port 7600 runs echo"));
+  status = set("telnet", 23, false, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("no service 'telnet'"));
+  status = set("rping", 70000, false, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("use 1..65535"));
+
+  ASSERT_TRUE(set("echo", 0, true, &response).ok());
+  ASSERT_TRUE(set("verbs", 7601, true, &response).ok());
+  EXPECT_EQ(response.services_size(), 0);
+}
+
 TEST_F(RoceControlTest, StatsCarryRoceCounters) {
   v1::Stats stats;
   grpc::ClientContext context;
@@ -507,6 +554,17 @@ TEST(RoceControlOffTest, RoceOffIsFailedPrecondition) {
   }
   EXPECT_FALSE(info.roce().enabled());
   EXPECT_TRUE(info.roce().addresses().empty());
+  {
+    v1::SetServiceRequest request;
+    request.set_service("echo");
+    request.set_port(7472);
+    v1::SetServiceResponse response;
+    grpc::ClientContext context;
+    grpc::Status status =
+        server->roce().SetService(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(status.error_message(), HasSubstr("RoCE is off"));
+  }
   v1::Stats stats;
   grpc::ClientContext context;
   ASSERT_TRUE(server->stub().GetStats(&context, {}, &stats).ok());

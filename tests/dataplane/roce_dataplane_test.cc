@@ -2731,13 +2731,14 @@ class RocePerftestTest : public RoceRequesterTest {
   }
 
   // REQ to the perftest port; the appliance's answer (REP or REJ).
-  roce::CmMad Request(uint32_t client_qpn, uint32_t comm_id) {
+  roce::CmMad Request(uint32_t client_qpn, uint32_t comm_id,
+                      uint16_t port = kPerftestPort) {
     roce::RdmaCmConnectParams params;
     params.transaction_id = 0x900 + comm_id;
     params.local_comm_id = comm_id;
     params.local_qpn = client_qpn;
     params.starting_psn = 0x5000 * client_qpn;
-    params.port = kPerftestPort;
+    params.port = port;
     params.rdma_cm.ip_version = 4;
     params.local_gid = kClientIp;
     params.remote_gid = kDutIp;
@@ -2746,9 +2747,10 @@ class RocePerftestTest : public RoceRequesterTest {
     EXPECT_EQ(out.size(), 1u);
     return out.empty() ? roce::CmMad() : MadOf(out[0]);
   }
-  Conn Connect(uint32_t client_qpn, uint32_t comm_id) {
+  Conn Connect(uint32_t client_qpn, uint32_t comm_id,
+               uint16_t port = kPerftestPort) {
     Conn c;
-    roce::CmMad mad = Request(client_qpn, comm_id);
+    roce::CmMad mad = Request(client_qpn, comm_id, port);
     const auto* rep = std::get_if<roce::CmRep>(&mad.message);
     EXPECT_NE(rep, nullptr);
     if (rep == nullptr) return c;
@@ -2988,6 +2990,99 @@ TEST_P(RoceEchoTest, EverySendComesBackByteForByte) {
             roce::AethNak(roce::NakCode::kInvalidRequest));
 }
 
+// RoceService.SetService (service_ports.h) while connections go on: a
+// service turned on at a port takes the next connection there; turned off,
+// its port refuses REQs (invalid service ID) and the connection made before
+// keeps its service; a plain port gets verbs; refused changes leave the
+// table as it was; the per-service counters follow.
+class RoceServiceTest : public RocePerftestTest {
+ protected:
+  static constexpr uint16_t kEchoPort = 7600;
+  static constexpr uint16_t kPlainPort = 7601;
+  roce::RoceModule& module() {
+    return *dataplane().transport<roce::RoceModule>();
+  }
+  // The rig steps the HPUs itself: no waiting, then a poll applies it.
+  absl::StatusOr<roce::ServicePorts> Set(absl::string_view name, uint32_t port,
+                                         bool enable = true) {
+    absl::StatusOr<roce::ServicePorts> services =
+        module().SetService(name, port, enable, absl::ZeroDuration());
+    Poll();
+    return services;
+  }
+  uint16_t RejectReason(uint32_t client_qpn, uint32_t comm_id, uint16_t port) {
+    roce::CmMad mad = Request(client_qpn, comm_id, port);
+    const auto* rej = std::get_if<roce::CmRej>(&mad.message);
+    EXPECT_NE(rej, nullptr) << "no REJ for a REQ to port " << port;
+    return rej == nullptr ? 0 : rej->reason;
+  }
+};
+
+TEST_P(RoceServiceTest, ServicesStartMoveAndStopWhileConnectionsGoOn) {
+  const uint16_t kInvalidServiceId =
+      static_cast<uint16_t>(roce::CmRejReason::kInvalidServiceId);
+  EXPECT_EQ(RejectReason(0x30, 0x7101, kEchoPort), kInvalidServiceId);
+  const size_t plain_before = module().services().plain_ports().size();
+  // The fixture's own QPs (made over gRPC) are verbs'.
+  const uint64_t verbs_before = Counter("service_verbs_connections");
+
+  absl::StatusOr<roce::ServicePorts> services = Set("echo", kEchoPort);
+  ASSERT_TRUE(services.ok()) << services.status();
+  EXPECT_EQ(services->port(roce::ServiceSlot::kEcho), kEchoPort);
+  EXPECT_EQ(services->port(roce::ServiceSlot::kPerftest), kPerftestPort);
+  Conn echo = Connect(0x31, 0x7102, kEchoPort);
+  ASSERT_NE(echo.qpn, 0u);
+  EXPECT_EQ(Exchange(echo, Pattern(16, 1)), Pattern(16, 1));
+
+  // Off: the port refuses new REQs; the connection made before echoes on.
+  services = Set("echo", 0, /*enable=*/false);
+  ASSERT_TRUE(services.ok()) << services.status();
+  EXPECT_EQ(services->port(roce::ServiceSlot::kEcho), 0);
+  EXPECT_EQ(RejectReason(0x32, 0x7103, kEchoPort), kInvalidServiceId);
+  EXPECT_EQ(Exchange(echo, Pattern(40, 2)), Pattern(40, 2));
+
+  // A plain port: the verbs service (a connection region, no answers).
+  ASSERT_TRUE(Set("verbs", kPlainPort).ok());
+  Conn plain = Connect(0x33, 0x7104, kPlainPort);
+  ASSERT_NE(plain.qpn, 0u);
+  bool listed = false;
+  for (const QpInfo& qp : module().ListQps()) {
+    if (qp.qpn == plain.qpn) {
+      listed = true;
+      EXPECT_EQ(qp.service, roce::ServiceKind::kVerbs);
+    }
+    if (qp.qpn == echo.qpn) EXPECT_EQ(qp.service, roce::ServiceKind::kEcho);
+  }
+  EXPECT_TRUE(listed);
+
+  // Refused, and the table unchanged: another service's port, an unknown
+  // service, port 0, a plain port that is not one.
+  EXPECT_EQ(Set("echo", kPerftestPort).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Set("echo", kPlainPort).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Set("ftp", 21).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Set("rping", 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Set("verbs", 9999, false).status().code(),
+            absl::StatusCode::kNotFound);
+  const roce::ServicePorts now = module().services();
+  EXPECT_EQ(now.port(roce::ServiceSlot::kPerftest), kPerftestPort);
+  EXPECT_EQ(now.port(roce::ServiceSlot::kEcho), 0);
+  ASSERT_EQ(now.plain_ports().size(), plain_before + 1);
+  EXPECT_EQ(now.plain_ports().back(), kPlainPort);
+
+  // Removing the plain port: its REQs are refused again.
+  ASSERT_TRUE(Set("verbs", kPlainPort, false).ok());
+  EXPECT_EQ(RejectReason(0x34, 0x7105, kPlainPort), kInvalidServiceId);
+
+  EXPECT_EQ(Counter("service_echo_connections"), 1u);
+  EXPECT_EQ(Counter("service_echo_sends"), 2u);
+  EXPECT_EQ(Counter("service_verbs_connections"), verbs_before + 1);
+  EXPECT_EQ(Counter("service_perftest_connections"), 0u);
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+}
+
 // roce.perftest_write_lat: ib_write_lat -R -s 64 -n 3 (or -a -n 2), whose
 // server writes first and answers each count with the next.
 class RocePerftestWriteLatTest : public RocePerftestTest {
@@ -3215,6 +3310,8 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestWriteLatAllTest,
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceServiceTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceEchoTest, ::testing::Values(1u, 2u),
                          HpuCountName);
