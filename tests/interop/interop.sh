@@ -422,6 +422,8 @@ cmtime_figures() { # LABEL -> "connect total X ms (Y us/conn), ..."
   done
   echo "$out"
 }
+# "rc=N" for a FAIL line; 124 is timeout's: the tool hung until its bound.
+rc_text() { [[ ${1:-none} == 124 ]] && echo "rc=124 (hung until its bound)" || echo "rc=${1:-none}"; }
 # The first error-looking line of LABEL's output.
 first_error() { grep -m1 -iE "^$1: .*(error|fail|couldn|unable|not |mismatch|invalid)" "$OUT" | cut -c1-200; }
 # Counts from a command line: -C N (rping) or -c N (cmtime).
@@ -439,7 +441,7 @@ case_tools() {
         if [[ $rc == 0 ]] && has "^$label: rdma_x?client: end 0\$"; then
           pass "$label ($cmd): its SEND came back, end 0 (${ms:-?} ms)"
         else
-          fail "$label ($cmd): rc=${rc:-none}, $(grep -m1 -E "^$label: .*(end|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
+          fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 -E "^$label: .*(end|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
         fi
         ;;
       udaddy*)
@@ -449,7 +451,7 @@ case_tools() {
         if has "^$label: udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1\$"; then
           pass "$label ($cmd): refused cleanly, RDMA_CM_EVENT_UNREACHABLE, SIDR status 1 (rc=$rc)"
         else
-          fail "$label: no RDMA_CM_EVENT_UNREACHABLE with SIDR status 1: $(grep -m1 "^$label: udaddy: event" "$OUT" | cut -c1-160); rc=${rc:-none}"
+          fail "$label: no RDMA_CM_EVENT_UNREACHABLE with SIDR status 1: $(grep -m1 "^$label: udaddy: event" "$OUT" | cut -c1-160); $(rc_text "$rc")"
         fi
         ;;
       rping*)
@@ -459,7 +461,7 @@ case_tools() {
         if [[ $rc == 0 ]] && [[ -z $(first_error "$label") ]]; then
           pass "$label ($cmd): ${n:-?} iterations of ${size:-64} bytes in ${ms:-?} ms ($((${ms:-0} / ${n:-1})) ms each)"
         else
-          fail "$label ($cmd): rc=${rc:-none}, $(first_error "$label") [$(grep -c "^$label: " "$OUT") output lines]; $(cm_summary)"
+          fail "$label ($cmd): $(rc_text "$rc"), $(first_error "$label") [$(grep -c "^$label: " "$OUT") output lines]; $(cm_summary)"
         fi
         if [[ $cmd == *" -v"* ]]; then
           # Each printed iteration is rping's whole buffer as a string:
@@ -481,7 +483,7 @@ case_tools() {
         if [[ $rc == 0 && -n $(cmtime_row "$label" connect) && -n $(cmtime_row "$label" disconnect) ]]; then
           pass "$label ($cmd): ${n:-?} connections: $(cmtime_figures "$label")"
         else
-          fail "$label ($cmd): rc=${rc:-none}, $(grep -m1 -iE "^$label: .*(event|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
+          fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 -iE "^$label: .*(event|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
         fi
         ;;
       cycles_cmtime)
@@ -490,7 +492,7 @@ case_tools() {
         if [[ $rc == 0 && ${batches:-0} -ge 1 ]] && ! has "^$label: batch [0-9]+ failed"; then
           pass "$label: $batches x cmtime -c 100 = $((batches * 100)) connect/disconnect cycles in ${ms:-?} ms; connect totals (ms): $(grep -E "^$label: connect *: " "$OUT" | awk '{print $4}' | tr '\n' ' ')"
         else
-          fail "$label: rc=${rc:-none}, $batches batches done, $(grep -m1 -E "^$label: (batch|.*event|.*error)" "$OUT" | cut -c1-200)"
+          fail "$label: $(rc_text "$rc"), $batches batches done, $(grep -m1 -E "^$label: (batch|.*event|.*error)" "$OUT" | cut -c1-200)"
         fi
         ;;
       cycles_*)
@@ -498,7 +500,7 @@ case_tools() {
         if [[ $rc == 0 && -n $n ]]; then
           pass "$label ($cmd): $n connect/disconnect cycles in ${ms:-?} ms ($((${ms:-0} / n)) ms each)"
         else
-          fail "$label: rc=${rc:-none}, $(grep -m1 -E "^$label: cycle [0-9]+ failed" "$OUT" | cut -c1-200)"
+          fail "$label: $(rc_text "$rc"), $(grep -m1 -E "^$label: cycle [0-9]+ failed" "$OUT" | cut -c1-200)"
         fi
         ;;
       *)
@@ -507,7 +509,7 @@ case_tools() {
         if [[ $rc == 0 && -n $row ]]; then
           pass "$label ($cmd): $row"
         else
-          fail "$label ($cmd): rc=${rc:-none}, $(first_error "$label"); $(cm_summary)"
+          fail "$label ($cmd): $(rc_text "$rc"), $(first_error "$label"); $(cm_summary)"
         fi
         ;;
     esac
