@@ -29,8 +29,68 @@ run rdma_client6 $((30 * T)) rdma_client -s "$APPLIANCE6" -p 7472
 run rdma_xclient $((30 * T)) rdma_xclient -s "$A" -p 7472
 run udaddy $((30 * T)) udaddy -s "$A"
 run udaddy6 $((30 * T)) udaddy -s "$APPLIANCE6"
-# ib_write_lat -a needs a port configured with all_sizes (its server
-# steps through the sizes too): RocePerftestWriteLatAllTest covers it.
-# IPv6 (-x 2 with fd00:1::11): perftest 4.5-0.17 resolves -R addresses as
-# AF_INET only ("Address family for hostname not supported"); rping covers
-# IPv6 with rdma_cm (docs/interop.md).
+# Bidirectional (-b: both sides send; the client also reports what it
+# received) and the -a size sweeps of READ and SEND.
+run write_bw_b $((120 * T)) ib_write_bw -R -d rxe0 -b -n 100 "$A"
+run read_bw_b $((120 * T)) ib_read_bw -R -d rxe0 -b -n 100 "$A"
+run send_bw_b $((120 * T)) ib_send_bw -R -d rxe0 -b -n 100 "$A"
+run read_bw_a $((300 * T)) ib_read_bw -R -d rxe0 -a -n 5 "$A"
+run send_bw_a $((300 * T)) ib_send_bw -R -d rxe0 -a -n 5 "$A"
+# librdmacm's connection setup rate: 100 connections (each with an RC QP)
+# to the plain listen port, connected, then all disconnected; it prints
+# per-step times (roce.max_qps is 256, the default).
+run cmtime $((300 * T)) cmtime -s "$A" -p 7471 -c 100
+# rping with its largest message (-S 65535: it refuses RPING_BUFSIZE, 64 KiB,
+# though its message names it as the top of the range): 1,000
+# iterations, every one checked by the client (-V: the sink, which our
+# WRITE filled, equals the source our READ fetched), IPv4 and IPv6; and
+# two printed (-v, shortened to their lengths by vlen.sh) so the check
+# sees all 65534 characters (the buffer as a string) came back.
+run rping_max $((900 * T)) rping -c -a "$A" -S 65535 -C 1000 -V
+run rping_max6 $((900 * T)) rping -c -a "$APPLIANCE6" -S 65535 -C 1000 -V
+cat >/tmp/vlen.sh <<'EOF'
+# vlen.sh COMMAND...: runs COMMAND; prints its stdout with each line longer
+# than 100 characters cut to 40 and "... [N chars]", then its stderr
+# (rping -v prints 64 KiB lines, and its stderr would land inside them);
+# exits with COMMAND's status.
+"$@" >/tmp/vlen.out 2>/tmp/vlen.err
+rc=$?
+awk '{ if (length($0) > 100) print substr($0, 1, 40) "... [" length($0) " chars]"; else print }' /tmp/vlen.out
+cat /tmp/vlen.err
+exit $rc
+EOF
+run rping_max_v $((60 * T)) sh /tmp/vlen.sh rping -c -a "$A" -S 65535 -C 2 -v -V
+# Eight clients at once in this guest (3 rping, 3 ib_write_bw, 2
+# rdma_client), each its own label; TOOLS_ONLY=many selects them all.
+run_bg many rping_m1 $((300 * T)) rping -c -a "$A" -C 50 -V
+run_bg many rping_m2 $((300 * T)) rping -c -a "$A" -C 50 -V
+run_bg many rping_m3 $((300 * T)) rping -c -a "$A" -C 50 -V
+run_bg many write_bw_m1 $((300 * T)) ib_write_bw -R -d rxe0 -n 200 "$A"
+run_bg many write_bw_m2 $((300 * T)) ib_write_bw -R -d rxe0 -n 200 "$A"
+run_bg many write_bw_m3 $((300 * T)) ib_write_bw -R -d rxe0 -n 200 "$A"
+run_bg many rdma_client_m1 $((300 * T)) rdma_client -s "$A" -p 7472
+run_bg many rdma_client_m2 $((300 * T)) rdma_client -s "$A" -p 7472
+wait_bg
+# Connect/disconnect cycles: CYCLES (params; 1000 by default) runs of
+# rdma_client to the echo port one after the other, and CYCLES/100 runs of
+# cmtime -c 100 (100 connections each). cycles.sh N COMMAND... runs COMMAND
+# N times, each bounded, and stops at the first failure with its number
+# and output.
+cat >/tmp/cycles.sh <<'EOF'
+n=$1; shift; i=0
+while [ $i -lt $n ]; do
+  if ! out=$(timeout 120 "$@" 2>&1); then echo "cycle $i failed: $out"; exit 1; fi
+  i=$((i + 1))
+done
+echo "cycles: $n of $n done"
+EOF
+run cycles_client $((900 * T)) sh /tmp/cycles.sh "${CYCLES:-1000}" rdma_client -s "$A" -p 7472
+# cmtime's tables are kept (cycles.sh would swallow them).
+cat >/tmp/batches.sh <<'EOF'
+n=$1; shift; i=0
+while [ $i -lt $n ]; do
+  timeout 120 "$@" || { echo "batch $i failed"; exit 1; }
+  i=$((i + 1))
+done
+EOF
+run cycles_cmtime $((900 * T)) sh /tmp/batches.sh $((${CYCLES:-1000} / 100)) cmtime -s "$A" -p 7471 -c 100

@@ -17,11 +17,15 @@
 #                 WRITE WITH IMMEDIATE, atomics, READ, SEND).
 #       naaice    naaice_client (ours, docs/naaice.md) offloads vector_sum,
 #                 matvec and add1 to the NAAICE port 12345, results checked.
-#       tools     the perftest modes users run first (guest_tools.sh):
+#       tools     the RDMA tools users run first (guest_tools.sh):
 #                 ib_write_bw -a, ib_write_lat, ib_send_bw, ib_send_lat,
-#                 ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, IPv6;
+#                 ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, -b,
+#                 ib_read_bw -a, ib_send_bw -a, rdma_client, udaddy,
+#                 cmtime, rping -S 65536 -C 1000 (IPv4, IPv6), eight
+#                 clients at once, CYCLES connect/disconnect cycles;
 #                 each its tool's exit 0 and result row, and the
-#                 appliance's counters (no QP error, no NAK storm).
+#                 appliance's state after the guest: no QP left, no QP
+#                 error, its mbuf pools back to their level before.
 #       cnp       congestion notification packets to rxe (issue 21):
 #                 ib_write_bw -R -T 3 (every packet CE-marked) against the
 #                 appliance with roce.congestion on: it sends CNPs to the
@@ -48,8 +52,9 @@ export RXE_BASE=${RXE_BASE:-/tmp/rxe}
 # two runs (or the NAAICE demo) on one machine leave each other alone.
 export RXE_NETNS=${INTEROP_NETNS:-spn-interop}
 export RXE_BRIDGE=br-rxe
-# The tools case runs ten perftest clients in one guest.
-export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$(case $CASE in tools) echo 900 ;; cnp) echo 300 ;; *) echo 150 ;; esac)}
+# The tools case runs some thirty clients in one guest, rping's 2 x 1,000
+# iterations of 64 KiB and 2 x 1,000 connect/disconnect cycles among them.
+export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$(case $CASE in tools) echo 3000 ;; cnp) echo 300 ;; *) echo 150 ;; esac)}
 NS=$RXE_NETNS
 RUN=${INTEROP_RUN_DIR:-/tmp/spinnic-interop}/$CASE
 SOCK=$RUN/ctl.sock
@@ -137,7 +142,7 @@ if [[ $CASE == cnp ]]; then
   sed -i 's/^roce {$/roce {\n  congestion { enabled: true }/' "$RUN/spinnicd.textproto"
 fi
 ip netns exec "$NS" "$SPINNICD" --config "$RUN/spinnicd.textproto" \
-  --control_socket "$SOCK" --stats_json "$RUN/stats.json" --duration_s 400 \
+  --control_socket "$SOCK" --stats_json "$RUN/stats.json" --duration_s $((RXE_TIMEOUT + 300)) \
   >"$RUN/spinnicd.out" 2>"$RUN/spinnicd.err" </dev/null &
 SPN_PID=$!
 ok=
@@ -172,6 +177,7 @@ NAAICE_RPCS=${NAAICE_RPCS:-8}
 INSTALLED_CODE=40
 TOOLS_ONLY="${TOOLS_ONLY:-all}"
 TOOLS_SCALE=${TOOLS_SCALE:-1}
+CYCLES=${CYCLES:-1000}
 EOF
 
 if [[ $CASE == naaice ]]; then
@@ -188,6 +194,26 @@ if [[ $CASE == verbs || $CASE == rping ]]; then
   sc events --json --timeout_ms 200000 >"$RUN/events.jsonl" 2>"$RUN/events.err" &
   BG_PIDS+=($!)
 fi
+
+# The appliance's mempools, "NAME IN_USE SIZE" a line: spinnicd's DPDK
+# telemetry command /spinnic/memory (docs/counters.md; in_use leaves out
+# the per-lcore caches: mbufs held somewhere). spinctl stats has no pool
+# counts, and a DPDK secondary (dpdk-proc-info) cannot attach to a
+# --no-huge process.
+mempools() {
+  python3 - "/var/run/dpdk/$NS/dpdk_telemetry.v2" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.recv(4096)
+s.send(b"/spinnic/memory")
+pools = json.loads(s.recv(65536))["/spinnic/memory"]["mempools"]
+for name, v in sorted(pools.items()):
+    print(name, v["in_use"], v["size"])
+PY
+}
+[[ $CASE == tools ]] && mempools >"$RUN/mempools_before.txt"
 
 # ---- the guest ---------------------------------------------------------------
 log "booting the client guest (TCG: 15-40 s)"
@@ -383,37 +409,110 @@ case_naaice() {
   log "appliance stats: $RUN/stats_final.json"
 }
 
+# The guest's wall-clock milliseconds of LABEL's run.
+elapsed_ms() { grep -m1 "^$1 elapsed_ms=" "$OUT" | cut -d= -f2; }
+# cmtime's row for STEP ("connect", "disconnect", ...) of LABEL, the last
+# one: "total_ms max_ms min_us us_per_conn".
+cmtime_row() { grep -E "^$1: $2 *: " "$OUT" | tail -1 | cut -d: -f3 | tr -s ' ' | sed 's/^ //'; }
+cmtime_figures() { # LABEL -> "connect total X ms (Y us/conn), ..."
+  local step r out=
+  for step in "resolve addr" "resolve route" "create qp" connect disconnect destroy; do
+    r=$(cmtime_row "$1" "$step")
+    [[ -n $r ]] && out+="${out:+, }$step $(cut -d' ' -f1 <<<"$r") ms ($(cut -d' ' -f4 <<<"$r") us/conn, max $(cut -d' ' -f2 <<<"$r") ms)"
+  done
+  echo "$out"
+}
+# "rc=N" for a FAIL line; 124 is timeout's: the tool hung until its bound.
+rc_text() { [[ ${1:-none} == 124 ]] && echo "rc=124 (hung until its bound)" || echo "rc=${1:-none}"; }
+# The first error-looking line of LABEL's output.
+first_error() { grep -m1 -iE "^$1: .*(error|fail|couldn|unable|not |mismatch|invalid)" "$OUT" | cut -c1-200; }
+# Counts from a command line: -C N (rping) or -c N (cmtime).
+opt_value() { sed -n "s/.* $2 \\([0-9]*\\).*/\\1/p" <<<"$1"; }
+
 case_tools() {
-  local label rc row sidr=0
+  local label rc row cmd ms n size sidr=0
   for label in $(grep -oE '^=== [a-z0-9_]+:' "$OUT" | cut -c5- | tr -d :); do
     rc=$(grep -m1 "^$label rc=" "$OUT" | cut -d= -f2)
-    if [[ $label == rdma_*client* ]]; then
-      # librdmacm's examples print no figures: "<tool>: end 0" is success.
-      if [[ $rc == 0 ]] && has "^$label: rdma_x?client: end 0\$"; then
-        pass "$label ($(command_of "$label")): its SEND came back, end 0"
-      else
-        fail "$label: rc=${rc:-none}, $(grep -m1 -E "^$label: .*(end|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
-      fi
-      continue
-    fi
-    if [[ $label == udaddy* ]]; then
-      # No UD QPs: the clean outcome is udaddy's own report of our SIDR_REP
-      # status 1 ("service ID not supported"), at once, not a timeout.
-      sidr=$((sidr + 1))
-      if has "^$label: udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1\$"; then
-        pass "$label ($(command_of "$label")): refused cleanly, RDMA_CM_EVENT_UNREACHABLE, SIDR status 1 (rc=$rc)"
-      else
-        fail "$label: no RDMA_CM_EVENT_UNREACHABLE with SIDR status 1: $(grep -m1 "^$label: udaddy: event" "$OUT" | cut -c1-160); rc=${rc:-none}"
-      fi
-      continue
-    fi
-    # The tool's last result row: "#bytes #iterations ..." figures.
-    row=$(grep -E "^$label: +[0-9]+ +[0-9]+ +[0-9.]+" "$OUT" | tail -1 | cut -d: -f2- | tr -s ' \t' ' ')
-    if [[ $rc == 0 && -n $row ]]; then
-      pass "$label ($(command_of "$label")): $row"
-    else
-      fail "$label: rc=${rc:-none}, $(grep -m1 -iE "^$label: .*(error|fail|couldn|unable|not )" "$OUT" | cut -c1-160); $(cm_summary)"
-    fi
+    cmd=$(command_of "$label")
+    ms=$(elapsed_ms "$label")
+    case $label in
+      rdma_*client*)
+        # librdmacm's examples print no figures: "<tool>: end 0" is success.
+        if [[ $rc == 0 ]] && has "^$label: rdma_x?client: end 0\$"; then
+          pass "$label ($cmd): its SEND came back, end 0 (${ms:-?} ms)"
+        else
+          fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 -E "^$label: .*(end|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
+        fi
+        ;;
+      udaddy*)
+        # No UD QPs: the clean outcome is udaddy's own report of our
+        # SIDR_REP status 1 ("service ID not supported"), at once.
+        sidr=$((sidr + 1))
+        if has "^$label: udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1\$"; then
+          pass "$label ($cmd): refused cleanly, RDMA_CM_EVENT_UNREACHABLE, SIDR status 1 (rc=$rc)"
+        else
+          fail "$label: no RDMA_CM_EVENT_UNREACHABLE with SIDR status 1: $(grep -m1 "^$label: udaddy: event" "$OUT" | cut -c1-160); $(rc_text "$rc")"
+        fi
+        ;;
+      rping*)
+        # rping prints nothing on success; -V makes the client compare
+        # each iteration's sink (our WRITE) with its source (our READ).
+        n=$(opt_value "$cmd" -C) size=$(opt_value "$cmd" -S)
+        if [[ $rc == 0 ]] && [[ -z $(first_error "$label") ]]; then
+          pass "$label ($cmd): ${n:-?} iterations of ${size:-64} bytes in ${ms:-?} ms ($((${ms:-0} / ${n:-1})) ms each)"
+        else
+          fail "$label ($cmd): $(rc_text "$rc"), $(first_error "$label") [$(grep -c "^$label: " "$OUT") output lines]; $(cm_summary)"
+        fi
+        if [[ $cmd == *" -v"* ]]; then
+          # Each printed iteration is rping's whole buffer as a string:
+          # size - 1 characters ("rdma-ping-N: " and its pattern) after
+          # "ping data: ", its line shortened by vlen.sh to "... [N chars]".
+          local lens want=$((${size:-64} - 1 + 11)) good
+          lens=$(sed -n "s/^$label: ping data: rdma-ping-.*\.\.\. \[\([0-9]*\) chars\]\$/\1/p" "$OUT" | tr '\n' ' ')
+          good=$(tr ' ' '\n' <<<"$lens" | grep -cx "$want")
+          if [[ ${good:-0} -eq ${n:-0} && ${n:-0} -gt 0 ]]; then
+            pass "$label: all $n printed iterations hold $((want - 11)) characters of ping data (rping's $size-byte buffer)"
+          else
+            fail "$label: ping data line lengths '${lens}' (want $n x $want: 'ping data: ' and $((want - 11)))"
+          fi
+        fi
+        ;;
+      cmtime)
+        # cmtime prints one row per step: total ms, max ms, min us, us/conn.
+        n=$(opt_value "$cmd" -c)
+        if [[ $rc == 0 && -n $(cmtime_row "$label" connect) && -n $(cmtime_row "$label" disconnect) ]]; then
+          pass "$label ($cmd): ${n:-?} connections: $(cmtime_figures "$label")"
+        else
+          fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 -iE "^$label: .*(event|error|fail)" "$OUT" | cut -c1-160); $(cm_summary)"
+        fi
+        ;;
+      cycles_cmtime)
+        local batches
+        batches=$(grep -cE "^$label: disconnect *: " "$OUT")
+        if [[ $rc == 0 && ${batches:-0} -ge 1 ]] && ! has "^$label: batch [0-9]+ failed"; then
+          pass "$label: $batches x cmtime -c 100 = $((batches * 100)) connect/disconnect cycles in ${ms:-?} ms; connect totals (ms): $(grep -E "^$label: connect *: " "$OUT" | awk '{print $4}' | tr '\n' ' ')"
+        else
+          fail "$label: $(rc_text "$rc"), $batches batches done, $(grep -m1 -E "^$label: (batch|.*event|.*error)" "$OUT" | cut -c1-200)"
+        fi
+        ;;
+      cycles_*)
+        n=$(sed -n "s/^$label: cycles: \\([0-9]*\\) of \\1 done\$/\\1/p" "$OUT")
+        if [[ $rc == 0 && -n $n ]]; then
+          pass "$label ($cmd): $n connect/disconnect cycles in ${ms:-?} ms ($((${ms:-0} / n)) ms each)"
+        else
+          fail "$label: $(rc_text "$rc"), $(grep -m1 -E "^$label: cycle [0-9]+ failed" "$OUT" | cut -c1-200)"
+        fi
+        ;;
+      *)
+        # perftest: the tool's last result row, "#bytes #iterations ...".
+        row=$(grep -E "^$label: +[0-9]+ +[0-9]+ +[0-9.]+" "$OUT" | tail -1 | cut -d: -f2- | tr -s ' \t' ' ')
+        if [[ $rc == 0 && -n $row ]]; then
+          pass "$label ($cmd): $row"
+        else
+          fail "$label ($cmd): $(rc_text "$rc"), $(first_error "$label"); $(cm_summary)"
+        fi
+        ;;
+    esac
   done
   if [[ $sidr -gt 0 ]]; then
     local refused
@@ -427,8 +526,37 @@ case_tools() {
   # The appliance's side: no QP left in error, NAKs counted.
   local qp_errors naks
   qp_errors=$(counter qp_errors) naks=$(counter naks_sent)
-  log "appliance: qp_errors=${qp_errors:-?} naks_sent=${naks:-?}; capture: $(cm_summary)"
+  log "appliance: qp_errors=${qp_errors:-?} naks_sent=${naks:-?} cm_connections=$(counter cm_connections) cm_rejects=$(counter cm_rejects); capture: $(cm_summary)"
   if [[ ${qp_errors:-1} == 0 ]]; then pass "no QP in the error state"; else fail "qp_errors=${qp_errors:-unknown}"; fi
+  # Every client has gone: no QP may be left (polled: a disconnect's
+  # DREQ/DREP may still be on its way when the guest powers off).
+  for _ in $(seq 30); do
+    sc qps >"$RUN/qps_final.txt" 2>&1
+    grep -qx 'no queue pairs' "$RUN/qps_final.txt" && break
+    sleep 1
+  done
+  if grep -qx 'no queue pairs' "$RUN/qps_final.txt"; then
+    pass "spinctl qps: no queue pair left after the guest"
+  else
+    fail "spinctl qps: $(($(grep -c . "$RUN/qps_final.txt") - 1)) queue pair(s) left 30 s after the guest (qps_final.txt): $(sed -n 2,4p "$RUN/qps_final.txt" | tr -s ' ' | cut -c1-200 | tr '\n' ';')"
+  fi
+  # The mbuf pools are back where they were before the guest booted.
+  mempools >"$RUN/mempools_after.txt"
+  if [[ ! -s $RUN/mempools_before.txt || ! -s $RUN/mempools_after.txt ]]; then
+    fail "mbuf pools: dpdk-proc-info gave no pool counts (proc-info.log)"
+  else
+    local name before size after diffs= summary=
+    while read -r name before size; do
+      after=$(awk -v n="$name" '$1 == n { print $2 }' "$RUN/mempools_after.txt")
+      summary+="${summary:+, }$name ${before} -> ${after:-?} of $size in use"
+      [[ ${after:-x} == "$before" ]] || diffs+=" $name"
+    done <"$RUN/mempools_before.txt"
+    if [[ -z $diffs ]]; then
+      pass "mbuf pools back to their idle level: $summary"
+    else
+      fail "mbuf pools not back to their idle level ($diffs): $summary"
+    fi
+  fi
 }
 
 case_cnp() {
