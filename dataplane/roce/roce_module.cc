@@ -223,7 +223,7 @@ absl::Status RoceModule::CheckBinding(const HandlerConfig& handler) const {
       if (!config_.enabled || services().port(ServiceSlot::kNaaice) == 0) {
         return absl::FailedPreconditionError(
             "takes NAAICE calls but no NAAICE port is configured (set "
-            "roce.naaice_port)");
+            "roce.naaice_port, or spinctl roce-service naaice PORT)");
       }
       if (key == 0 || key >= ::spinnic::naaice::kFunctionCodes ||
           handler.kind != "naaice_function") {
