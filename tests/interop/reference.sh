@@ -14,7 +14,8 @@
 # Env: TOOLS_ONLY="label ..." (labels of guest_ref.sh; default all),
 #      TOOLS_SCALE=N (multiplies the bounds), RPING_COUNT (1000),
 #      REF_NETNS (spn-ref), REF_RUN_DIR (/tmp/spinnic-interop-ref),
-#      REF_GUEST_TIMEOUT (s per guest, 3000).
+#      REF_GUEST_TIMEOUT (s per guest, 3000), REF_PCAP=1 (tcpdump of the
+#      bridge into RUN/capture.pcap).
 # Prints a markdown table (also in RUN/table.md): each label, the client's
 # command, its exit code and its own figure. Exit: 0 every client exited
 # 0 (udaddy included), 1 otherwise, 77 skip.
@@ -67,7 +68,8 @@ RPING_COUNT=${RPING_COUNT:-1000}
 EOF
 
 log "booting srv and cli (TCG; the whole list takes a quarter of an hour or more)"
-"$RUN_PEER" pair "$RUN" "$HERE/guest_ref.sh" "$HERE/guest_ref.sh" >"$RUN/pair.log" 2>&1 &
+"$RUN_PEER" pair "$RUN" "$HERE/guest_ref.sh" "$HERE/guest_ref.sh" ${REF_PCAP:+"$RUN/capture.pcap"} \
+  >"$RUN/pair.log" 2>&1 &
 PAIR_PID=$!
 wait "$PAIR_PID"
 PAIR_PID=
