@@ -13,6 +13,7 @@ T=${TOOLS_SCALE:-1}
 # ib_write_lat on its own port (roce.perftest_write_lat: -n 100, size 2).
 run write_lat $((60 * T)) ib_write_lat -R -d rxe0 -n 100 -p 18516 "$A"
 run send_bw $((60 * T)) ib_send_bw -R -d rxe0 -n 100 "$A"
+run read_bw $((60 * T)) ib_read_bw -R -d rxe0 -n 100 "$A"
 run write_bw_a $((180 * T)) ib_write_bw -R -d rxe0 -a -n 5 "$A"
 run send_lat $((60 * T)) ib_send_lat -R -d rxe0 -n 100 "$A"
 run read_lat $((60 * T)) ib_read_lat -R -d rxe0 -n 100 "$A"

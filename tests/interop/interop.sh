@@ -18,8 +18,8 @@
 #       naaice    naaice_client (ours, docs/naaice.md) offloads vector_sum,
 #                 matvec and add1 to the NAAICE port 12345, results checked.
 #       tools     the RDMA tools users run first (guest_tools.sh):
-#                 ib_write_bw -a, ib_write_lat, ib_send_bw, ib_send_lat,
-#                 ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, -b,
+#                 ib_write_bw -a, ib_write_lat, ib_send_bw, ib_read_bw,
+#                 ib_send_lat, ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, -b,
 #                 ib_read_bw -a, ib_send_bw -a, rdma_client, udaddy,
 #                 cmtime, rping -S 65536 -C 1000 (IPv4, IPv6), eight
 #                 clients at once, CYCLES connect/disconnect cycles;
