@@ -56,10 +56,17 @@ inline constexpr uint64_t kPerftestMaxMessageBytes = uint64_t{1} << 23;
 
 class PerftestService final : public QpService {
  public:
-  // Which of the client's connections this is: the first from a peer on
-  // the port is the control connection, the later ones (the client makes
-  // them after the first destination exchange) its data connections.
-  enum class Role : uint8_t { kControl, kData };
+  // Which of the client's connections this is. The first from a peer on
+  // the port is a control connection. A later one is undecided: the
+  // client's data connection (made after its first destination exchange),
+  // or the control connection of another client from the same address
+  // (several perftests at once). What it does decides: a control
+  // connection naming it in a destination exchange makes it a data
+  // connection (the client's QP in that exchange is the one connected to
+  // it); a first SEND of perftest's version message (16 bytes) makes it a
+  // control connection. perftest names its data connection before it
+  // sends anything on it, so neither can come too late.
+  enum class Role : uint8_t { kControl, kData, kUndecided };
 
   // `region_bytes`: the data region a data connection advertises.
   // `write_lat` (port nonzero: roce.perftest_write_lat's port): a data
@@ -69,9 +76,11 @@ class PerftestService final : public QpService {
                   Role role = Role::kControl,
                   const PerftestWriteLatConfig& write_lat = {});
 
-  // A data connection's region, allocated when the connection is accepted
-  // (the engine rejects the REQ when this fails: kNotEnoughMemory when
-  // region_bytes is not there). kOk for a control connection.
+  // A data (or undecided) connection's region, allocated when the
+  // connection is accepted (the engine rejects the REQ when this fails:
+  // kNotEnoughMemory when region_bytes is not there). kOk for a control
+  // connection. An undecided one that turns out a control connection frees
+  // it.
   ConnectionRegions::Status Prepare();
   // The data region (allocated on first use, zeroed); an empty region when
   // the memory is not there.
@@ -80,6 +89,14 @@ class PerftestService final : public QpService {
   // per-QP destination exchange): where the latency tests' replies go.
   void SetPeer(const PingpongDest& peer);
   Role role() const { return role_; }
+  // Whether ReceiveArea() changed since the engine last asked (an
+  // undecided connection became a control one: its region is gone); the
+  // engine asks after each OnSend.
+  bool TakeReceiveAreaChange() {
+    const bool changed = receive_area_changed_;
+    receive_area_changed_ = false;
+    return changed;
+  }
   uint64_t exchanges() const { return exchanges_; }
 
   // QpService.
@@ -93,7 +110,7 @@ class PerftestService final : public QpService {
   // its own command line (perftest does not send it): docs/interop.md,
   // "ib_write_lat".
   bool wants_writes() const override {
-    return role_ == Role::kData && write_lat_.port != 0;
+    return role_ != Role::kControl && write_lat_.port != 0;
   }
   void OnWrite(uint64_t va, uint64_t length, QpActions& qp) override;
   void OnCompletion(uint32_t tag, CompletionStatus status,
@@ -104,6 +121,9 @@ class PerftestService final : public QpService {
 
  private:
   void OnControlSend(const ReceivedSend& send, QpActions& qp);
+  // An undecided connection's role, from what it does.
+  void BecomeData();
+  void BecomeControl();
   // A SEND arrived on the data connection: answer, owe or stream.
   void OnDataSend(uint64_t length, QpActions& qp);
   // Our answer: a SEND of the same length.
@@ -117,7 +137,8 @@ class PerftestService final : public QpService {
   const uint64_t region_bytes_;
   const std::array<uint8_t, 16> local_gid_;
   const uint32_t out_reads_;
-  const Role role_;
+  Role role_;
+  bool receive_area_changed_ = false;
   const PerftestWriteLatConfig write_lat_;
   ConnectionRegions::Region data_;
   bool data_tried_ = false;

@@ -529,8 +529,10 @@ ResponseVerdict Requester::OnNak(const ResponsePacket& packet, uint32_t psn,
         ++counters_.duplicates;
         return ResponseVerdict::kDuplicate;
       }
-      // It took the RNR NAKed packet after all: the wait is moot.
+      // It took the RNR NAKed packet after all: the wait is moot, and
+      // this go-back (with the ACK timer) replaces it.
       rnr_waiting_ = false;
+      retry_pending_ = false;
     }
     // One go-back per stall: a repeated NAK (a copy, or one answering
     // packets of the same round) waits for progress or the timer.

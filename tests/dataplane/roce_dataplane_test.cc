@@ -2918,6 +2918,61 @@ TEST_P(RocePerftestTest, SendLatIsAnsweredSendBwIsTakenQuietly) {
   EXPECT_EQ(Counter("naks_sent"), 0u);
 }
 
+// Three ib_write_bw -R at once from one address: all three control
+// connections first, then their data connections. A later connection from
+// the peer is not taken for a data connection by its arrival: the version
+// message makes the 2nd and 3rd control connections, and each client's
+// destination names the data connection connected to its own QP, whose
+// region takes its WRITEs.
+TEST_P(RocePerftestTest, ConcurrentClientsFromOneAddressEachGetTheirPair) {
+  constexpr int kClients = 3;
+  Conn control[kClients], data[kClients];
+  Bytes version(16, 0);
+  std::memcpy(version.data(), "6.10", 4);  // not ours: an echo shows
+  for (int k = 0; k < kClients; ++k) {
+    control[k] = Connect(0x30 + 2 * k, 0x7101 + 2 * k);
+  }
+  for (int k = 0; k < kClients; ++k) {
+    const Bytes answer = Exchange(control[k], version);
+    ASSERT_EQ(answer.size(), 16u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(answer.data()), 4),
+              "6.06")
+        << "client " << k;
+  }
+  for (int k = 0; k < kClients; ++k) {
+    Exchange(control[k], Dest(0, 0, 0));  // before the data connection
+  }
+  for (int k = 0; k < kClients; ++k) {
+    data[k] = Connect(0x31 + 2 * k, 0x7102 + 2 * k);
+  }
+  roce::PingpongDest ours[kClients];
+  for (int k = kClients - 1; k >= 0; --k) {
+    ASSERT_TRUE(roce::ParsePingpongDest(
+        Exchange(control[k],
+                 Dest(0x31 + 2 * k, kClientRkey + k, kClientVa + k * 0x1000)),
+        &ours[k]));
+    EXPECT_EQ(ours[k].qpn, data[k].qpn) << "client " << k;
+    EXPECT_NE(ours[k].rkey, 0u) << "client " << k;
+  }
+  EXPECT_NE(ours[0].rkey, ours[1].rkey);
+  EXPECT_NE(ours[1].rkey, ours[2].rkey);
+  for (int k = 0; k < kClients; ++k) {
+    const Bytes bytes = Pattern(kPmtu, 10 + k);
+    ClientWrite(data[k], ours[k].vaddr + 4096, ours[k].rkey, bytes);
+    std::vector<Out> out = Await(1);
+    ASSERT_EQ(out.size(), 1u);
+    ExpectAck(out[0], roce::PsnAdd(data[k].client_psn, -1), roce::AethAck(), 1,
+              data[k].client_qpn, data[k].qpn);
+  }
+  // Another exchange on a control connection that began undecided: still
+  // a control one (its messages in a buffer of their size).
+  Bytes mtu(4, 0);
+  mtu[0] = 3;
+  EXPECT_EQ(Exchange(control[2], mtu), mtu);
+  EXPECT_EQ(Counter("naks_sent"), 0u);
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+}
+
 // The requester on a fake clock (RoceConfig::requester_now_ns): RNR waits
 // and ACK timeouts are stepped, not waited for.
 class RocePerftestClockTest : public RocePerftestTest {
