@@ -98,9 +98,13 @@ void PerftestService::BecomeData() {
 void PerftestService::BecomeControl() {
   if (role_ != Role::kUndecided) return;
   role_ = Role::kControl;
-  if (data_.id != 0) regions().Free(data_.id);
+  receive_area_changed_ = true;  // the region goes with ReleaseRegion
+}
+
+void PerftestService::ReleaseRegion() {
+  if (role_ != Role::kControl || data_.id == 0) return;
+  regions().Free(data_.id);
   data_ = {};
-  receive_area_changed_ = true;
 }
 
 void PerftestService::OnSend(const ReceivedSend& send, QpActions& qp) {

@@ -90,13 +90,16 @@ class PerftestService final : public QpService {
   void SetPeer(const PingpongDest& peer);
   Role role() const { return role_; }
   // Whether ReceiveArea() changed since the engine last asked (an
-  // undecided connection became a control one: its region is gone); the
+  // undecided connection became a control one: no longer its region); the
   // engine asks after each OnSend.
   bool TakeReceiveAreaChange() {
     const bool changed = receive_area_changed_;
     receive_area_changed_ = false;
     return changed;
   }
+  // A control connection's region (one that began undecided) freed: the
+  // engine calls it once no READ response it queued reads the region.
+  void ReleaseRegion();
   uint64_t exchanges() const { return exchanges_; }
 
   // QpService.

@@ -119,11 +119,21 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     ServiceActions actions(this, qp, arrival.table);
     counters_.service_sends[static_cast<size_t>(service->kind())].Add();
     service->OnSend(send, actions);
-    // A perftest connection that turned out a control one gave its region
-    // back: its next SEND lands in a buffer of the control messages' size.
-    if (service->kind() == ServiceKind::kPerftest &&
-        static_cast<PerftestService*>(service)->TakeReceiveAreaChange()) {
-      SetReceiveArea(qp);
+    // A perftest connection that turned out a control one: its next SEND
+    // lands in a buffer of the control messages' size, and its region goes
+    // back unless a READ response queued still reads it (a client that
+    // guessed its rkey; then it goes with the connection).
+    if (service->kind() == ServiceKind::kPerftest) {
+      auto* perftest = static_cast<PerftestService*>(service);
+      if (perftest->TakeReceiveAreaChange()) {
+        SetReceiveArea(qp);
+        bool reading = false;
+        for (uint32_t i = 0; i < qp.reply_count; ++i) {
+          reading |=
+              qp.replies[(qp.reply_head + i) % kReplyQueue].data != nullptr;
+        }
+        if (!reading) perftest->ReleaseRegion();
+      }
     }
   }
   return true;
