@@ -519,13 +519,14 @@ ResponseVerdict Requester::OnNak(const ResponsePacket& packet, uint32_t psn,
   const uint8_t code = packet.syndrome & kAethValueMask;
   if (code == static_cast<uint8_t>(NakCode::kPsnSequenceError)) {
     ++counters_.nak_sequence;
+    const uint32_t waiting_psn = una_psn_;  // what an RNR wait resends
     AcknowledgeThrough(before_psn, now);
     if (rnr_waiting_) {
       // The responder NAKs the packets that followed the one it had no
       // receive for (rxe sends an RNR NAK and then this, for the same
       // PSN): the RNR wait resends from there already. A second go-back
       // would conflict with it and cost a retry every wait.
-      if (psn == una_psn_) {
+      if (psn == waiting_psn) {
         ++counters_.duplicates;
         return ResponseVerdict::kDuplicate;
       }

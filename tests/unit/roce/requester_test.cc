@@ -760,6 +760,24 @@ TEST(RequesterNak, SequenceNakDuringRnrWaitIsADuplicate) {
   EXPECT_EQ(done[0].status, CompletionStatus::kSuccess);
 }
 
+// A sequence NAK past the RNR NAKed PSN: the responder took that packet
+// after all (an earlier copy), so the wait is moot and the NAK goes back.
+TEST(RequesterNak, SequenceNakPastTheRnrPsnEndsTheWait) {
+  Requester requester(TestConfig());
+  ASSERT_EQ(requester.Post(Wr(1, Kind::kSend, 10)), PostResult::kOk);
+  ASSERT_EQ(requester.Post(Wr(2, Kind::kSend, 10, 0x2000)), PostResult::kOk);
+  ASSERT_EQ(Drain(requester, 0).size(), 2u);
+  ASSERT_EQ(Respond(requester, Rnr(0, 100), 0), ResponseVerdict::kNakRnr);
+  EXPECT_EQ(Respond(requester, Nak(NakCode::kPsnSequenceError, 101), 10),
+            ResponseVerdict::kNakSequence);
+  EXPECT_EQ(Completions(requester).size(), 1u);
+  const std::vector<PacketPlan> plans = Drain(requester, 10);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].psn, 101u);
+  EXPECT_TRUE(plans[0].retransmission);
+  EXPECT_EQ(requester.NextDeadline(), 10 + TestConfig().ack_timeout_ns);
+}
+
 TEST(RequesterNak, RemoteAccessErrorFailsThatWrAndFlushes) {
   Requester requester(TestConfig());
   ASSERT_EQ(requester.Post(Wr(1, Kind::kWrite, 10)), PostResult::kOk);
