@@ -157,7 +157,12 @@ class PerftestService final : public QpService {
   // server neither. So every message is sent back, one at a time: one
   // arriving while ours is in flight is owed (its answer goes when ours
   // completes: the client may see our answer before its ACK reaches us), a
-  // second one means a stream, and from then on nothing is sent back.
+  // second one means a stream, and from then on nothing is sent back. The
+  // answer already in flight then draws RNR NAKs and is retried after each
+  // RNR wait (the REQ's RNR retry count: perftest's 7 is forever) without
+  // failing the QP, so the stream is acknowledged meanwhile. It cannot be
+  // withdrawn: a posted work request ends only by completing or by the QP
+  // entering the error state, which would end the client's stream too.
   PingpongDest peer_{};
   bool has_peer_ = false;
   bool in_flight_ = false;
