@@ -59,7 +59,7 @@ PerftestService::PerftestService(uint32_t qpn, uint64_t region_bytes,
       write_lat_(write_lat) {}
 
 ConnectionRegions::Status PerftestService::Prepare() {
-  if (role_ != Role::kData) return ConnectionRegions::Status::kOk;
+  if (role_ == Role::kControl) return ConnectionRegions::Status::kOk;
   data_tried_ = true;
   const ConnectionRegions::Status status =
       regions().Allocate(region_bytes_, &data_);
@@ -86,16 +86,40 @@ void PerftestService::SetPeer(const PingpongDest& peer) {
 std::span<uint8_t> PerftestService::ReceiveArea() {
   // A data connection receives ib_send_bw's and ib_send_lat's messages (up
   // to the region's size) into its region; a control one the 56-byte
-  // exchange messages into the engine's buffer.
-  return role_ == Role::kData ? data_.bytes : std::span<uint8_t>();
+  // exchange messages into the engine's buffer. An undecided one may be
+  // either: its region until it turns out a control connection.
+  return role_ != Role::kControl ? data_.bytes : std::span<uint8_t>();
+}
+
+void PerftestService::BecomeData() {
+  if (role_ == Role::kUndecided) role_ = Role::kData;
+}
+
+void PerftestService::BecomeControl() {
+  if (role_ != Role::kUndecided) return;
+  role_ = Role::kControl;
+  receive_area_changed_ = true;  // the region goes with ReleaseRegion
+}
+
+void PerftestService::ReleaseRegion() {
+  if (role_ != Role::kControl || data_.id == 0) return;
+  regions().Free(data_.id);
+  data_ = {};
 }
 
 void PerftestService::OnSend(const ReceivedSend& send, QpActions& qp) {
+  if (role_ == Role::kUndecided) {
+    // Nothing named it a data connection before its first SEND: perftest's
+    // version message opens a control connection; anything else is data.
+    if (send.bytes.size() != kPerftestVersionBytes) BecomeData();
+  }
   if (role_ == Role::kData) {
     OnDataSend(send.bytes.size(), qp);
-  } else {
-    OnControlSend(send, qp);
+    return;
   }
+  const bool undecided = role_ == Role::kUndecided;
+  OnControlSend(send, qp);  // reads the message (in the region) first
+  if (undecided) BecomeControl();
 }
 
 void PerftestService::OnWrite(uint64_t va, uint64_t length, QpActions& qp) {
@@ -204,19 +228,27 @@ void PerftestService::OnControlSend(const ReceivedSend& send, QpActions& qp) {
     PingpongDest theirs;
     const bool has_theirs =
         ParsePingpongDest(send.bytes, &theirs) && theirs.rkey != 0;
-    QpService* sibling = qp.Sibling(has_theirs ? theirs.qpn : 0);
-    if (sibling == nullptr && has_theirs) sibling = qp.Sibling(0);
+    // Another client's control connection (several perftests from one
+    // address) is never named.
+    auto data_sibling = [&qp](uint32_t qpn) -> PerftestService* {
+      QpService* s = qp.Sibling(qpn);
+      if (s == nullptr || s->kind() != ServiceKind::kPerftest) return nullptr;
+      auto* perftest = static_cast<PerftestService*>(s);
+      return perftest->role() == Role::kControl ? nullptr : perftest;
+    };
+    PerftestService* data = data_sibling(has_theirs ? theirs.qpn : 0);
+    if (data == nullptr && has_theirs) data = data_sibling(0);
     PingpongDest dest;
     dest.out_reads = out_reads_;
     dest.qpn = regions().qpn();
     dest.gid = local_gid_;
-    if (sibling != nullptr && sibling->kind() == ServiceKind::kPerftest) {
-      PerftestService* data = static_cast<PerftestService*>(sibling);
+    if (data != nullptr) {
       const ConnectionRegions::Region& region = data->DataRegion();
       dest.qpn = data->regions().qpn();
       dest.rkey = region.rkey;
       dest.vaddr = region.address;
       if (has_theirs) {
+        data->BecomeData();
         data->SetPeer(theirs);
         qp.Start(data);  // ib_write_lat's server writes first
       }

@@ -56,10 +56,17 @@ inline constexpr uint64_t kPerftestMaxMessageBytes = uint64_t{1} << 23;
 
 class PerftestService final : public QpService {
  public:
-  // Which of the client's connections this is: the first from a peer on
-  // the port is the control connection, the later ones (the client makes
-  // them after the first destination exchange) its data connections.
-  enum class Role : uint8_t { kControl, kData };
+  // Which of the client's connections this is. The first from a peer on
+  // the port is a control connection. A later one is undecided: the
+  // client's data connection (made after its first destination exchange),
+  // or the control connection of another client from the same address
+  // (several perftests at once). What it does decides: a control
+  // connection naming it in a destination exchange makes it a data
+  // connection (the client's QP in that exchange is the one connected to
+  // it); a first SEND of perftest's version message (16 bytes) makes it a
+  // control connection. perftest names its data connection before it
+  // sends anything on it, so neither can come too late.
+  enum class Role : uint8_t { kControl, kData, kUndecided };
 
   // `region_bytes`: the data region a data connection advertises.
   // `write_lat` (port nonzero: roce.perftest_write_lat's port): a data
@@ -69,9 +76,11 @@ class PerftestService final : public QpService {
                   Role role = Role::kControl,
                   const PerftestWriteLatConfig& write_lat = {});
 
-  // A data connection's region, allocated when the connection is accepted
-  // (the engine rejects the REQ when this fails: kNotEnoughMemory when
-  // region_bytes is not there). kOk for a control connection.
+  // A data (or undecided) connection's region, allocated when the
+  // connection is accepted (the engine rejects the REQ when this fails:
+  // kNotEnoughMemory when region_bytes is not there). kOk for a control
+  // connection. An undecided one that turns out a control connection frees
+  // it.
   ConnectionRegions::Status Prepare();
   // The data region (allocated on first use, zeroed); an empty region when
   // the memory is not there.
@@ -80,6 +89,17 @@ class PerftestService final : public QpService {
   // per-QP destination exchange): where the latency tests' replies go.
   void SetPeer(const PingpongDest& peer);
   Role role() const { return role_; }
+  // Whether ReceiveArea() changed since the engine last asked (an
+  // undecided connection became a control one: no longer its region); the
+  // engine asks after each OnSend.
+  bool TakeReceiveAreaChange() {
+    const bool changed = receive_area_changed_;
+    receive_area_changed_ = false;
+    return changed;
+  }
+  // A control connection's region (one that began undecided) freed: the
+  // engine calls it once no READ response it queued reads the region.
+  void ReleaseRegion();
   uint64_t exchanges() const { return exchanges_; }
 
   // QpService.
@@ -93,7 +113,7 @@ class PerftestService final : public QpService {
   // its own command line (perftest does not send it): docs/interop.md,
   // "ib_write_lat".
   bool wants_writes() const override {
-    return role_ == Role::kData && write_lat_.port != 0;
+    return role_ != Role::kControl && write_lat_.port != 0;
   }
   void OnWrite(uint64_t va, uint64_t length, QpActions& qp) override;
   void OnCompletion(uint32_t tag, CompletionStatus status,
@@ -104,6 +124,9 @@ class PerftestService final : public QpService {
 
  private:
   void OnControlSend(const ReceivedSend& send, QpActions& qp);
+  // An undecided connection's role, from what it does.
+  void BecomeData();
+  void BecomeControl();
   // A SEND arrived on the data connection: answer, owe or stream.
   void OnDataSend(uint64_t length, QpActions& qp);
   // Our answer: a SEND of the same length.
@@ -117,7 +140,8 @@ class PerftestService final : public QpService {
   const uint64_t region_bytes_;
   const std::array<uint8_t, 16> local_gid_;
   const uint32_t out_reads_;
-  const Role role_;
+  Role role_;
+  bool receive_area_changed_ = false;
   const PerftestWriteLatConfig write_lat_;
   ConnectionRegions::Region data_;
   bool data_tried_ = false;
@@ -133,7 +157,12 @@ class PerftestService final : public QpService {
   // server neither. So every message is sent back, one at a time: one
   // arriving while ours is in flight is owed (its answer goes when ours
   // completes: the client may see our answer before its ACK reaches us), a
-  // second one means a stream, and from then on nothing is sent back.
+  // second one means a stream, and from then on nothing is sent back. The
+  // answer already in flight then draws RNR NAKs and is retried after each
+  // RNR wait (the REQ's RNR retry count: perftest's 7 is forever) without
+  // failing the QP, so the stream is acknowledged meanwhile. It cannot be
+  // withdrawn: a posted work request ends only by completing or by the QP
+  // entering the error state, which would end the client's stream too.
   PingpongDest peer_{};
   bool has_peer_ = false;
   bool in_flight_ = false;

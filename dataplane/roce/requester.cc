@@ -102,7 +102,13 @@ Requester::Requester(const RequesterConfig& config) : config_(config) {
 Requester::~Requester() = default;
 
 void Requester::ArmTimer(uint64_t now) {
-  if (config_.ack_timeout_ns == 0) return;
+  // During an RNR wait nothing is outstanding that the responder could
+  // still answer: the NAK acknowledged everything before its PSN and asked
+  // for that one again after the wait. The packet that ends the wait arms
+  // the timer (NextPacket); an expiry before would go back to packets the
+  // wait keeps from being sent and charge retry_count for nothing, until
+  // the QP failed while the responder was only waiting for a receive.
+  if (config_.ack_timeout_ns == 0 || rnr_waiting_) return;
   timer_armed_ = true;
   timer_deadline_ = now + timeout_ns_;
 }
@@ -401,7 +407,9 @@ void Requester::SetError() {
 }
 
 bool Requester::OnTimer(uint64_t now) {
-  if (error_ || !timer_armed_ || now < timer_deadline_) return false;
+  if (error_ || rnr_waiting_ || !timer_armed_ || now < timer_deadline_) {
+    return false;
+  }
   timer_armed_ = false;
   if (una_psn_ == sent_end_psn_) return false;
   ++counters_.timeouts;
@@ -511,7 +519,22 @@ ResponseVerdict Requester::OnNak(const ResponsePacket& packet, uint32_t psn,
   const uint8_t code = packet.syndrome & kAethValueMask;
   if (code == static_cast<uint8_t>(NakCode::kPsnSequenceError)) {
     ++counters_.nak_sequence;
+    const uint32_t waiting_psn = una_psn_;  // what an RNR wait resends
     AcknowledgeThrough(before_psn, now);
+    if (rnr_waiting_) {
+      // The responder NAKs the packets that followed the one it had no
+      // receive for (rxe sends an RNR NAK and then this, for the same
+      // PSN): the RNR wait resends from there already. A second go-back
+      // would conflict with it and cost a retry every wait.
+      if (psn == waiting_psn) {
+        ++counters_.duplicates;
+        return ResponseVerdict::kDuplicate;
+      }
+      // It took the RNR NAKed packet after all: the wait is moot, and
+      // this go-back (with the ACK timer) replaces it.
+      rnr_waiting_ = false;
+      retry_pending_ = false;
+    }
     // One go-back per stall: a repeated NAK (a copy, or one answering
     // packets of the same round) waits for progress or the timer.
     if (retry_pending_) {

@@ -17,6 +17,9 @@
 //    sequence error, a lost READ response, the local ACK timeout), counted
 //    against retry_count; RNR NAKs wait the NAK's timer and count against
 //    rnr_retry (7 = forever); any forward progress resets both counters.
+//    During an RNR wait the ACK timer is stopped, and a sequence NAK for
+//    the PSN the wait resends (the responder NAKing what followed it) is
+//    a duplicate: neither goes back nor costs retry_count.
 //  - The ACK timer is adaptive (RFC 6298 over measured ACK/response round
 //    trips, Karn's rule), never above the negotiated local ACK timeout; an
 //    expiry before it has backed off to that timeout goes back without

@@ -573,13 +573,7 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
                    ? std::move(service)
                    : NewService(qpn, from_cm ? cm_port : 0, spec.local_ip);
   counters_.service_connections[static_cast<size_t>(qp.service->kind())].Add();
-  qp.receive_area = qp.service->ReceiveArea();
-  if (qp.receive_area.empty()) {
-    qp.receive.assign(qp.service->max_message_bytes(), 0);
-    qp.receive_area = qp.receive;
-  } else {
-    qp.receive.clear();
-  }
+  SetReceiveArea(qp);
   qp.receive_length = 0;
   qp.service_writes = qp.service->wants_writes();
   qp.write_start_va = 0;
@@ -591,6 +585,16 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
   qp.reply_count = 0;
   qp.touched = false;
   Publish(qp);
+}
+
+void RoceEngine::SetReceiveArea(Qp& qp) {
+  qp.receive_area = qp.service->ReceiveArea();
+  if (qp.receive_area.empty()) {
+    qp.receive.assign(qp.service->max_message_bytes(), 0);
+    qp.receive_area = qp.receive;
+  } else {
+    qp.receive.clear();
+  }
 }
 
 void RoceEngine::DestroyQp(Qp& qp) {

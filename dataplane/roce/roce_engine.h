@@ -529,11 +529,16 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
   // Services (qp_service.h): what a connection on `cm_port` (0: created
   // over gRPC) runs, the actions they take on their QP.
   class ServiceActions;
-  // `perftest_data`: on a perftest port, a data connection (the client's
-  // control connection exists).
+  // `perftest_later`: on a perftest port, not the peer's first connection
+  // there: a data connection or another client's control connection,
+  // decided by what it does (PerftestService::Role::kUndecided).
   std::unique_ptr<QpService> NewService(uint32_t qpn, uint16_t cm_port,
                                         const Gid& local_ip,
-                                        bool perftest_data = false) const;
+                                        bool perftest_later = false) const;
+  // Where the QP's SENDs land: the service's ReceiveArea(), or a buffer of
+  // its max_message_bytes() (asked when the QP is created, and again when
+  // a perftest connection's role was decided).
+  void SetReceiveArea(Qp& qp);
   bool ReceiveSend(Qp& qp, const ResponderPlan& plan, const Arrival& arrival,
                    const uint8_t* payload);
   QpService* Sibling(const Qp& qp, uint32_t remote_qpn);

@@ -143,16 +143,21 @@ void RoceEngine::OnConnectRequest(const CmConnectRequest& request,
       decision->starting_psn = static_cast<uint32_t>(rte_rand()) & kPsnMask;
       // The service exists from here: its REP private data (a region to
       // advertise) goes out with the REP, before the QP is created.
-      const bool perftest_data =
+      // perftest: the peer's first connection on the port is a control
+      // connection; a later one is its data connection or the control
+      // connection of another perftest from the same address, which only
+      // what the connection does tells apart (PerftestService::Role).
+      const bool perftest_later =
           IsPerftestPort(request.port) &&
           HasCmConnection(request.peer->gid, request.port);
       accepted_services_[slot] =
           NewService(decision->local_qpn, request.port,
-                     *LocalFor(request.peer->gid), perftest_data);
-      if (perftest_data) {
-        // perftest's data connection: its region now, so that a client
-        // the memory cannot serve is told at once (a REJ with a reason,
-        // not a remote access error mid-test).
+                     *LocalFor(request.peer->gid), perftest_later);
+      if (perftest_later) {
+        // Likely perftest's data connection: its region now, so that a
+        // client the memory cannot serve is told at once (a REJ with a
+        // reason, not a remote access error mid-test). A control
+        // connection gives it back with its first message.
         auto* perftest =
             static_cast<PerftestService*>(accepted_services_[slot].get());
         if (perftest->Prepare() != ConnectionRegions::Status::kOk) {

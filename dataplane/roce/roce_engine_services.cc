@@ -34,7 +34,7 @@ const ::spinnic::naaice::FunctionTable& RoceEngine::FunctionsFor(
 std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
                                                   uint16_t cm_port,
                                                   const Gid& local_ip,
-                                                  bool perftest_data) const {
+                                                  bool perftest_later) const {
   // Made when a connection is accepted or a QP created: the control path's
   // pace, not the packets'.
   if (cm_port == 0) return std::make_unique<VerbsService>(qpn, 0);
@@ -60,8 +60,8 @@ std::unique_ptr<QpService> RoceEngine::NewService(uint32_t qpn,
       }
       return std::make_unique<PerftestService>(
           qpn, config_.perftest_region_bytes, local_ip, config_.max_rd_atomic,
-          perftest_data ? PerftestService::Role::kData
-                        : PerftestService::Role::kControl,
+          perftest_later ? PerftestService::Role::kUndecided
+                         : PerftestService::Role::kControl,
           write_lat);
     }
     case ServiceSlot::kVerbs:
@@ -119,6 +119,22 @@ bool RoceEngine::ReceiveSend(Qp& qp, const ResponderPlan& plan,
     ServiceActions actions(this, qp, arrival.table);
     counters_.service_sends[static_cast<size_t>(service->kind())].Add();
     service->OnSend(send, actions);
+    // A perftest connection that turned out a control one: its next SEND
+    // lands in a buffer of the control messages' size, and its region goes
+    // back unless a READ response queued still reads it (a client that
+    // guessed its rkey; then it goes with the connection).
+    if (service->kind() == ServiceKind::kPerftest) {
+      auto* perftest = static_cast<PerftestService*>(service);
+      if (perftest->TakeReceiveAreaChange()) {
+        SetReceiveArea(qp);
+        bool reading = false;
+        for (uint32_t i = 0; i < qp.reply_count; ++i) {
+          reading |=
+              qp.replies[(qp.reply_head + i) % kReplyQueue].data != nullptr;
+        }
+        if (!reading) perftest->ReleaseRegion();
+      }
+    }
   }
   return true;
 }

@@ -2918,6 +2918,138 @@ TEST_P(RocePerftestTest, SendLatIsAnsweredSendBwIsTakenQuietly) {
   EXPECT_EQ(Counter("naks_sent"), 0u);
 }
 
+// Three ib_write_bw -R at once from one address: all three control
+// connections first, then their data connections. A later connection from
+// the peer is not taken for a data connection by its arrival: the version
+// message makes the 2nd and 3rd control connections, and each client's
+// destination names the data connection connected to its own QP, whose
+// region takes its WRITEs.
+TEST_P(RocePerftestTest, ConcurrentClientsFromOneAddressEachGetTheirPair) {
+  constexpr int kClients = 3;
+  Conn control[kClients], data[kClients];
+  Bytes version(16, 0);
+  std::memcpy(version.data(), "6.10", 4);  // not ours: an echo shows
+  for (int k = 0; k < kClients; ++k) {
+    control[k] = Connect(0x30 + 2 * k, 0x7101 + 2 * k);
+  }
+  for (int k = 0; k < kClients; ++k) {
+    const Bytes answer = Exchange(control[k], version);
+    ASSERT_EQ(answer.size(), 16u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(answer.data()), 4),
+              "6.06")
+        << "client " << k;
+  }
+  for (int k = 0; k < kClients; ++k) {
+    Exchange(control[k], Dest(0, 0, 0));  // before the data connection
+  }
+  for (int k = 0; k < kClients; ++k) {
+    data[k] = Connect(0x31 + 2 * k, 0x7102 + 2 * k);
+  }
+  roce::PingpongDest ours[kClients];
+  for (int k = kClients - 1; k >= 0; --k) {
+    ASSERT_TRUE(roce::ParsePingpongDest(
+        Exchange(control[k],
+                 Dest(0x31 + 2 * k, kClientRkey + k, kClientVa + k * 0x1000)),
+        &ours[k]));
+    EXPECT_EQ(ours[k].qpn, data[k].qpn) << "client " << k;
+    EXPECT_NE(ours[k].rkey, 0u) << "client " << k;
+  }
+  EXPECT_NE(ours[0].rkey, ours[1].rkey);
+  EXPECT_NE(ours[1].rkey, ours[2].rkey);
+  for (int k = 0; k < kClients; ++k) {
+    const Bytes bytes = Pattern(kPmtu, 10 + k);
+    ClientWrite(data[k], ours[k].vaddr + 4096, ours[k].rkey, bytes);
+    std::vector<Out> out = Await(1);
+    ASSERT_EQ(out.size(), 1u);
+    ExpectAck(out[0], roce::PsnAdd(data[k].client_psn, -1), roce::AethAck(), 1,
+              data[k].client_qpn, data[k].qpn);
+  }
+  // Another exchange on a control connection that began undecided: still
+  // a control one (its messages in a buffer of their size).
+  Bytes mtu(4, 0);
+  mtu[0] = 3;
+  EXPECT_EQ(Exchange(control[2], mtu), mtu);
+  EXPECT_EQ(Counter("naks_sent"), 0u);
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+}
+
+// The requester on a fake clock (RoceConfig::requester_now_ns): RNR waits
+// and ACK timeouts are stepped, not waited for.
+class RocePerftestClockTest : public RocePerftestTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    RocePerftestTest::Configure(options);
+    now_ns_.store(uint64_t{1} << 40);
+    options.roce.requester_now_ns = &Now;
+  }
+  static uint64_t Now() { return now_ns_.load(); }
+  static void Advance(uint64_t ns) { now_ns_.fetch_add(ns); }
+  // The client's ACK, RNR NAK or NAK for our PSN on `c`.
+  void ClientAeth(const Conn& c, uint32_t psn, uint8_t syndrome) {
+    ExtHeaders ext;
+    ext.aeth = {syndrome, 0};
+    SendFrame(Build(Opcode::kRcAck, psn, ext, {}, false, c.qpn));
+  }
+  static inline std::atomic<uint64_t> now_ns_{0};
+};
+
+// ib_send_bw against Linux rxe: the client posts no receives, so our
+// answer to its first SEND draws an RNR NAK (timer code 0: 655 ms) and,
+// for the packets that followed it, a PSN sequence error NAK for the same
+// PSN. Our answer waits the RNR timer and is sent again, as often as it
+// takes (rnr_retry 7); the sequence NAK starts no go-back of its own, the
+// ACK timer does not run during the wait, and neither costs retry_count:
+// the QP stays up and the client's stream keeps being acknowledged.
+TEST_P(RocePerftestClockTest, SendBwAnswerRnrNakedKeepsTheStreamGoing) {
+  Conn control, data;
+  Setup(&control, &data);
+  ClientSend(data, Pattern(4 * kPmtu, 1));
+  std::vector<Out> out = Await(5);
+  ASSERT_EQ(out.size(), 5u);
+  ExpectAck(out[0], roce::PsnAdd(data.client_psn, -1), roce::AethAck(), 1,
+            data.client_qpn, data.qpn);
+  const uint32_t answer_psn = data.our_psn;
+  EXPECT_EQ(out[1].packet.bth.psn, answer_psn);
+  const uint64_t failed_before = Counter("ops_failed");
+  uint32_t msn = 1;
+  for (int round = 0; round < 10; ++round) {
+    ClientAeth(data, answer_psn, roce::AethRnrNak(0));
+    ClientAeth(data, answer_psn,
+               roce::AethNak(roce::NakCode::kPsnSequenceError));
+    Poll();
+    EXPECT_TRUE(Collect().empty());
+    // 640 ms of the 655 ms wait, the client streaming: every SEND is
+    // acknowledged, our answer is not sent again yet.
+    for (int i = 0; i < 64; ++i) {
+      Advance(10'000'000);
+      ClientSend(data, Pattern(64, i));
+      ++msn;
+      Poll();
+      out = Collect();
+      ASSERT_EQ(out.size(), 1u) << "round " << round << " SEND " << i;
+      ExpectAck(out[0], roce::PsnAdd(data.client_psn, -1), roce::AethAck(), msn,
+                data.client_qpn, data.qpn);
+    }
+    // The wait is over: the whole answer again, from its first PSN.
+    Advance(20'000'000);
+    Poll();
+    out = Collect();
+    ASSERT_EQ(out.size(), 4u) << "round " << round;
+    for (uint32_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(out[i].packet.bth.dest_qp, data.client_qpn);
+      EXPECT_EQ(out[i].packet.bth.psn, roce::PsnAdd(answer_psn, i));
+    }
+  }
+  // The client finally takes it; nothing else is sent back (a stream).
+  ClientAck(data, roce::PsnAdd(answer_psn, 3));
+  Advance(1'000'000'000);
+  Poll();
+  EXPECT_TRUE(Collect().empty());
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+  EXPECT_EQ(Counter("ops_failed"), failed_before);
+  EXPECT_EQ(Counter("drop_responder_qp_error"), 0u);
+}
+
 // roce.echo_port, as librdmacm's rdma_client uses it: every SEND comes back,
 // the same bytes, one packet or several; a SEND larger than the service
 // takes is NAKed invalid request.
@@ -3310,6 +3442,8 @@ INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestWriteLatAllTest,
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceInitialRateTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RocePerftestClockTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceServiceTest, ::testing::Values(1u, 2u),
                          HpuCountName);

@@ -724,6 +724,60 @@ TEST(RequesterNak, RnrRetrySevenIsInfinite) {
   EXPECT_EQ(requester.state(), QpState::kRts);
 }
 
+// rxe without a receive posted: an RNR NAK for the message's first PSN,
+// then a sequence NAK for the same PSN (for the packets after it). The
+// wait alone resends; the ACK timer is stopped during it; retry_count is
+// not charged, however many rounds it takes.
+TEST(RequesterNak, SequenceNakDuringRnrWaitIsADuplicate) {
+  RequesterConfig config = TestConfig();
+  config.retry_count = 1;
+  Requester requester(config);
+  ASSERT_EQ(requester.Post(Wr(1, Kind::kSend, 4 * 1024)), PostResult::kOk);
+  uint64_t now = 0;
+  for (int round = 0; round < 10; ++round) {
+    const std::vector<PacketPlan> plans = Drain(requester, now);
+    ASSERT_EQ(plans.size(), 4u) << "round " << round;
+    EXPECT_EQ(plans[0].psn, 100u);
+    ASSERT_EQ(Respond(requester, Rnr(0, 100), now), ResponseVerdict::kNakRnr);
+    ASSERT_EQ(Respond(requester, Nak(NakCode::kPsnSequenceError, 100), now),
+              ResponseVerdict::kDuplicate);
+    EXPECT_EQ(requester.NextDeadline(), now + RnrWaitNs(0));
+    // Many ACK timeouts' worth of the wait: nothing times out or is sent.
+    for (uint64_t t = now; t < now + RnrWaitNs(0); t += 10'000'000) {
+      EXPECT_FALSE(requester.OnTimer(t));
+      PacketPlan plan;
+      EXPECT_FALSE(requester.NextPacket(t, &plan));
+    }
+    now += RnrWaitNs(0);
+  }
+  EXPECT_EQ(requester.state(), QpState::kRts);
+  EXPECT_EQ(requester.counters().retries, 0u);
+  EXPECT_EQ(requester.counters().timeouts, 0u);
+  ASSERT_EQ(Drain(requester, now).size(), 4u);
+  EXPECT_EQ(Respond(requester, Ack(103), now), ResponseVerdict::kAck);
+  const std::vector<Completion> done = Completions(requester);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, CompletionStatus::kSuccess);
+}
+
+// A sequence NAK past the RNR NAKed PSN: the responder took that packet
+// after all (an earlier copy), so the wait is moot and the NAK goes back.
+TEST(RequesterNak, SequenceNakPastTheRnrPsnEndsTheWait) {
+  Requester requester(TestConfig());
+  ASSERT_EQ(requester.Post(Wr(1, Kind::kSend, 10)), PostResult::kOk);
+  ASSERT_EQ(requester.Post(Wr(2, Kind::kSend, 10, 0x2000)), PostResult::kOk);
+  ASSERT_EQ(Drain(requester, 0).size(), 2u);
+  ASSERT_EQ(Respond(requester, Rnr(0, 100), 0), ResponseVerdict::kNakRnr);
+  EXPECT_EQ(Respond(requester, Nak(NakCode::kPsnSequenceError, 101), 10),
+            ResponseVerdict::kNakSequence);
+  EXPECT_EQ(Completions(requester).size(), 1u);
+  const std::vector<PacketPlan> plans = Drain(requester, 10);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].psn, 101u);
+  EXPECT_TRUE(plans[0].retransmission);
+  EXPECT_EQ(requester.NextDeadline(), 10 + TestConfig().ack_timeout_ns);
+}
+
 TEST(RequesterNak, RemoteAccessErrorFailsThatWrAndFlushes) {
   Requester requester(TestConfig());
   ASSERT_EQ(requester.Post(Wr(1, Kind::kWrite, 10)), PostResult::kOk);
@@ -1685,7 +1739,9 @@ SimulationResult Simulate(uint32_t seed, uint32_t count,
       to_requester.Send(now, response);
     }
     ResponseOnWire response;
+    bool responded = false;
     while (to_requester.Receive(now, &response)) {
+      responded = true;
       Placement placement;
       const ResponseVerdict verdict =
           requester.OnResponse(response.packet, now, &placement);
@@ -1723,6 +1779,9 @@ SimulationResult Simulate(uint32_t seed, uint32_t count,
     }
     if (testing::Test::HasFailure()) break;
     if (requester.OnTimer(now)) continue;  // resend at once
+    // A response may have let the requester send (an ACK that freed the
+    // window or max_rd_atomic): ask at once, not at its next deadline.
+    if (responded) continue;
     // Jump to the next thing that can happen.
     const uint64_t next =
         std::min({to_responder.NextArrival(), to_requester.NextArrival(),

@@ -315,7 +315,9 @@ TEST(PerftestServiceTest, AnswersEachMessageWithOneOfTheSameSize) {
 
 TEST(PerftestServiceTest, OurDestinationNamesTheDataConnectionsRegion) {
   PerftestService control(0x108, 1 << 20, kOurGid, 16);
-  PerftestService data(0x109, 1 << 20, kOurGid, 16);
+  // A later connection from the peer (the engine's): named, it is data.
+  PerftestService data(0x109, 1 << 20, kOurGid, 16,
+                       PerftestService::Role::kUndecided);
   RecordingActions qp(0x108);
   qp.sibling = &data;
   control.OnSend(Message(Bytes(kPingpongDestBytes, 0xee)), qp);
@@ -338,6 +340,7 @@ TEST(PerftestServiceTest, OurDestinationNamesTheDataConnectionsRegion) {
   ASSERT_TRUE(ParsePingpongDest(sent, &parsed));
   EXPECT_EQ(parsed.qpn, 0x109u);
   EXPECT_EQ(parsed.vaddr, region.address);
+  EXPECT_EQ(data.role(), PerftestService::Role::kData);
   // The data connection resolves what it advertised, the control one not.
   EXPECT_NE(data.regions().Resolve(region.rkey, region.address, 4096), nullptr);
   EXPECT_EQ(control.regions().Resolve(region.rkey, region.address, 4096),
@@ -393,6 +396,59 @@ TEST(PerftestServiceTest, EachOfTheClientsQpsGetsItsOwnDataConnection) {
   EXPECT_FALSE(data.wants_writes());  // ib_write_lat: docs/interop.md
   EXPECT_FALSE(control.wants_writes());
   EXPECT_TRUE(control.ReceiveArea().empty());
+}
+
+TEST(PerftestServiceTest, AnUndecidedConnectionSendingTheVersionIsControl) {
+  // Another perftest's control connection from the same address: its
+  // version message decides it; its region goes back, and the engine is
+  // told to receive into a buffer of the control messages' size.
+  PerftestService later(0x10e, 65536, kOurGid, 4,
+                        PerftestService::Role::kUndecided);
+  ASSERT_EQ(later.Prepare(), ConnectionRegions::Status::kOk);
+  EXPECT_EQ(later.ReceiveArea().size(), 65536u);
+  EXPECT_FALSE(later.TakeReceiveAreaChange());
+  RecordingActions qp(0x10e);
+  Bytes version(kPerftestVersionBytes, 0);
+  std::memcpy(version.data(), "6.10", 4);
+  later.OnSend(Message(version), qp);
+  Bytes want(kPerftestVersionBytes, 0);
+  std::memcpy(want.data(), "6.06", 4);
+  ASSERT_EQ(qp.posted.size(), 1u);
+  EXPECT_EQ(qp.posted.back().bytes, want);
+  EXPECT_EQ(later.role(), PerftestService::Role::kControl);
+  EXPECT_TRUE(later.TakeReceiveAreaChange());
+  EXPECT_FALSE(later.TakeReceiveAreaChange());
+  EXPECT_TRUE(later.ReceiveArea().empty());
+  EXPECT_EQ(later.regions().bytes(), 65536u);  // until the engine says
+  later.ReleaseRegion();
+  EXPECT_EQ(later.regions().bytes(), 0u);
+  // A control connection is never named as another's data connection.
+  PerftestService control(0x10f, 65536, kOurGid, 4);
+  RecordingActions control_qp(0x10f);
+  control_qp.sibling = &later;
+  PingpongDest theirs;
+  theirs.qpn = 0x34;
+  theirs.rkey = 0x4712;
+  Bytes bytes(kPingpongDestBytes);
+  WritePingpongDest(theirs,
+                    std::span<uint8_t, kPingpongDestBytes>(bytes.data(), 56));
+  control.OnSend(Message(bytes), control_qp);
+  PingpongDest ours;
+  ASSERT_TRUE(ParsePingpongDest(control_qp.posted.back().bytes, &ours));
+  EXPECT_EQ(ours.qpn, 0x10fu);  // itself, no region
+  EXPECT_EQ(ours.rkey, 0u);
+}
+
+TEST(PerftestServiceTest, AnUndecidedConnectionSendingDataIsData) {
+  PerftestService later(0x110, 65536, kOurGid, 4,
+                        PerftestService::Role::kUndecided);
+  ASSERT_EQ(later.Prepare(), ConnectionRegions::Status::kOk);
+  RecordingActions qp(0x110);
+  later.OnSend(Message(Bytes(4096, 7)), qp);
+  EXPECT_EQ(later.role(), PerftestService::Role::kData);
+  EXPECT_FALSE(later.TakeReceiveAreaChange());
+  ASSERT_EQ(qp.posted.size(), 1u);  // ib_send_lat: sent back
+  EXPECT_EQ(qp.posted[0].length, 4096u);
 }
 
 }  // namespace
