@@ -620,7 +620,7 @@ void Classify(Tally& tally, const std::string& section, const Method& method,
 
 // The unary deadline for `bytes` of request. gRPC 1.51 reads the whole of an
 // oversized message before it answers RESOURCE_EXHAUSTED (docs/
-// control-security.md, "Oversized requests"), so the answer to 57 MB takes as
+// control-security.md, "Limits"), so the answer to 57 MB takes as
 // long as moving 57 MB does: one more second per MiB above the limit keeps a
 // starved machine from turning that into DEADLINE_EXCEEDED.
 int UnaryDeadlineMs(size_t bytes) {
