@@ -11,7 +11,9 @@ A=$APPLIANCE
 # (GUESTS in /share/params; rxe_ready/rxe_wait from run_peer's /share/env):
 # one guest boots faster than the other under TCG.
 rxe_ready "up_$RXE_NAME"
+echo "up_at=$(date +%T.%N | cut -c1-12)"
 for g in $GUESTS; do rxe_wait "up_$g" 120 || echo "no start signal from $g"; done
+echo "start_at=$(date +%T.%N | cut -c1-12)"
 T=${TOOLS_SCALE:-1}
 # The two guests offload different functions (cli vector_sum, cli2 matvec).
 case $RXE_NAME in cli2) FN=matvec ;; *) FN=vector_sum ;; esac
