@@ -26,6 +26,11 @@
 #                 each its tool's exit 0 and result row, and the
 #                 appliance's state after the guest: no QP left, no QP
 #                 error, its mbuf pools back to their level before.
+#       many2     two client guests at once (cli 192.0.2.12, cli2
+#                 192.0.2.13, guest_many2.sh): each runs 2 x rping -C 50
+#                 -V, ib_write_bw -R -n 200, rdma_client and naaice_client
+#                 together; each tool's own success, then the appliance as
+#                 after tools, and no NAAICE region left (DPDK heap).
 #       cnp       congestion notification packets to rxe (issue 21):
 #                 ib_write_bw -R -T 3 (every packet CE-marked) against the
 #                 appliance with roce.congestion on: it sends CNPs to the
@@ -37,6 +42,8 @@
 # at exit and the namespace deleted; every wait is bounded. The run directory
 # (guest output, console, pcap of the bridge and its `spinctl decode`,
 # spinnicd logs) stays in /tmp/spinnic-interop/CASE for the next look.
+# INTEROP_NETNS and INTEROP_RUN_DIR give a run its own namespace (and DPDK
+# file prefix) and run directory.
 
 set -uo pipefail
 
@@ -54,7 +61,7 @@ export RXE_NETNS=${INTEROP_NETNS:-spn-interop}
 export RXE_BRIDGE=br-rxe
 # The tools case runs some thirty clients in one guest, rping's 2 x 1,000
 # iterations of 64 KiB and 2 x 1,000 connect/disconnect cycles among them.
-export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$(case $CASE in tools) echo 3000 ;; cnp) echo 300 ;; *) echo 150 ;; esac)}
+export RXE_TIMEOUT=${INTEROP_GUEST_TIMEOUT:-$(case $CASE in tools) echo 3000 ;; cnp | many2) echo 300 ;; *) echo 150 ;; esac)}
 NS=$RXE_NETNS
 RUN=${INTEROP_RUN_DIR:-/tmp/spinnic-interop}/$CASE
 SOCK=$RUN/ctl.sock
@@ -63,10 +70,15 @@ APPLIANCE_MAC=02:00:00:00:00:11
 PASSED=0
 FAILED=0
 SPN_PID=
-GUEST_PID=
+GUEST_PIDS=()
 BG_PIDS=()
+# The client guests: NAME IPV4/24 IPV6/64 each. many2 boots a second one.
+GUESTS=("cli 192.0.2.12/24 fd00:1::12/64")
+[[ $CASE == many2 ]] && GUESTS+=("cli2 192.0.2.13/24 fd00:1::13/64")
+# The guest whose output the checks read (many2 checks each in turn).
+GUEST=
 
-log() { echo "[interop-$CASE $(date +%T)] $*"; }
+log() { echo "[interop-$CASE $(date +%T)]${GUEST:+ $GUEST:} $*"; }
 pass() { log "PASS: $*"; PASSED=$((PASSED + 1)); }
 fail() { log "FAIL: $*"; FAILED=$((FAILED + 1)); }
 skip() { log "SKIP: $*"; exit 77; }
@@ -74,12 +86,12 @@ skip() { log "SKIP: $*"; exit 77; }
 cleanup() {
   local rc=$? p
   trap - EXIT INT TERM
-  if [[ -n $GUEST_PID ]]; then
-    # cli.pid is run_peer's subshell; its child is `timeout qemu`, which
+  for p in "${GUEST_PIDS[@]}"; do
+    # NAME.pid is run_peer's subshell; its child is `timeout qemu`, which
     # passes the signal on to qemu.
-    pkill -TERM -P "$GUEST_PID" 2>/dev/null
-    kill "$GUEST_PID" 2>/dev/null
-  fi
+    pkill -TERM -P "$p" 2>/dev/null
+    kill "$p" 2>/dev/null
+  done
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
   if [[ -n $SPN_PID ]] && kill -0 "$SPN_PID" 2>/dev/null; then
     kill -TERM "$SPN_PID" 2>/dev/null
@@ -91,14 +103,17 @@ cleanup() {
   rm -rf "/var/run/dpdk/$NS" 2>/dev/null
   if [[ $rc -ne 0 && $rc -ne 77 && -d $RUN ]]; then
     log "run directory kept: $RUN"
-    [[ -s $RUN/cli/out.log ]] && { echo "----- guest output"; tail -n 60 "$RUN/cli/out.log"; }
+    for p in "${GUESTS[@]}"; do
+      p=${p%% *}
+      [[ -s $RUN/$p/out.log ]] && { echo "----- $p: guest output"; tail -n 60 "$RUN/$p/out.log"; }
+    done
     [[ -s $RUN/spinnicd.err ]] && { echo "----- spinnicd.err"; tail -n 20 "$RUN/spinnicd.err"; }
   fi
   exit "$rc"
 }
 
 # ---- preconditions: anything missing is a skip, not a failure -------------
-case $CASE in verbs | perftest | rping | naaice | tools | cnp) ;; *) echo "usage: $0 verbs|perftest|rping|naaice|tools|cnp SPINNICD SPINCTL" >&2; exit 2 ;; esac
+case $CASE in verbs | perftest | rping | naaice | tools | many2 | cnp) ;; *) echo "usage: $0 verbs|perftest|rping|naaice|tools|many2|cnp SPINNICD SPINCTL" >&2; exit 2 ;; esac
 [[ -x $SPINNICD && -x $SPINCTL ]] || { echo "spinnicd/spinctl not found" >&2; exit 1; }
 SPINNICD=$(readlink -f "$SPINNICD")
 SPINCTL=$(readlink -f "$SPINCTL")
@@ -178,6 +193,7 @@ INSTALLED_CODE=40
 TOOLS_ONLY="${TOOLS_ONLY:-all}"
 TOOLS_SCALE=${TOOLS_SCALE:-1}
 CYCLES=${CYCLES:-1000}
+GUESTS="$(for g in "${GUESTS[@]}"; do printf '%s ' "${g%% *}"; done)"
 EOF
 
 if [[ $CASE == naaice ]]; then
@@ -213,24 +229,61 @@ for name, v in sorted(pools.items()):
     print(name, v["in_use"], v["size"])
 PY
 }
-[[ $CASE == tools ]] && mempools >"$RUN/mempools_before.txt"
+# The DPDK heaps (rte_malloc: the regions NAAICE and perftest connections
+# allocate, docs/naaice.md), "NAME ALLOC_COUNT ALLOC_SIZE" a line: DPDK's
+# own telemetry commands /eal/heap_list and /eal/heap_info.
+heaps() {
+  python3 - "/var/run/dpdk/$NS/dpdk_telemetry.v2" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.recv(4096)
+def ask(cmd):
+    s.send(cmd.encode())
+    return json.loads(s.recv(65536))[cmd.split(",")[0]]
+for i in ask("/eal/heap_list"):
+    h = ask("/eal/heap_info,%d" % i)
+    print("heap%s_%s" % (i, h["Name"]), h["Alloc_count"], h["Alloc_size"])
+PY
+}
+if [[ $CASE == tools || $CASE == many2 ]]; then
+  mempools >"$RUN/mempools_before.txt"
+  heaps >"$RUN/heaps_before.txt"
+fi
 
-# ---- the guest ---------------------------------------------------------------
-log "booting the client guest (TCG: 15-40 s)"
+# ---- the guests --------------------------------------------------------------
+log "booting ${#GUESTS[@]} client guest(s) (TCG: 15-40 s)"
 # In the background (RXE_BG): qemu's pid (its `timeout` wrapper) lands in
-# cli.pid, so that a signal to this script ends the guest at once instead of
-# waiting for a foreground child.
-RXE_BG=1 "$RUN_PEER" boot cli 192.0.2.12/24 fd00:1::12/64 \
-  "$HERE/guest_$CASE.sh" "$RUN" >"$RUN/boot.log" 2>&1
-GUEST_PID=$(cat "$RUN/cli.pid" 2>/dev/null)
-[[ -n $GUEST_PID ]] || { cat "$RUN/boot.log"; fail "the guest did not start"; exit 1; }
+# NAME.pid, so that a signal to this script ends the guests at once instead
+# of waiting for a foreground child. All guests run the same command file.
+for g in "${GUESTS[@]}"; do
+  read -r name ip4 ip6 <<<"$g"
+  RXE_BG=1 "$RUN_PEER" boot "$name" "$ip4" "$ip6" \
+    "$HERE/guest_$CASE.sh" "$RUN" >>"$RUN/boot.log" 2>&1
+  p=$(cat "$RUN/$name.pid" 2>/dev/null)
+  [[ -n $p ]] || { cat "$RUN/boot.log"; fail "guest $name did not start"; exit 1; }
+  GUEST_PIDS+=("$p")
+done
 for ((i = 0; i < (RXE_TIMEOUT + 30) * 10; i++)); do
-  kill -0 "$GUEST_PID" 2>/dev/null || break
+  alive=
+  for p in "${GUEST_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+  [[ -n $alive ]] || break
+  if [[ $CASE == many2 ]] && ((i % 10 == 0)); then
+    # Once a second: the appliance's QPs and how many guests they serve
+    # (REMOTE_IP, the third column of spinctl qps), into qps_samples.txt.
+    sc qps 2>/dev/null | awk -v t="$(date +%T)" 'NR > 1 && NF > 3 { n++; ip[$3] } END { print t, n + 0, length(ip) }' \
+      >>"$RUN/qps_samples.txt"
+  fi
   sleep 0.1
 done
+for g in "${GUESTS[@]}"; do
+  name=${g%% *}
+  OUT=$RUN/$name/out.log
+  [[ -s $OUT ]] || { tail -n 30 "$RUN/$name.console" 2>/dev/null; fail "no output from guest $name"; exit 1; }
+  grep -q '^=== cmd rc=' "$OUT" || fail "guest $name: its command file did not finish"
+done
 OUT=$RUN/cli/out.log
-[[ -s $OUT ]] || { tail -n 30 "$RUN/cli.console" 2>/dev/null; fail "no guest output"; exit 1; }
-grep -q '^=== cmd rc=' "$OUT" || fail "the guest's command file did not finish"
 
 sleep 1 # the last frames into the pcap
 kill "${BG_PIDS[0]}" 2>/dev/null
@@ -429,7 +482,8 @@ first_error() { grep -m1 -iE "^$1: .*(error|fail|couldn|unable|not |mismatch|inv
 # Counts from a command line: -C N (rping) or -c N (cmtime).
 opt_value() { sed -n "s/.* $2 \\([0-9]*\\).*/\\1/p" <<<"$1"; }
 
-case_tools() {
+# Each run of the guest's output ($OUT), checked as its kind says.
+check_tools() {
   local label rc row cmd ms n size sidr=0
   for label in $(grep -oE '^=== [a-z0-9_]+:' "$OUT" | cut -c5- | tr -d :); do
     rc=$(grep -m1 "^$label rc=" "$OUT" | cut -d= -f2)
@@ -495,6 +549,17 @@ case_tools() {
           fail "$label: $(rc_text "$rc"), $batches batches done, $(grep -m1 -E "^$label: (batch|.*event|.*error)" "$OUT" | cut -c1-200)"
         fi
         ;;
+      naaice*)
+        # naaice_client checks every call's output itself and exits 0
+        # when all were right.
+        row=$(grep -m1 "^$label: naaice_client: " "$OUT" | cut -d: -f3- | cut -c2-)
+        if [[ $rc == 0 && $row == *" RPCs correct "* ]]; then
+          pass "$label ($cmd): $row; time_us: $(grep "^$label: rpc " "$OUT" |
+            sed -n 's/.*time_us=\([0-9]*\).*/\1/p' | tr '\n' ' ')"
+        else
+          fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 -E "^$label: .*FAIL" "$OUT" | cut -c1-200)"
+        fi
+        ;;
       cycles_*)
         n=$(sed -n "s/^$label: cycles: \\([0-9]*\\) of \\1 done\$/\\1/p" "$OUT")
         if [[ $rc == 0 && -n $n ]]; then
@@ -523,7 +588,11 @@ case_tools() {
       fail "cm_sidr_refused=${refused:-?} after $sidr udaddy runs"
     fi
   fi
-  # The appliance's side: no QP left in error, NAKs counted.
+}
+
+# The appliance after the guests: no QP in error, none left, its mbuf pools
+# back to their level before the guests booted.
+check_appliance() {
   local qp_errors naks
   qp_errors=$(counter qp_errors) naks=$(counter naks_sent)
   log "appliance: qp_errors=${qp_errors:-?} naks_sent=${naks:-?} cm_connections=$(counter cm_connections) cm_rejects=$(counter cm_rejects); capture: $(cm_summary)"
@@ -557,6 +626,67 @@ case_tools() {
       fail "mbuf pools not back to their idle level ($diffs): $summary"
     fi
   fi
+}
+
+case_tools() {
+  check_tools
+  check_appliance
+}
+
+case_many2() {
+  local g
+  for g in "${GUESTS[@]}"; do
+    GUEST=${g%% *}
+    OUT=$RUN/$GUEST/out.log
+    check_tools
+  done
+  GUEST=
+  # The guests' clients overlapped: from each guest's first CM REQ to its
+  # last DREQ (capture times), every span includes the latest start.
+  local ip spans= start end max_start=0 min_end=
+  for g in "${GUESTS[@]}"; do
+    read -r _ ip _ <<<"$g"
+    ip=${ip%/*}
+    start=$(awk -v ip="$ip" '$3 == ip && / cm=REQ / { print $2; exit }' "$RUN/capture.txt")
+    end=$(awk -v ip="$ip" '$3 == ip && / cm=DREQ / { t = $2 } END { print t }' "$RUN/capture.txt")
+    spans+="${spans:+, }${g%% *} ${start:-?}-${end:-?} s"
+    [[ -n $start && -n $end ]] || continue
+    awk -v a="$start" -v b="$max_start" 'BEGIN { exit !(a > b) }' && max_start=$start
+    if [[ -z $min_end ]] || awk -v a="$end" -v b="$min_end" 'BEGIN { exit !(a < b) }'; then
+      min_end=$end
+    fi
+  done
+  local peak
+  peak=$(sort -k2,2n "$RUN/qps_samples.txt" 2>/dev/null | tail -1)
+  log "spinctl qps once a second: at most $(cut -d' ' -f2 <<<"$peak") QPs at once, of $(cut -d' ' -f3 <<<"$peak") guest(s) (at ${peak%% *}; qps_samples.txt)"
+  if [[ -n $min_end ]] && awk -v a="$max_start" -v b="$min_end" 'BEGIN { exit !(a < b) }'; then
+    pass "the guests' clients ran at the same time (first REQ to last DREQ: $spans)"
+  else
+    fail "the guests' clients did not overlap (first REQ to last DREQ: $spans)"
+  fi
+  check_appliance
+  # NAAICE: each guest's session became ready and no call failed; every
+  # region the sessions allocated (rte_malloc, freed with the QP) is gone:
+  # the DPDK heaps hold what they held before the guests.
+  local sessions calls errors
+  sessions=$(counter naaice_sessions) calls=$(counter naaice_calls) errors=$(counter naaice_errors)
+  if [[ ${sessions:-0} -ge ${#GUESTS[@]} && ${errors:-1} == 0 ]]; then
+    pass "NAAICE: $sessions sessions, $calls calls, $errors errors"
+  else
+    fail "NAAICE: naaice_sessions=${sessions:-?} (want ${#GUESTS[@]}), naaice_calls=${calls:-?}, naaice_errors=${errors:-?}"
+  fi
+  heaps >"$RUN/heaps_after.txt"
+  if [[ ! -s $RUN/heaps_before.txt || ! -s $RUN/heaps_after.txt ]]; then
+    fail "DPDK heaps: telemetry gave no /eal/heap_info"
+  elif cmp -s "$RUN/heaps_before.txt" "$RUN/heaps_after.txt"; then
+    pass "DPDK heaps back to their level (no connection region left): $(tr '\n' ';' <"$RUN/heaps_after.txt")"
+  else
+    fail "DPDK heaps not back to their level: before $(tr '\n' ';' <"$RUN/heaps_before.txt") after $(tr '\n' ';' <"$RUN/heaps_after.txt")"
+  fi
+  # spinctl regions lists the registered regions (connection regions are
+  # the QPs' own and not among them): logged.
+  sc regions >"$RUN/regions_final.txt" 2>&1
+  log "spinctl regions: $(tr -s ' ' <"$RUN/regions_final.txt" | tr '\n' ';')"
 }
 
 case_cnp() {
