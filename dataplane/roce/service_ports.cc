@@ -37,12 +37,10 @@ ServicePorts ServicePorts::Of(const RoceConfig& config) {
   // listen_ports holds the services' ports too (the config loader adds
   // them); the rest are plain. The config allows at most kCmMaxListeners.
   for (uint16_t port : config.listen_ports) {
-    ServiceSlot slot;
-    if (port == 0 || (s.Lookup(port, &slot) && slot != ServiceSlot::kVerbs) ||
-        s.plain_count_ == s.plain_.size()) {
+    if (port == 0 || s.Listens(port) || s.plain_count_ == s.plain_.size()) {
       continue;
     }
-    if (!s.Listens(port)) s.plain_[s.plain_count_++] = port;
+    s.plain_[s.plain_count_++] = port;
   }
   return s;
 }
@@ -65,8 +63,8 @@ bool ServicePorts::Lookup(uint16_t port, ServiceSlot* slot) const {
 }
 
 size_t ServicePorts::listen_count() const {
-  // Two services never share a port (Set refuses it), but the config may
-  // give one port to two (RoceConfig's check refuses that too).
+  // No two services share a port: Set refuses it, and so does the config's
+  // check.
   return plain_count_ + std::count_if(ports_.begin() + 1, ports_.end(),
                                       [](uint16_t p) { return p != 0; });
 }
