@@ -211,45 +211,38 @@ if [[ $CASE == verbs || $CASE == rping ]]; then
   BG_PIDS+=($!)
 fi
 
-# The appliance's mempools, "NAME IN_USE SIZE" a line: spinnicd's DPDK
-# telemetry command /spinnic/memory (docs/counters.md; in_use leaves out
-# the per-lcore caches: mbufs held somewhere). spinctl stats has no pool
-# counts, and a DPDK secondary (dpdk-proc-info) cannot attach to a
-# --no-huge process.
-mempools() {
-  python3 - "/var/run/dpdk/$NS/dpdk_telemetry.v2" <<'PY'
+# appliance_memory mempools|heaps: what spinnicd holds, a line each, over
+# its DPDK telemetry socket (spinctl stats has no pool counts, and a DPDK
+# secondary (dpdk-proc-info) cannot attach to a --no-huge process):
+#   mempools  "NAME IN_USE SIZE", spinnic's command /spinnic/memory
+#             (docs/counters.md; in_use leaves out the per-lcore caches:
+#             mbufs held somewhere);
+#   heaps     "NAME ALLOC_COUNT ALLOC_SIZE", DPDK's /eal/heap_list and
+#             /eal/heap_info (rte_malloc: the regions NAAICE and perftest
+#             connections allocate, docs/naaice.md).
+appliance_memory() {
+  python3 - "/var/run/dpdk/$NS/dpdk_telemetry.v2" "$1" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 s.connect(sys.argv[1])
-s.recv(4096)
-s.send(b"/spinnic/memory")
-pools = json.loads(s.recv(65536))["/spinnic/memory"]["mempools"]
-for name, v in sorted(pools.items()):
-    print(name, v["in_use"], v["size"])
-PY
-}
-# The DPDK heaps (rte_malloc: the regions NAAICE and perftest connections
-# allocate, docs/naaice.md), "NAME ALLOC_COUNT ALLOC_SIZE" a line: DPDK's
-# own telemetry commands /eal/heap_list and /eal/heap_info.
-heaps() {
-  python3 - "/var/run/dpdk/$NS/dpdk_telemetry.v2" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.settimeout(5)
-s.connect(sys.argv[1])
-s.recv(4096)
+s.recv(4096)  # the greeting
 def ask(cmd):
+    # The reply is keyed by the command without its parameter.
     s.send(cmd.encode())
     return json.loads(s.recv(65536))[cmd.split(",")[0]]
-for i in ask("/eal/heap_list"):
-    h = ask("/eal/heap_info,%d" % i)
-    print("heap%s_%s" % (i, h["Name"]), h["Alloc_count"], h["Alloc_size"])
+if sys.argv[2] == "mempools":
+    for name, v in sorted(ask("/spinnic/memory")["mempools"].items()):
+        print(name, v["in_use"], v["size"])
+else:
+    for i in ask("/eal/heap_list"):
+        h = ask("/eal/heap_info,%d" % i)
+        print("heap%s_%s" % (i, h["Name"]), h["Alloc_count"], h["Alloc_size"])
 PY
 }
 if [[ $CASE == tools || $CASE == many2 ]]; then
-  mempools >"$RUN/mempools_before.txt"
-  heaps >"$RUN/heaps_before.txt"
+  appliance_memory mempools >"$RUN/mempools_before.txt"
+  appliance_memory heaps >"$RUN/heaps_before.txt"
 fi
 
 # ---- the guests --------------------------------------------------------------
@@ -610,7 +603,7 @@ check_appliance() {
     fail "spinctl qps: $(($(grep -c . "$RUN/qps_final.txt") - 1)) queue pair(s) left 30 s after the guest (qps_final.txt): $(sed -n 2,4p "$RUN/qps_final.txt" | tr -s ' ' | cut -c1-200 | tr '\n' ';')"
   fi
   # The mbuf pools are back where they were before the guest booted.
-  mempools >"$RUN/mempools_after.txt"
+  appliance_memory mempools >"$RUN/mempools_after.txt"
   if [[ ! -s $RUN/mempools_before.txt || ! -s $RUN/mempools_after.txt ]]; then
     fail "mbuf pools: dpdk-proc-info gave no pool counts (proc-info.log)"
   else
@@ -675,7 +668,7 @@ case_many2() {
   else
     fail "NAAICE: naaice_sessions=${sessions:-?} (want ${#GUESTS[@]}), naaice_calls=${calls:-?}, naaice_errors=${errors:-?}"
   fi
-  heaps >"$RUN/heaps_after.txt"
+  appliance_memory heaps >"$RUN/heaps_after.txt"
   if [[ ! -s $RUN/heaps_before.txt || ! -s $RUN/heaps_after.txt ]]; then
     fail "DPDK heaps: telemetry gave no /eal/heap_info"
   elif cmp -s "$RUN/heaps_before.txt" "$RUN/heaps_after.txt"; then
