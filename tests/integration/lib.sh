@@ -36,7 +36,15 @@ SPN_PID=
 SPN_RC=
 FILE_PREFIX=
 
-log() { echo "[$TEST_NAME] $*"; }
+IT_LOG_TAIL=()  # the test's own last lines, repeated at the end of a failure's dump
+
+log() {
+  local line="[$TEST_NAME] $*"
+  echo "$line"
+  IT_LOG_TAIL+=("$line")
+  ((${#IT_LOG_TAIL[@]} > 25)) && IT_LOG_TAIL=("${IT_LOG_TAIL[@]:1}")
+  return 0
+}
 
 check() {
   local desc=$1
@@ -80,11 +88,15 @@ it_cleanup() {
   if [[ -n ${TMP:-} && -d $TMP ]]; then
     if [[ $IT_FAILED -ne 0 || $rc -ne 0 ]]; then
       # Keep what explains a failure in the test log before deleting it.
-      for p in "$TMP"/*.out "$TMP"/*.err "$TMP"/*.json "$TMP"/*.textproto; do
+      for p in "$TMP"/*.textproto "$TMP"/*.json "$TMP"/*.out "$TMP"/*.err "$TMP"/*.log; do
         [[ -s $p ]] || continue
         echo "----- $(basename "$p") (last 40 lines) -----"
         tail -n 40 "$p"
       done
+      # Last, where a log viewer that shows only the end of the output
+      # (meson's --print-errorlogs, CI summaries) still sees them.
+      echo "----- [$TEST_NAME] the test's own last lines -----"
+      printf '%s\n' "${IT_LOG_TAIL[@]}"
     fi
     rm -rf "$TMP"
   fi
