@@ -174,42 +174,34 @@ void PerftestService::WriteCount(uint64_t count, QpActions& qp) {
 }
 
 void PerftestService::OnDataSend(uint64_t length, QpActions& qp) {
-  if (streaming_) return;
-  if (!in_flight_) {
-    SendBack(length, qp);
-    return;
-  }
-  if (owed_) {
-    // A second message while ours is in flight: a bandwidth test.
-    streaming_ = true;
-    owed_ = false;
-    return;
-  }
-  owed_ = true;
-  owed_length_ = length;
+  ++answers_owed_;
+  answer_length_ = length;
+  SendOwedAnswers(qp);
 }
 
-void PerftestService::SendBack(uint64_t length, QpActions& qp) {
-  // ib_send_lat: the same number of bytes back (what it received is in
-  // the region; the client compares nothing but the length).
-  if (length > data_.bytes.size()) return;
-  if (!qp.PostSend(data_.bytes.first(length), kSendBackTag)) {
-    qp.Fail();
-    return;
+void PerftestService::SendOwedAnswers(QpActions& qp) {
+  // The same number of bytes back (what it received is in the region; the
+  // client compares nothing but the length).
+  const uint32_t window = client_takes_answers_ ? kAnswersInFlight : 1;
+  while (answers_owed_ > 0 && answers_in_flight_ < window) {
+    if (answer_length_ > data_.bytes.size()) return;
+    if (!qp.PostSend(data_.bytes.first(answer_length_), kSendBackTag)) {
+      qp.Fail();
+      return;
+    }
+    --answers_owed_;
+    ++answers_in_flight_;
   }
-  in_flight_ = true;
 }
 
 void PerftestService::OnCompletion(uint32_t tag, CompletionStatus status,
                                    QpActions& qp) {
-  // A count's completion says nothing about ib_send_lat's answer.
+  // A count's completion says nothing about the SENDs' answers.
   if (role_ != Role::kData || tag != kSendBackTag) return;
-  in_flight_ = false;
+  if (answers_in_flight_ > 0) --answers_in_flight_;
   if (status != CompletionStatus::kSuccess) return;
-  if (owed_ && !streaming_) {
-    owed_ = false;
-    SendBack(owed_length_, qp);
-  }
+  client_takes_answers_ = true;
+  SendOwedAnswers(qp);
 }
 
 void PerftestService::OnControlSend(const ReceivedSend& send, QpActions& qp) {

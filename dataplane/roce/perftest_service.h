@@ -127,10 +127,8 @@ class PerftestService final : public QpService {
   // An undecided connection's role, from what it does.
   void BecomeData();
   void BecomeControl();
-  // A SEND arrived on the data connection: answer, owe or stream.
+  // A SEND arrived on the data connection: it is owed an answer.
   void OnDataSend(uint64_t length, QpActions& qp);
-  // Our answer: a SEND of the same length.
-  void SendBack(uint64_t length, QpActions& qp);
   // ib_write_lat: the client's write of `length` bytes arrived.
   void OnLatencyWrite(uint64_t length, QpActions& qp);
   // ib_write_lat: lat_size_ bytes to the client's buffer whose last byte is
@@ -152,23 +150,26 @@ class PerftestService final : public QpService {
   std::array<uint8_t, kPingpongDestBytes> reply_{};
 
   // Data connection, SENDs. ib_send_lat waits for each message to come
-  // back before sending the next; ib_send_bw streams and posts no receives
-  // (a SEND of ours would only draw RNR NAKs), and perftest tells its
-  // server neither. So every message is sent back, one at a time: one
-  // arriving while ours is in flight is owed (its answer goes when ours
-  // completes: the client may see our answer before its ACK reaches us), a
-  // second one means a stream, and from then on nothing is sent back. The
-  // answer already in flight then draws RNR NAKs and is retried after each
-  // RNR wait (the REQ's RNR retry count: perftest's 7 is forever) without
-  // failing the QP, so the stream is acknowledged meanwhile. It cannot be
-  // withdrawn: a posted work request ends only by completing or by the QP
-  // entering the error state, which would end the client's stream too.
+  // back before sending the next; ib_send_bw -b streams and expects as many
+  // messages back as it sent; plain ib_send_bw streams and posts no
+  // receives, so any SEND of ours draws RNR NAKs. perftest tells its server
+  // none of this, so every message is owed an answer of its size, and the
+  // client's receives decide how many go: one answer at a time until the
+  // client has taken one (it posts receives), then up to kAnswersInFlight.
+  // Against plain ib_send_bw the first answer draws RNR NAKs and is retried
+  // after each RNR wait (the REQ's RNR retry count: perftest's 7 is
+  // forever) without failing the QP, so the stream is acknowledged
+  // meanwhile, and nothing more is sent. It cannot be withdrawn: a posted
+  // work request ends only by completing or by the QP entering the error
+  // state, which would end the client's stream too.
+  static constexpr uint32_t kAnswersInFlight = 16;  // of the QP's 256
+  void SendOwedAnswers(QpActions& qp);
   PingpongDest peer_{};
   bool has_peer_ = false;
-  bool in_flight_ = false;
-  bool streaming_ = false;
-  bool owed_ = false;
-  uint64_t owed_length_ = 0;
+  uint32_t answers_in_flight_ = 0;
+  bool client_takes_answers_ = false;
+  uint64_t answers_owed_ = 0;
+  uint64_t answer_length_ = 0;  // the newest message's: a test's are alike
 
   // ib_write_lat (perftest's run_iter_lat_write, server side): we write
   // count 1 first; the client's k-th write at this size is answered with

@@ -451,5 +451,37 @@ TEST(PerftestServiceTest, AnUndecidedConnectionSendingDataIsData) {
   EXPECT_EQ(qp.posted[0].length, 4096u);
 }
 
+// perftest tells its server neither -b nor the test: the client's
+// receives decide. One answer at a time until the client takes one; then
+// every message is answered, up to 16 in flight.
+TEST(PerftestServiceTest, EveryMessageIsAnsweredOnceTheClientTakesAnswers) {
+  PerftestService data(0x111, 65536, kOurGid, 4,
+                       PerftestService::Role::kUndecided);
+  ASSERT_EQ(data.Prepare(), ConnectionRegions::Status::kOk);
+  RecordingActions qp(0x111);
+  for (int i = 0; i < 100; ++i) data.OnSend(Message(Bytes(512, 1)), qp);
+  // Plain ib_send_bw: its first answer is never taken (RNR NAKs).
+  ASSERT_EQ(qp.posted.size(), 1u);
+  EXPECT_EQ(qp.posted[0].length, 512u);
+  // ib_send_bw -b: it is; the owed 99 follow, 16 at a time.
+  data.OnCompletion(qp.posted[0].tag, CompletionStatus::kSuccess, qp);
+  EXPECT_EQ(qp.posted.size(), 17u);
+  size_t completed = 1;
+  while (completed < qp.posted.size()) {
+    data.OnCompletion(qp.posted[completed++].tag, CompletionStatus::kSuccess,
+                      qp);
+    EXPECT_LE(qp.posted.size() - completed, 16u);
+  }
+  EXPECT_EQ(qp.posted.size(), 100u);
+  for (const auto& p : qp.posted) EXPECT_EQ(p.length, 512u);
+  // A flushed answer (the client went away) sends nothing more: 16 in
+  // flight, 4 owed.
+  for (int i = 0; i < 20; ++i) data.OnSend(Message(Bytes(512, 1)), qp);
+  ASSERT_EQ(qp.posted.size(), 116u);
+  data.OnCompletion(qp.posted[100].tag, CompletionStatus::kFlushed, qp);
+  EXPECT_EQ(qp.posted.size(), 116u);
+  EXPECT_EQ(qp.failed, 0);
+}
+
 }  // namespace
 }  // namespace spinnic::roce
