@@ -61,6 +61,35 @@ cat /tmp/vlen.err
 exit $rc
 EOF
 run rping_max_v $((60 * T)) sh /tmp/vlen.sh rping -c -a "$A" -S 65535 -C 2 -v -V
+# Bad input from a client: one killed mid-transfer (SIGKILL: the tool
+# never disconnects; its kernel's rdma_cm tears the connection down, as
+# for any process that dies), an ib_write_bw streaming WRITEs and an rping
+# whose READs and WRITEs the appliance has in flight toward it; then the
+# same tools again, which must pass. killmid.sh SECONDS PATTERN COMMAND...
+# starts COMMAND (line-buffered: its output is a file), waits up to
+# SECONDS until that shows PATTERN (the transfer is under way), lets it
+# run 2 s more, kills it in any case and exits 0 when it was killed
+# mid-transfer (status 137).
+cat >/tmp/killmid.sh <<'EOF'
+t=$1 pat=$2; shift 2
+stdbuf -oL -eL "$@" >/tmp/killmid.out 2>&1 &
+pid=$!
+i=0
+while [ $i -lt $((t * 10)) ] && ! grep -q -- "$pat" /tmp/killmid.out; do sleep 0.1; i=$((i + 1)); done
+started=no
+grep -q -- "$pat" /tmp/killmid.out && started=yes
+sleep 2
+kill -9 $pid
+wait $pid
+rc=$?
+tail -n 3 /tmp/killmid.out | cut -c 1-120
+echo "killed: rc=$rc started=$started after $((i / 10)) s"
+[ "$started" = yes ] && [ $rc -eq 137 ]
+EOF
+run killed_write_bw $((120 * T)) sh /tmp/killmid.sh $((30 * T)) '#bytes' ib_write_bw -R -d rxe0 -n 1000000 "$A"
+run write_bw_after_kill $((60 * T)) ib_write_bw -R -d rxe0 -n 100 "$A"
+run killed_rping $((120 * T)) sh /tmp/killmid.sh $((30 * T)) 'ping data' rping -c -a "$A" -C 1000000 -S 4096 -v
+run rping_after_kill $((120 * T)) rping -c -a "$A" -C 50 -V
 # Eight clients at once in this guest (3 rping, 3 ib_write_bw, 2
 # rdma_client), each its own label; TOOLS_ONLY=many selects them all.
 run_bg many rping_m1 $((300 * T)) rping -c -a "$A" -C 50 -V

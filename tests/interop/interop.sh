@@ -553,6 +553,16 @@ check_tools() {
           fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 -E "^$label: .*FAIL" "$OUT" | cut -c1-200)"
         fi
         ;;
+      killed_*)
+        # killmid.sh: killed with SIGKILL mid-transfer. What the appliance
+        # made of it shows in the next run (*_after_kill) and in
+        # check_appliance: no QP left, none in error, pools back.
+        if [[ $rc == 0 ]] && has "^$label: killed: rc=137 started=yes"; then
+          pass "$label ($cmd): killed mid-transfer: $(grep -m1 "^$label: killed: " "$OUT" | cut -d: -f3-)"
+        else
+          fail "$label ($cmd): $(rc_text "$rc"), $(grep -m1 "^$label: killed: " "$OUT" | cut -d: -f3-)"
+        fi
+        ;;
       cycles_*)
         n=$(sed -n "s/^$label: cycles: \\([0-9]*\\) of \\1 done\$/\\1/p" "$OUT")
         if [[ $rc == 0 && -n $n ]]; then
