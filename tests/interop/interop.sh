@@ -22,7 +22,8 @@
 #                 ib_send_lat, ib_read_lat, ib_atomic_lat, --report_gbits, -q 4, -b,
 #                 ib_read_bw -a, ib_send_bw -a, rdma_client, udaddy,
 #                 cmtime, rping -S 65536 -C 1000 (IPv4, IPv6), eight
-#                 clients at once, CYCLES connect/disconnect cycles;
+#                 clients at once, CYCLES connect/disconnect cycles,
+#                 ib_write_bw and rping killed mid-transfer and run again;
 #                 each its tool's exit 0 and result row, and the
 #                 appliance's state after the guest: no QP left, no QP
 #                 error, its mbuf pools back to their level before.
