@@ -93,6 +93,18 @@ step write_bw_q4 $((60 * T)) 18515 $P -n 100 -q 4 -- $P -n 100 -q 4 $S
 step write_bw_b $((120 * T)) 18515 $P -b -n 100 -- $P -b -n 100 $S
 step read_bw_b $((120 * T)) 18515 ib_read_bw -R -d rxe0 -b -n 100 -- ib_read_bw -R -d rxe0 -b -n 100 $S
 step send_bw_b $((120 * T)) 18515 ib_send_bw -R -d rxe0 -b -n 100 -- ib_send_bw -R -d rxe0 -b -n 100 $S
+# The rest of the matrix (guest_tools.sh has the why).
+AT="ib_atomic_bw -R -d rxe0"
+step atomic_bw $((60 * T)) 18515 $AT -n 100 -- $AT -n 100 $S
+step atomic_bw_q4 $((60 * T)) 18515 $AT -n 100 -q 4 -- $AT -n 100 -q 4 $S
+step atomic_bw_b $((120 * T)) 18515 $AT -n 100 -b -- $AT -n 100 -b $S
+step atomic_bw_gbits $((60 * T)) 18515 $AT -n 100 --report_gbits -- $AT -n 100 --report_gbits $S
+step read_bw_q4 $((60 * T)) 18515 ib_read_bw -R -d rxe0 -n 100 -q 4 -- ib_read_bw -R -d rxe0 -n 100 -q 4 $S
+step send_bw_q4 $((60 * T)) 18515 ib_send_bw -R -d rxe0 -n 100 -q 4 -- ib_send_bw -R -d rxe0 -n 100 -q 4 $S
+step read_bw_gbits $((60 * T)) 18515 ib_read_bw -R -d rxe0 -n 100 --report_gbits -- ib_read_bw -R -d rxe0 -n 100 --report_gbits $S
+step send_bw_gbits $((60 * T)) 18515 ib_send_bw -R -d rxe0 -n 100 --report_gbits -- ib_send_bw -R -d rxe0 -n 100 --report_gbits $S
+step send_lat_a $((300 * T)) 18515 ib_send_lat -R -d rxe0 -a -n 5 -- ib_send_lat -R -d rxe0 -a -n 5 $S
+step read_lat_a $((300 * T)) 18515 ib_read_lat -R -d rxe0 -a -n 5 -- ib_read_lat -R -d rxe0 -a -n 5 $S
 # librdmacm: the echo server for rdma_client (rdma_server takes -s for its
 # address; rdma_xserver has none and listens on any), udaddy's server.
 step rdma_client $((30 * T)) 7472 rdma_server -p 7472 -- rdma_client -s $S -p 7472

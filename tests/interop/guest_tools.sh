@@ -20,6 +20,20 @@ run read_lat $((60 * T)) ib_read_lat -R -d rxe0 -n 100 "$A"
 run atomic_lat $((60 * T)) ib_atomic_lat -R -d rxe0 -n 100 "$A"
 run write_bw_gbits $((60 * T)) ib_write_bw -R -d rxe0 -n 100 --report_gbits "$A"
 run write_bw_q4 $((60 * T)) ib_write_bw -R -d rxe0 -n 100 -q 4 "$A"
+# The rest of issue 18's matrix: ib_atomic_bw in every mode, -q 4 and
+# --report_gbits for READ and SEND, the latency sweeps (-a) of SEND and
+# READ. (The _lat tools take neither -q nor -b; ib_atomic_lat has one
+# size; ib_write_lat -a needs roce.perftest_write_lat with all_sizes.)
+run atomic_bw $((60 * T)) ib_atomic_bw -R -d rxe0 -n 100 "$A"
+run atomic_bw_q4 $((60 * T)) ib_atomic_bw -R -d rxe0 -n 100 -q 4 "$A"
+run atomic_bw_b $((120 * T)) ib_atomic_bw -R -d rxe0 -n 100 -b "$A"
+run atomic_bw_gbits $((60 * T)) ib_atomic_bw -R -d rxe0 -n 100 --report_gbits "$A"
+run read_bw_q4 $((60 * T)) ib_read_bw -R -d rxe0 -n 100 -q 4 "$A"
+run send_bw_q4 $((60 * T)) ib_send_bw -R -d rxe0 -n 100 -q 4 "$A"
+run read_bw_gbits $((60 * T)) ib_read_bw -R -d rxe0 -n 100 --report_gbits "$A"
+run send_bw_gbits $((60 * T)) ib_send_bw -R -d rxe0 -n 100 --report_gbits "$A"
+run send_lat_a $((300 * T)) ib_send_lat -R -d rxe0 -a -n 5 "$A"
+run read_lat_a $((300 * T)) ib_read_lat -R -d rxe0 -a -n 5 "$A"
 # udaddy (UD, rdma_cm's UDP port space): the appliance serves no UD QPs and
 # answers its SIDR_REQ "service ID not supported" (docs/roce-cm.md, SIDR):
 # udaddy reports RDMA_CM_EVENT_UNREACHABLE at once instead of timing out.
