@@ -118,6 +118,10 @@ struct alignas(64) RoceCounters {
   Counter acks_sent;           // ACKs (coalesced) and re-ACKs
   Counter naks_sent;           // NAKs of every code, RNR NAKs included
   Counter duplicates;          // duplicate requests answered
+  // READ response packets left unsent because a duplicate READ asked for
+  // them again (its own responses carry them).
+  Counter read_responses_superseded;
+  Counter read_paced_qps;  // duplicate READs that slowed a QP's responses
   // Every request packet a QP's responder judged ends in exactly one of
   // these (docs/roce.md "Refusals"): executed (new, in sequence, its
   // memory checked), refused with a NAK of its code (counted when decided,
@@ -384,6 +388,13 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
     std::array<ReplyJob, kReplyQueue> replies;
     uint32_t reply_head = 0;  // next to send
     uint32_t reply_count = 0;
+    // READ responses to a requester that lost some (a duplicate READ asked
+    // for them again): at most one packet per read_gap_ns (0: unpaced),
+    // the gap doubled by each duplicate READ and cut by a quarter by each
+    // new one (docs/roce-responder.md, "A requester that loses READ
+    // responses").
+    uint64_t read_gap_ns = 0;
+    uint64_t next_read_ns = 0;
     bool touched = false;       // received in this poll: flush its ACK
     bool awaiting_rtu = false;  // CM REP sent: the first packet establishes
     // Our side: the requester (created with the QP) and, per work request
@@ -474,6 +485,10 @@ class RoceEngine final : public CmAcceptor, public TransportEngine {
              const MemoryRegion* region = nullptr,
              const uint8_t* data = nullptr);
   void SendReplies(Qp& qp, uint32_t budget);
+  // A duplicate READ from `psn` supersedes what is still unsent of the
+  // queued responses from that PSN on (rxe does the same); the QP's READ
+  // responses are paced from then on.
+  void OnReadReplayed(Qp& qp, uint32_t psn);
   bool SendAck(Qp& qp, const ResponderReply& reply);
   bool SendReadResponse(Qp& qp, ReplyJob& job);
   // A frame as headers, `length` bytes of `region` at `bytes` and the

@@ -19,6 +19,10 @@ namespace roce_engine_internal {
 // Replies sent per QP per poll: a long READ is paced so that one QP cannot
 // hold the HPU (or the TX batch) for a whole message.
 inline constexpr uint32_t kReplyBudget = 32;
+// The READ response gap after a duplicate READ: from 2 us (500,000
+// packets/s) doubling to 1 ms; below the minimum, unpaced again.
+inline constexpr uint64_t kReadGapMinNs = 2'000;
+inline constexpr uint64_t kReadGapMaxNs = 1'000'000;
 
 // An IPv4-mapped IPv6 address (::ffff:a.b.c.d): a RoCEv2-over-IPv4 peer.
 inline bool IsMapped(const Gid& ip) {

@@ -18,6 +18,13 @@ void RoceEngine::SendReplies(Qp& qp, uint32_t budget) {
   while (qp.reply_count != 0 && budget != 0) {
     ReplyJob& job = qp.replies[qp.reply_head];
     if (job.reply.kind == ResponderReplyKind::kReadResponse) {
+      if (qp.read_gap_ns != 0 && job.sent < job.reply.packets) {
+        // Paced: one packet per gap, the QP stays busy until its turn.
+        const uint64_t now = RequesterNow();
+        if (now < qp.next_read_ns) return;
+        budget = 1;
+        qp.next_read_ns = now + qp.read_gap_ns;
+      }
       while (job.sent < job.reply.packets && budget != 0) {
         if (!SendReadResponse(qp, job)) return;  // no mbuf: next poll
         ++job.sent;
@@ -33,6 +40,30 @@ void RoceEngine::SendReplies(Qp& qp, uint32_t budget) {
     qp.reply_head = (qp.reply_head + 1) % kReplyQueue;
     --qp.reply_count;
   }
+}
+
+void RoceEngine::OnReadReplayed(Qp& qp, uint32_t psn) {
+  // The responses from `psn` on that are still queued would repeat what
+  // the duplicate's own responses carry: the requester asked again because
+  // it lost one of them, and would drop the rest as out of sequence.
+  for (uint32_t i = 0; i < qp.reply_count; ++i) {
+    ReplyJob& job = qp.replies[(qp.reply_head + i) % kReplyQueue];
+    if (job.reply.kind != ResponderReplyKind::kReadResponse) continue;
+    const int32_t from_first = PsnDiff(psn, job.reply.psn);
+    if (from_first < 0 ||
+        from_first >= static_cast<int32_t>(job.reply.packets)) {
+      continue;
+    }
+    const uint32_t keep = std::max(job.sent, static_cast<uint32_t>(from_first));
+    counters_.read_responses_superseded.Add(job.reply.packets - keep);
+    job.reply.packets = keep;  // SendReplies unpins it when it comes up
+  }
+  qp.read_gap_ns =
+      qp.read_gap_ns == 0
+          ? roce_engine_internal::kReadGapMinNs
+          : std::min(2 * qp.read_gap_ns, roce_engine_internal::kReadGapMaxNs);
+  qp.next_read_ns = 0;
+  counters_.read_paced_qps.Add();
 }
 
 rte_mbuf* RoceEngine::NewFrame(const FrameParams& params, const Bth& bth,

@@ -169,6 +169,15 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
     case ResponderAction::kRead:
     case ResponderAction::kReplayRead: {
       const ResponderReply reply = qp.responder.Accept(plan);
+      if (plan.action == ResponderAction::kReplayRead) {
+        OnReadReplayed(qp, reply.psn);
+      } else if (qp.read_gap_ns != 0) {
+        // A new READ: the requester kept up with the last one.
+        qp.read_gap_ns -= qp.read_gap_ns / 4;
+        if (qp.read_gap_ns < roce_engine_internal::kReadGapMinNs) {
+          qp.read_gap_ns = 0;
+        }
+      }
       const uint8_t* data = plan.length != 0 ? target : nullptr;
       if (data == nullptr) {
         region = nullptr;

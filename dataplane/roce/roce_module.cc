@@ -677,6 +677,8 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"acks_sent", &C::acks_sent},
       {"naks_sent", &C::naks_sent},
       {"duplicates", &C::duplicates},
+      {"read_responses_superseded", &C::read_responses_superseded},
+      {"read_paced_qps", &C::read_paced_qps},
       {"executed", &C::executed},
       {"refused_rnr", &C::refused_rnr},
       {"handoffs", &C::handoffs},

@@ -3452,7 +3452,118 @@ TEST_P(RoceDataplaneTest, LaunchedHpusWriteWhileRegionsComeAndGo) {
   EXPECT_EQ(Counter("writes"), kWrites);
 }
 
+// The engine's clock stepped by the test (RoceConfig::requester_now_ns):
+// READ response pacing waits are stepped, not waited for.
+class RoceReadPacingTest : public RoceDataplaneTest {
+ protected:
+  void Configure(RingDataplaneOptions& options) override {
+    now_ns_.store(uint64_t{1} << 40);
+    options.roce.requester_now_ns = &Now;
+  }
+  static uint64_t Now() { return now_ns_.load(); }
+  static void Advance(uint64_t ns) { now_ns_.fetch_add(ns); }
+  // A READ of `packets` full packets from `first`, at PSN kClientPsn + first
+  // (a duplicate when first > 0: it asks again from that packet on).
+  void Read(const RegionInfo& region, uint32_t first, uint32_t packets,
+            uint32_t psn_base = kClientPsn) {
+    SendFrame(Build(
+        Opcode::kRcReadRequest, psn_base + first,
+        Reth(region.base_address + first * kPmtu, region.rkey, packets * kPmtu),
+        {}));
+  }
+  // Polls once; the READ response PSNs that left, each payload checked
+  // against the region's bytes.
+  std::vector<uint32_t> Responses(const Bytes& data,
+                                  uint32_t psn_base = kClientPsn) {
+    Poll();
+    std::vector<uint32_t> psns;
+    for (const Out& o : Collect()) {
+      EXPECT_TRUE(o.roce);
+      const uint32_t k = o.packet.bth.psn - psn_base;
+      EXPECT_EQ(o.payload(),
+                Bytes(data.begin() + k * kPmtu, data.begin() + (k + 1) * kPmtu))
+          << "PSN +" << k;
+      psns.push_back(k);
+    }
+    return psns;
+  }
+  static std::vector<uint32_t> Range(uint32_t first, uint32_t count) {
+    std::vector<uint32_t> v(count);
+    for (uint32_t i = 0; i < count; ++i) v[i] = first + i;
+    return v;
+  }
+  static inline std::atomic<uint64_t> now_ns_{0};
+};
+
+// An rxe requester in a slow guest loses most of a long READ's responses
+// and asks again from the first one it lacks. The duplicate supersedes
+// the queued rest (never sent), and the QP's READ responses go one per gap
+// from then on: 2 us, doubled by each duplicate, cut by a quarter by each
+// new READ, unpaced again below 2 us.
+TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
+  constexpr uint32_t kPackets = 256;
+  RegionInfo region = Region(kPackets * kPmtu, kRemoteRead);
+  const Bytes data = Pattern(kPackets * kPmtu, 9);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  Read(region, 0, kPackets);
+  // Unpaced: 32 per QP per poll, some polls' worth in one Responses.
+  const std::vector<uint32_t> first = Responses(data);
+  const uint32_t unpaced = static_cast<uint32_t>(first.size());
+  ASSERT_GE(unpaced, 32u);
+  ASSERT_LT(unpaced, kPackets - 10);
+  EXPECT_EQ(first, Range(0, unpaced));
+  // The requester got 0..9 and asks again from 10: the rest of the first
+  // READ never leaves, the duplicate's own responses start at once, then
+  // one per 2 us.
+  // (With 2 HPUs the duplicate is handed to the QP's HPU a poll later, and
+  // more of the first READ's responses leave before it arrives.)
+  Read(region, 10, kPackets - 10);
+  std::vector<uint32_t> psns = Responses(data);
+  ASSERT_FALSE(psns.empty());
+  EXPECT_EQ(psns.back(), 10u);
+  psns.pop_back();
+  const uint32_t sent = unpaced + static_cast<uint32_t>(psns.size());
+  EXPECT_EQ(psns, Range(unpaced, sent - unpaced));
+  EXPECT_EQ(Counter("read_responses_superseded"), kPackets - sent);
+  EXPECT_EQ(Counter("read_paced_qps"), 1u);
+  EXPECT_TRUE(Responses(data).empty());
+  Advance(1'999);
+  EXPECT_TRUE(Responses(data).empty());
+  Advance(1);
+  EXPECT_EQ(Responses(data), Range(11, 1));
+  // Again from 12: the gap doubles to 4 us; 12.. of the first duplicate
+  // are superseded in turn.
+  Read(region, 12, kPackets - 12);
+  EXPECT_EQ(Responses(data), Range(12, 1));
+  EXPECT_EQ(Counter("read_responses_superseded"),
+            kPackets - sent + kPackets - 12);
+  std::vector<uint32_t> got;
+  for (int step = 0; step < 1000 && got.size() < kPackets - 13; ++step) {
+    Advance(2'000);
+    psns = Responses(data);
+    EXPECT_EQ(psns.size(), step % 2 == 0 ? 0u : 1u) << "step " << step;
+    got.insert(got.end(), psns.begin(), psns.end());
+  }
+  EXPECT_EQ(got, Range(13, kPackets - 13));  // each once, in order
+  EXPECT_EQ(Counter("reads"), 3u);
+  // New READs (the next PSNs) shrink the gap: 4 -> 3 -> 2.25 us, then
+  // under 2 us: unpaced again, as many responses at once as at first.
+  uint32_t next = kClientPsn + kPackets;
+  for (int i = 0; i < 3; ++i) {
+    Read(region, 0, 1, next);
+    Advance(1'000'000);
+    EXPECT_EQ(Responses(data, next), Range(0, 1)) << "READ " << i;
+    ++next;
+  }
+  Read(region, 0, kPackets, next);
+  EXPECT_EQ(Responses(data, next), Range(0, unpaced));
+  EXPECT_EQ(Counter("read_paced_qps"), 2u);
+  EXPECT_EQ(Counter("qp_errors"), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
+                         HpuCountName);
+INSTANTIATE_TEST_SUITE_P(Hpus, RoceReadPacingTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceRequesterTest, ::testing::Values(1u, 2u),
                          HpuCountName);
