@@ -121,7 +121,7 @@ struct alignas(64) RoceCounters {
   // READ response packets left unsent because a duplicate READ asked for
   // them again (its own responses carry them).
   Counter read_responses_superseded;
-  Counter read_paced_qps;  // duplicate READs that slowed a QP's responses
+  Counter read_slowdowns;  // duplicate READs that slowed a QP's responses
   // Every request packet a QP's responder judged ends in exactly one of
   // these (docs/roce.md "Refusals"): executed (new, in sequence, its
   // memory checked), refused with a NAK of its code (counted when decided,

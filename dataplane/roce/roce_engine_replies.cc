@@ -63,7 +63,7 @@ void RoceEngine::OnReadReplayed(Qp& qp, uint32_t psn) {
           ? roce_engine_internal::kReadGapMinNs
           : std::min(2 * qp.read_gap_ns, roce_engine_internal::kReadGapMaxNs);
   qp.next_read_ns = 0;
-  counters_.read_paced_qps.Add();
+  counters_.read_slowdowns.Add();
 }
 
 rte_mbuf* RoceEngine::NewFrame(const FrameParams& params, const Bth& bth,

@@ -678,7 +678,7 @@ void RoceModule::Snapshot(StatsSnapshot& snapshot) const {
       {"naks_sent", &C::naks_sent},
       {"duplicates", &C::duplicates},
       {"read_responses_superseded", &C::read_responses_superseded},
-      {"read_paced_qps", &C::read_paced_qps},
+      {"read_slowdowns", &C::read_slowdowns},
       {"executed", &C::executed},
       {"refused_rnr", &C::refused_rnr},
       {"handoffs", &C::handoffs},

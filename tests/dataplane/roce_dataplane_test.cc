@@ -3525,7 +3525,7 @@ TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
   const uint32_t sent = unpaced + static_cast<uint32_t>(psns.size());
   EXPECT_EQ(psns, Range(unpaced, sent - unpaced));
   EXPECT_EQ(Counter("read_responses_superseded"), kPackets - sent);
-  EXPECT_EQ(Counter("read_paced_qps"), 1u);
+  EXPECT_EQ(Counter("read_slowdowns"), 1u);
   EXPECT_TRUE(Responses(data).empty());
   Advance(1'999);
   EXPECT_TRUE(Responses(data).empty());
@@ -3557,7 +3557,7 @@ TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
   }
   Read(region, 0, kPackets, next);
   EXPECT_EQ(Responses(data, next), Range(0, unpaced));
-  EXPECT_EQ(Counter("read_paced_qps"), 2u);
+  EXPECT_EQ(Counter("read_slowdowns"), 2u);
   EXPECT_EQ(Counter("qp_errors"), 0u);
 }
 
