@@ -22,8 +22,9 @@ run write_bw_gbits $((60 * T)) ib_write_bw -R -d rxe0 -n 100 --report_gbits "$A"
 run write_bw_q4 $((60 * T)) ib_write_bw -R -d rxe0 -n 100 -q 4 "$A"
 # The rest of issue 18's matrix: ib_atomic_bw in every mode, -q 4 and
 # --report_gbits for READ and SEND, the latency sweeps (-a) of SEND and
-# READ. (The _lat tools take neither -q nor -b; ib_atomic_lat has one
-# size; ib_write_lat -a needs roce.perftest_write_lat with all_sizes.)
+# READ. (perftest refuses -q and -b for the _lat tools and -a for
+# ib_atomic_lat; ib_write_lat -a needs roce.perftest_write_lat with
+# all_sizes.)
 run atomic_bw $((60 * T)) ib_atomic_bw -R -d rxe0 -n 100 "$A"
 run atomic_bw_q4 $((60 * T)) ib_atomic_bw -R -d rxe0 -n 100 -q 4 "$A"
 run atomic_bw_b $((120 * T)) ib_atomic_bw -R -d rxe0 -n 100 -b "$A"
