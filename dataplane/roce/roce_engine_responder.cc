@@ -172,7 +172,7 @@ bool RoceEngine::Execute(Qp& qp, const ResponderPlan& plan,
       if (plan.action == ResponderAction::kReplayRead) {
         OnReadReplayed(qp, reply.psn);
       } else if (qp.read_gap_ns != 0) {
-        // A new READ: the requester kept up with the last one.
+        // A new READ, not a duplicate: the gap shrinks.
         qp.read_gap_ns -= qp.read_gap_ns / 4;
         if (qp.read_gap_ns < roce_engine_internal::kReadGapMinNs) {
           qp.read_gap_ns = 0;
