@@ -583,6 +583,8 @@ void RoceEngine::CreateQp(uint32_t qpn, const QpSpec& spec, bool from_cm,
                        std::memory_order_relaxed);
   qp.reply_head = 0;
   qp.reply_count = 0;
+  qp.read_gap_ns = 0;  // the QP object outlives its connection
+  qp.next_read_ns = 0;
   qp.touched = false;
   Publish(qp);
 }

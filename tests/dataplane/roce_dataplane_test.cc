@@ -3561,6 +3561,49 @@ TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
   EXPECT_EQ(Counter("qp_errors"), 0u);
 }
 
+// The pacing belongs to the connection: a QP made again with the same
+// number (its engine object is reused) starts unpaced.
+TEST_P(RoceReadPacingTest, ANewQpOfTheSameNumberStartsUnpaced) {
+  constexpr uint32_t kPackets = 256;
+  RegionInfo region = Region(kPackets * kPmtu, kRemoteRead);
+  const Bytes data = Pattern(kPackets * kPmtu, 5);
+  ASSERT_TRUE(dataplane().WriteRegion(region.id, 0, data).ok());
+  Read(region, 0, kPackets);
+  const uint32_t unpaced = static_cast<uint32_t>(Responses(data).size());
+  ASSERT_LT(unpaced, kPackets - 1);
+  // Three duplicates: the gap grows to 8 us, which one new READ would only
+  // cut to 6.
+  for (uint32_t from = 1; from <= 3; ++from) {
+    Read(region, from, kPackets - from);
+    const std::vector<uint32_t> psns = Responses(data);
+    ASSERT_FALSE(psns.empty());
+    EXPECT_EQ(psns.back(), from);
+  }
+  EXPECT_EQ(Counter("read_slowdowns"), 3u);
+  roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
+  ASSERT_TRUE(module.DestroyQp(qpn_).ok());
+  Poll();
+  Collect();
+  roce::QpSpec spec;
+  spec.remote_qpn = kClientQpn;
+  spec.remote_ip = kClientIp;
+  spec.remote_mac = kClientMac;
+  spec.pmtu = kPmtu;
+  spec.expected_psn = kClientPsn;
+  spec.send_psn = 0x777;
+  absl::StatusOr<uint32_t> qpn = module.CreateQp(spec);
+  ASSERT_TRUE(qpn.ok()) << qpn.status();
+  ASSERT_EQ(*qpn, qpn_);
+  Poll();
+  // Unpaced: a poll's 32 responses and more with the clock standing still
+  // (paced, one would leave). With 2 HPUs the new QP may be on the other
+  // HPU, which changes how many polls' worth one Responses sees.
+  Read(region, 0, kPackets);
+  const std::vector<uint32_t> psns = Responses(data);
+  EXPECT_GE(psns.size(), 32u);
+  EXPECT_EQ(psns, Range(0, static_cast<uint32_t>(psns.size())));
+}
+
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceDataplaneTest, ::testing::Values(1u, 2u),
                          HpuCountName);
 INSTANTIATE_TEST_SUITE_P(Hpus, RoceReadPacingTest, ::testing::Values(1u, 2u),
