@@ -124,13 +124,7 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
                                       RTE_MBUF_DEFAULT_BUF_SIZE, 0);
       ASSERT_NE(pool_, nullptr);
     }
-    roce::QpSpec spec;
-    spec.remote_qpn = kClientQpn;
-    spec.remote_ip = kClientIp;
-    spec.remote_mac = kClientMac;
-    spec.pmtu = kPmtu;
-    spec.expected_psn = kClientPsn;
-    spec.send_psn = 0x777;
+    const roce::QpSpec spec = ClientQpSpec();
     roce::RoceModule& module = *dataplane().transport<roce::RoceModule>();
     if (GetParam() > 1) {
       // HPU 0 gets this one (round robin), HPU 1 the test's.
@@ -145,6 +139,18 @@ class RoceDataplaneTest : public ::testing::TestWithParam<uint32_t> {
     for (const QpInfo& qp : module.ListQps()) {
       if (qp.qpn == qpn_) EXPECT_EQ(qp.hpu, GetParam() - 1);
     }
+  }
+
+  // The QP the fixture makes for the client (qpn_).
+  static roce::QpSpec ClientQpSpec() {
+    roce::QpSpec spec;
+    spec.remote_qpn = kClientQpn;
+    spec.remote_ip = kClientIp;
+    spec.remote_mac = kClientMac;
+    spec.pmtu = kPmtu;
+    spec.expected_psn = kClientPsn;
+    spec.send_psn = 0x777;
+    return spec;
   }
 
   void TearDown() override { rings_.reset(); }
@@ -3588,14 +3594,7 @@ TEST_P(RoceReadPacingTest, ANewQpOfTheSameNumberStartsUnpaced) {
   ASSERT_TRUE(module.DestroyQp(qpn_).ok());
   Poll();
   Collect();
-  roce::QpSpec spec;
-  spec.remote_qpn = kClientQpn;
-  spec.remote_ip = kClientIp;
-  spec.remote_mac = kClientMac;
-  spec.pmtu = kPmtu;
-  spec.expected_psn = kClientPsn;
-  spec.send_psn = 0x777;
-  absl::StatusOr<uint32_t> qpn = module.CreateQp(spec);
+  absl::StatusOr<uint32_t> qpn = module.CreateQp(ClientQpSpec());
   ASSERT_TRUE(qpn.ok()) << qpn.status();
   ASSERT_EQ(*qpn, qpn_);
   Poll();
