@@ -2443,10 +2443,13 @@ TEST_P(RoceDataplaneTest, CeMarksWithoutCongestionControlAreOnlyCounted) {
   EXPECT_EQ(Counter("writes"), 1u);
 }
 
-// The clock congestion control reads in RoceCongestionTest: stepped by the
-// test, so every interval and send time is exact.
+// A clock the test steps, so that every interval, timer and send time is
+// exact: congestion control's in RoceCongestionTest, the requester's
+// (ACK and RNR timers, READ response pacing) in RocePerftestClockTest,
+// RocePerftestWriteLatTest and RoceReadPacingTest.
 std::atomic<uint64_t> fake_now_ns{0};
 uint64_t FakeNow() { return fake_now_ns.load(std::memory_order_relaxed); }
+void AdvanceFakeNow(uint64_t ns) { fake_now_ns.fetch_add(ns); }
 
 // roce.congestion on: ECT(0), CNPs at most every 50 us, DCQCN at a 10 Gb/s
 // line rate with the published defaults.
@@ -2992,18 +2995,15 @@ class RocePerftestClockTest : public RocePerftestTest {
  protected:
   void Configure(RingDataplaneOptions& options) override {
     RocePerftestTest::Configure(options);
-    now_ns_.store(uint64_t{1} << 40);
-    options.roce.requester_now_ns = &Now;
+    fake_now_ns = uint64_t{1} << 40;
+    options.roce.requester_now_ns = &FakeNow;
   }
-  static uint64_t Now() { return now_ns_.load(); }
-  static void Advance(uint64_t ns) { now_ns_.fetch_add(ns); }
   // The client's ACK, RNR NAK or NAK for our PSN on `c`.
   void ClientAeth(const Conn& c, uint32_t psn, uint8_t syndrome) {
     ExtHeaders ext;
     ext.aeth = {syndrome, 0};
     SendFrame(Build(Opcode::kRcAck, psn, ext, {}, false, c.qpn));
   }
-  static inline std::atomic<uint64_t> now_ns_{0};
 };
 
 // ib_send_bw against Linux rxe: the client posts no receives, so our
@@ -3034,7 +3034,7 @@ TEST_P(RocePerftestClockTest, SendBwAnswerRnrNakedKeepsTheStreamGoing) {
     // 640 ms of the 655 ms wait, the client streaming: every SEND is
     // acknowledged, our answer is not sent again yet.
     for (int i = 0; i < 64; ++i) {
-      Advance(10'000'000);
+      AdvanceFakeNow(10'000'000);
       ClientSend(data, Pattern(64, i));
       ++msn;
       Poll();
@@ -3044,7 +3044,7 @@ TEST_P(RocePerftestClockTest, SendBwAnswerRnrNakedKeepsTheStreamGoing) {
                 data.client_qpn, data.qpn);
     }
     // The wait is over: the whole answer again, from its first PSN.
-    Advance(20'000'000);
+    AdvanceFakeNow(20'000'000);
     Poll();
     out = Collect();
     ASSERT_EQ(out.size(), 4u) << "round " << round;
@@ -3075,7 +3075,7 @@ TEST_P(RocePerftestClockTest, SendBwAnswerRnrNakedKeepsTheStreamGoing) {
     ClientAck(data, roce::PsnAdd(next_psn, -1));
   }
   EXPECT_EQ(answered, msn);  // 1 + 640 SENDs, each answered once
-  Advance(1'000'000'000);
+  AdvanceFakeNow(1'000'000'000);
   Poll();
   EXPECT_TRUE(Collect().empty());
   EXPECT_EQ(Counter("qp_errors"), 0u);
@@ -3262,7 +3262,8 @@ class RocePerftestWriteLatTest : public RocePerftestTest {
     // The requester's clock stands still: no ACK timeout fires between our
     // write and the client's ACK, however slowly the test runs (under
     // TSan a retransmitted write came in as a third frame).
-    options.roce.requester_now_ns = [] { return uint64_t{1} << 40; };
+    fake_now_ns = uint64_t{1} << 40;
+    options.roce.requester_now_ns = &FakeNow;
   }
   // The client's own destination: our ACK and SEND on the control
   // connection, and our first write on the data connection (returned).
@@ -3467,11 +3468,9 @@ TEST_P(RoceDataplaneTest, LaunchedHpusWriteWhileRegionsComeAndGo) {
 class RoceReadPacingTest : public RoceDataplaneTest {
  protected:
   void Configure(RingDataplaneOptions& options) override {
-    now_ns_.store(uint64_t{1} << 40);
-    options.roce.requester_now_ns = &Now;
+    fake_now_ns = uint64_t{1} << 40;
+    options.roce.requester_now_ns = &FakeNow;
   }
-  static uint64_t Now() { return now_ns_.load(); }
-  static void Advance(uint64_t ns) { now_ns_.fetch_add(ns); }
   // A READ of `packets` full packets from `first`, at PSN kClientPsn + first
   // (a duplicate when first > 0: it asks again from that packet on).
   void Read(const RegionInfo& region, uint32_t first, uint32_t packets,
@@ -3502,7 +3501,6 @@ class RoceReadPacingTest : public RoceDataplaneTest {
     for (uint32_t i = 0; i < count; ++i) v[i] = first + i;
     return v;
   }
-  static inline std::atomic<uint64_t> now_ns_{0};
 };
 
 // An rxe requester in a slow guest loses most of a long READ's responses
@@ -3537,9 +3535,9 @@ TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
   EXPECT_EQ(Counter("read_responses_superseded"), kPackets - sent);
   EXPECT_EQ(Counter("read_slowdowns"), 1u);
   EXPECT_TRUE(Responses(data).empty());
-  Advance(1'999);
+  AdvanceFakeNow(1'999);
   EXPECT_TRUE(Responses(data).empty());
-  Advance(1);
+  AdvanceFakeNow(1);
   EXPECT_EQ(Responses(data), Range(11, 1));
   // Again from 12: the gap doubles to 4 us; 12.. of the first duplicate
   // are superseded in turn.
@@ -3549,7 +3547,7 @@ TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
             kPackets - sent + kPackets - 12);
   std::vector<uint32_t> got;
   for (int step = 0; step < 1000 && got.size() < kPackets - 13; ++step) {
-    Advance(2'000);
+    AdvanceFakeNow(2'000);
     psns = Responses(data);
     EXPECT_EQ(psns.size(), step % 2 == 0 ? 0u : 1u) << "step " << step;
     got.insert(got.end(), psns.begin(), psns.end());
@@ -3561,7 +3559,7 @@ TEST_P(RoceReadPacingTest, DuplicateReadSupersedesQueuedResponsesAndPaces) {
   uint32_t next = kClientPsn + kPackets;
   for (int i = 0; i < 3; ++i) {
     Read(region, 0, 1, next);
-    Advance(1'000'000);
+    AdvanceFakeNow(1'000'000);
     EXPECT_EQ(Responses(data, next), Range(0, 1)) << "READ " << i;
     ++next;
   }
