@@ -115,6 +115,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
   cat "$TMP/abuse$round.out"
   check "round $round: $REQUESTS requests from $CLIENTS clients over unix and TLS, every one a proper status, health SERVING throughout" \
     eval "[[ $rc -eq 0 ]]"
+  # The client's own verdict lines, where a log viewer that shows only the
+  # end of the output still sees what failed.
+  if [[ $rc -ne 0 ]]; then
+    mapfile -t verdict < <(grep -E '^(FAILURE|HEALTH|calls:|methods:)' "$TMP/abuse$round.out" | head -20)
+    for line in "${verdict[@]}"; do log "round $round: $line"; done
+    [[ -s $TMP/abuse$round.err ]] && log "round $round stderr: $(tail -3 "$TMP/abuse$round.err" | tr '\n' ' ')"
+  fi
   abuse --abandoned 20 --abandon_and_exit >"$TMP/exit$round.out" 2>&1
   check "round $round: a client leaving with never-read streams open" eval '[[ $? -eq 0 ]]'
   check "round $round: spinnicd still running" spinnicd_alive

@@ -104,6 +104,24 @@ it_cleanup() {
   exit "$rc"
 }
 
+# nap SECONDS: sleep without forking (a read that times out on a FIFO that
+# nobody writes). A test's own shell polls children for minutes; every
+# `sleep` is a fork, and the soak's shell once spun in user space right
+# after forking one (docs/testing.md, "Soak"): the fewer forks the
+# orchestrating shell makes, the less it is exposed to its job bookkeeping.
+nap() {
+  if [[ -z ${IT_NAP_FD:-} ]]; then
+    if [[ -n ${TMP:-} && -d $TMP ]] && { [[ -p $TMP/.nap ]] || mkfifo "$TMP/.nap"; } &&
+      exec {IT_NAP_FD}<>"$TMP/.nap"; then
+      :
+    else
+      sleep "$1"
+      return 0
+    fi
+  fi
+  read -r -t "$1" -u "$IT_NAP_FD" _ || true
+}
+
 it_init() {
   [[ $# -ge 1 ]] || { echo "usage: $0 SPINNICD" >&2; exit 2; }
   SPINNICD=$(readlink -f "$1")
@@ -240,7 +258,7 @@ wait_file() {
 # wait_pid PID [SECONDS]: wait for a background helper, bounded; kill if late.
 wait_pid() {
   local p=$1 limit=${2:-30} i
-  for ((i = 0; i < limit * 10; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  for ((i = 0; i < limit * 10; i++)); do kill -0 "$p" 2>/dev/null || break; nap 0.1; done
   kill "$p" 2>/dev/null
   wait "$p" 2>/dev/null
 }

@@ -34,7 +34,7 @@ stop_pid() {
   if alive "$pid"; then
     kill -s "$sig" "$pid" 2>/dev/null || true
     kill -CONT "$pid" 2>/dev/null || true  # a frozen one must see it
-    for ((i = 0; i < limit * 10; i++)); do alive "$pid" || break; sleep 0.1; done
+    for ((i = 0; i < limit * 10; i++)); do alive "$pid" || break; nap 0.1; done
     if alive "$pid"; then
       kill -KILL "$pid" 2>/dev/null || true
       wait "$pid" 2>/dev/null || true
