@@ -31,10 +31,10 @@ constexpr uint32_t kIcmpHeaderLen = 8;
 // PacketLayers::kAbsent: 22 + 40 + 8 * 2048 + 60 < 0xffff.
 constexpr uint32_t kMaxIpv6ExtHeaders = 8;
 
-constexpr uint16_t kEtherTypeIpv4 = 0x0800;
-constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
-constexpr uint16_t kEtherTypeVlan = 0x8100;
-constexpr uint16_t kEtherTypeQinQ = 0x88a8;
+using classifier_internal::kEtherTypeIpv4;
+using classifier_internal::kEtherTypeIpv6;
+using classifier_internal::kEtherTypeQinQ;
+using classifier_internal::kEtherTypeVlan;
 
 constexpr uint8_t kProtoHopByHop = 0;
 constexpr uint8_t kProtoIcmp = 1;

@@ -57,6 +57,11 @@ struct ParsedFrame {
 
 namespace classifier_internal {
 
+inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
+inline constexpr uint16_t kEtherTypeVlan = 0x8100;
+inline constexpr uint16_t kEtherTypeQinQ = 0x88a8;
+
 // Every case ParseFrame's contract covers.
 void ParseFrameGeneral(const uint8_t* data, uint32_t length, ParsedFrame* out);
 
@@ -84,7 +89,7 @@ inline bool ParseCommonFrame(const uint8_t* data, uint32_t length,
   uint32_t l4_bytes = 8;
   uint32_t l3_end;
   uint8_t proto;
-  if (ethertype == 0x0800) {
+  if (ethertype == kEtherTypeIpv4) {
     if (ip[0] != 0x45) return false;  // options, or not IPv4
     const uint32_t total = LoadBe16(ip + 2);
     proto = ip[9];
@@ -103,7 +108,7 @@ inline bool ParseCommonFrame(const uint8_t* data, uint32_t length,
     l3_end = kL3 + total;
     StoreMappedIpv4(ip + 12, &out->src_addr);
     StoreMappedIpv4(ip + 16, &out->dst_addr);
-  } else if (ethertype == 0x86dd) {
+  } else if (ethertype == kEtherTypeIpv6) {
     if (length < kL3 + 40 + 8 || (ip[0] >> 4) != 6 || ip[6] != 17) {
       return false;
     }
@@ -124,8 +129,8 @@ inline bool ParseCommonFrame(const uint8_t* data, uint32_t length,
   layers.ethertype = ethertype;
   layers.ip_proto = proto;
   layers.vlan_tags = 0;
-  layers.is_ipv4 = ethertype == 0x0800;
-  layers.is_ipv6 = ethertype == 0x86dd;
+  layers.is_ipv4 = ethertype == kEtherTypeIpv4;
+  layers.is_ipv6 = ethertype == kEtherTypeIpv6;
   out->frame_class = FrameClass::kPassthrough;
   out->drop_reason = DropReason::kCount;
   out->src_port = LoadBe16(data + l4);
@@ -150,6 +155,27 @@ inline void ParseFrame(const uint8_t* data, uint32_t length, ParsedFrame* out) {
   if (!classifier_internal::ParseCommonFrame(data, length, out)) [[unlikely]] {
     classifier_internal::ParseFrameGeneral(data, length, out);
   }
+}
+
+// What ParseFrame decides about `data` when nothing will read its layers:
+// the drop reason of a kDrop frame, or DropReason::kCount for one that
+// passes. Exactly ParseFrame's verdict (tests/fuzz/classifier_fuzz.cc checks
+// that on every input), but a frame whose ethertype announces no header
+// that could be cut short (neither IPv4, IPv6 nor a VLAN tag) is settled
+// with one load and no call: the HPU's burst for a port with nothing
+// installed and no transport (Hpu::ForwardBurst).
+inline DropReason PassthroughVerdict(const uint8_t* data, uint32_t length) {
+  if (length < 14) return DropReason::kRunt;
+  namespace ci = classifier_internal;
+  const uint16_t ethertype = LoadBe16(data + 12);
+  if (ethertype != ci::kEtherTypeIpv4 && ethertype != ci::kEtherTypeIpv6 &&
+      ethertype != ci::kEtherTypeVlan && ethertype != ci::kEtherTypeQinQ) {
+    return DropReason::kCount;
+  }
+  ParsedFrame frame;
+  ParseFrame(data, length, &frame);
+  return frame.frame_class == FrameClass::kDrop ? frame.drop_reason
+                                                : DropReason::kCount;
 }
 
 }  // namespace spinnic

@@ -227,55 +227,134 @@ void Hpu::FinishMatched(uint16_t in, uint16_t pair, rte_mbuf* packet,
   Send(out, packet);
 }
 
+// One frame's whole way from its RX burst: parse, transports, the software
+// scheduler, then rules and handlers (ProcessPacket).
+[[gnu::always_inline]] inline void Hpu::ProcessReceived(
+    uint16_t in, rte_mbuf* packet, const EctxTable& table) {
+  ParsedFrame frame;
+  ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+             &frame);
+  if (frame.frame_class == FrameClass::kDrop) [[unlikely]] {
+    if (packet->nb_segs == 1) {
+      DropPacket(in, packet, frame.drop_reason);
+      return;
+    }
+    // A chain (scattered RX; a zero-copy frame from another dataplane on
+    // an in-memory port) looks truncated in its first segment: parse it
+    // whole where it fits one mbuf. One that does not passes unchanged
+    // (there is no handler that could see it).
+    if (MakeContiguous(&packet, shared_.pool)) {
+      ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+                 &frame);
+      if (frame.frame_class == FrameClass::kDrop) {
+        DropPacket(in, packet, frame.drop_reason);
+        return;
+      }
+    } else {
+      frame = ParsedFrame();
+    }
+  }
+  if (DeliverToTransport(packet, frame, in, table)) return;
+  if (ports_[in].scheduled) [[unlikely]] {
+    uint32_t target = ScheduleTarget(frame);
+    if (target != index_) {
+      // The frame's way continues on its flow's HPU, which parses it
+      // again: cheaper than carrying the parse through the ring.
+      packet->port = in;
+      if (rte_ring_mp_enqueue(shared_.inbound[target], packet) != 0) {
+        DropPacket(in, packet, DropReason::kSchedulerFull);
+      }
+      return;
+    }
+  }
+  ProcessPacket(in, packet, frame, table);
+}
+
+// ProcessReceived's out-of-line copy, for ForwardBurst's rare frames.
+void Hpu::ProcessReceivedSlowly(uint16_t in, rte_mbuf* packet,
+                                const EctxTable& table) {
+  ProcessReceived(in, packet, table);
+}
+
+bool Hpu::ForwardsUnprocessed(uint16_t in, const EctxTable& table) const {
+  const HpuPort& port = ports_[in];
+  return transport_count_ == 0 && !port.scheduled && port.pair != kNoPort &&
+         !table.MayMatch(in);
+}
+
+// Frames no rule, transport or scheduler can want go to the paired port
+// with the checks ProcessReceived would make and nothing else: the
+// classifier's verdict without its layers (PassthroughVerdict), and the
+// frames that need more (chains, ones beyond the pair's frame size, whose
+// VLAN allowance takes the parse) take ProcessReceived's way. Returns the
+// burst's bytes.
+uint64_t Hpu::ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
+                           const EctxTable& table) {
+  const uint16_t pair = ports_[in].pair;
+  const uint32_t max_frame = ports_[pair].max_frame;
+  // Send's work with what it looks up per frame read once: the TX batch
+  // (or the ring, without a TX queue of ours) and the burst that flushes it.
+  // The batch's count and bytes live in registers through the loop: kept in
+  // the batch, every frame waited for the previous one's store to reach
+  // the next load (about 5 cycles per frame, perf annotate).
+  const bool to_batch = ports_[pair].tx_queue != kNoPort;
+  const uint16_t burst = shared_.burst;
+  TxBatch& batch = tx_[pair];
+  uint16_t queued = batch.count;
+  uint64_t queued_bytes = batch.bytes;
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < count; ++i) {
+    rte_mbuf* packet = packets[i];
+    const uint32_t length = packet->pkt_len;
+    bytes += length;
+    if (packet->nb_segs != 1 || length > max_frame) [[unlikely]] {
+      batch.count = queued;
+      batch.bytes = queued_bytes;
+      ProcessReceivedSlowly(in, packet, table);
+      queued = batch.count;
+      queued_bytes = batch.bytes;
+      continue;
+    }
+    const DropReason verdict = PassthroughVerdict(
+        rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len);
+    if (verdict != DropReason::kCount) [[unlikely]] {
+      DropPacket(in, packet, verdict);
+      continue;
+    }
+    if (!to_batch) [[unlikely]] {
+      SendThroughRing(pair, packet);
+      continue;
+    }
+    batch.packets[queued++] = packet;
+    queued_bytes += length;
+    if (queued == burst) [[unlikely]] {
+      batch.count = queued;
+      batch.bytes = queued_bytes;
+      Flush(pair);
+      queued = 0;
+      queued_bytes = 0;
+    }
+  }
+  batch.count = queued;
+  batch.bytes = queued_bytes;
+  return bytes;
+}
+
 void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                        const EctxTable& table) {
   PortCounters& in_counters = port_counters_[in];
-  const bool scheduled = ports_[in].scheduled;
   uint64_t rx_bytes = 0;
-  for (uint16_t i = 0; i < count; ++i) {
-    rte_mbuf* packet = packets[i];
-    if (i + 1 < count) {
-      rte_prefetch0(rte_pktmbuf_mtod(packets[i + 1], void*));
-    }
-    rx_bytes += packet->pkt_len;
-
-    ParsedFrame frame;
-    ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
-               &frame);
-    if (frame.frame_class == FrameClass::kDrop) [[unlikely]] {
-      if (packet->nb_segs == 1) {
-        DropPacket(in, packet, frame.drop_reason);
-        continue;
+  if (ForwardsUnprocessed(in, table)) {
+    rx_bytes = ForwardBurst(in, packets, count, table);
+  } else {
+    for (uint16_t i = 0; i < count; ++i) {
+      rte_mbuf* packet = packets[i];
+      if (i + 1 < count) {
+        rte_prefetch0(rte_pktmbuf_mtod(packets[i + 1], void*));
       }
-      // A chain (scattered RX; a zero-copy frame from another dataplane on
-      // an in-memory port) looks truncated in its first segment: parse it
-      // whole where it fits one mbuf. One that does not passes unchanged
-      // (there is no handler that could see it).
-      if (MakeContiguous(&packet, shared_.pool)) {
-        ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
-                   &frame);
-        if (frame.frame_class == FrameClass::kDrop) {
-          DropPacket(in, packet, frame.drop_reason);
-          continue;
-        }
-      } else {
-        frame = ParsedFrame();
-      }
+      rx_bytes += packet->pkt_len;
+      ProcessReceived(in, packet, table);
     }
-    if (DeliverToTransport(packet, frame, in, table)) continue;
-    if (scheduled) [[unlikely]] {
-      uint32_t target = ScheduleTarget(frame);
-      if (target != index_) {
-        // The frame's way continues on its flow's HPU, which parses it
-        // again: cheaper than carrying the parse through the ring.
-        packet->port = in;
-        if (rte_ring_mp_enqueue(shared_.inbound[target], packet) != 0) {
-          DropPacket(in, packet, DropReason::kSchedulerFull);
-        }
-        continue;
-      }
-    }
-    ProcessPacket(in, packet, frame, table);
   }
   in_counters.rx_packets.Add(count);
   in_counters.rx_bytes.Add(rx_bytes);
@@ -323,9 +402,13 @@ void Hpu::DrainTxRings() {
     if (ring == nullptr) continue;
     TxBatch& batch = tx_[out];
     unsigned room = shared_.burst - batch.count;
-    batch.count += static_cast<uint16_t>(rte_ring_sc_dequeue_burst(
+    const unsigned taken = rte_ring_sc_dequeue_burst(
         ring, reinterpret_cast<void**>(batch.packets + batch.count), room,
-        nullptr));
+        nullptr);
+    for (unsigned i = 0; i < taken; ++i) {
+      batch.bytes += batch.packets[batch.count + i]->pkt_len;
+    }
+    batch.count += static_cast<uint16_t>(taken);
   }
 }
 
@@ -353,8 +436,7 @@ void Hpu::Flush(uint16_t out) {
   TxBatch& batch = tx_[out];
   if (batch.count == 0) return;  // always so for ports without our TX queue
   const HpuPort& port = ports_[out];
-  uint64_t bytes = 0;
-  for (uint16_t i = 0; i < batch.count; ++i) bytes += batch.packets[i]->pkt_len;
+  uint64_t bytes = batch.bytes;
   if (captures_ != nullptr) [[unlikely]]
     Capture(out, CaptureStage::kTx, batch.packets, batch.count);
   tsan::ReleaseEach(batch.packets, batch.count);
@@ -377,6 +459,7 @@ void Hpu::Flush(uint16_t out) {
   counters.tx_packets.Add(sent);
   counters.tx_bytes.Add(bytes);
   batch.count = 0;
+  batch.bytes = 0;
 }
 
 void Hpu::DrainPacer(uint16_t out) {

@@ -189,11 +189,22 @@ class Hpu final : public ActionSink {
  private:
   struct TxBatch {
     uint16_t count = 0;
+    // The packets' pkt_len summed as they join: the TX counter's bytes
+    // without a second pass over the mbufs in Flush.
+    uint64_t bytes = 0;
     rte_mbuf* packets[kHpuMaxBurst];
   };
 
   void ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                     const EctxTable& table);
+  void ProcessReceived(uint16_t in, rte_mbuf* packet, const EctxTable& table);
+  void ProcessReceivedSlowly(uint16_t in, rte_mbuf* packet,
+                             const EctxTable& table);
+  // Whether `in`'s frames can skip the rules, transports and scheduler:
+  // nothing installed for it, no transport on this HPU, no scheduling.
+  bool ForwardsUnprocessed(uint16_t in, const EctxTable& table) const;
+  uint64_t ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
+                        const EctxTable& table);
   // Hands the frame to the transport it is addressed to (the only place
   // the HPU looks at transports per frame); false if none claims it.
   bool DeliverToTransport(rte_mbuf* packet, const ParsedFrame& frame,
@@ -252,6 +263,7 @@ class Hpu final : public ActionSink {
       return;
     }
     TxBatch& batch = tx_[out];
+    batch.bytes += packet->pkt_len;
     batch.packets[batch.count++] = packet;
     if (batch.count == shared_.burst) [[unlikely]]
       Flush(out);

@@ -735,6 +735,87 @@ TEST(InstanceSuffixTest, SuffixThatDpdkCannotNameIsRefused) {
   }
 }
 
+// Frames from a port that no rule, transport or scheduler wants take the
+// HPU's forwarding burst (Hpu::ForwardBurst: the classifier's verdict, no
+// layers); with a rule on the port they take the whole way. Both must
+// forward, drop and count exactly alike: the same frames out, byte-exact
+// and in order, and the same drops by reason.
+class ForwardingPathTest : public RingDataplaneTest,
+                           public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ForwardingPathTest, ForwardsDropsAndCountsLikeTheFullPath) {
+  const bool rule_on_the_port = GetParam();
+  std::vector<HandlerConfig> handlers;
+  // Installed, it sends every frame from wire0 through the rules, and it
+  // matches none of them.
+  if (rule_on_the_port) {
+    handlers.push_back(Handler("none", "count", UdpToPort(9)));
+  }
+  Start(std::move(handlers));
+  const uint32_t max_frame = dataplane_->port(1).max_frame();
+  const Bytes udp4 = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                  "10.0.0.2", 1, 2, Bytes(18, 1));
+  const Bytes udp6 = frames::Udp6(frames::kMacA, frames::kMacB, "fd00::1",
+                                  "fd00::2", 1, 2, Bytes(30, 2));
+  const Bytes raw = frames::Raw(frames::kMacA, frames::kMacB, 0, Bytes(46, 0));
+  const Bytes arp = frames::Arp(frames::kMacA, "10.0.0.1", "10.0.0.2");
+  const Bytes qinq = frames::WithVlan(frames::WithVlan(udp4, 7), 9, 0x88a8);
+  // The largest frames the pair sends: without a tag and with one.
+  const size_t udp4_overhead = 14 + 20 + 8;
+  const Bytes full =
+      frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 3, 4,
+                   Bytes(max_frame - udp4_overhead, 3));
+  const Bytes full_tagged = frames::WithVlan(full, 5);
+  Bytes truncated4 = udp4;
+  truncated4.resize(14 + 20 + 4);
+  Bytes truncated6 = udp6;
+  truncated6.resize(14 + 40 + 20);
+  Bytes truncated_tag = frames::Raw(frames::kMacA, frames::kMacB, 0x8100, {});
+  truncated_tag.resize(16);  // a TPID, and half a tag
+  const Bytes oversize =
+      frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 3, 4,
+                   Bytes(max_frame - udp4_overhead + 1, 3));
+  const Bytes oversize_tagged = frames::WithVlan(
+      frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1", "10.0.0.2", 3, 4,
+                   Bytes(max_frame - udp4_overhead + 1, 3)),
+      5);
+  const Bytes chained = frames::Udp4(frames::kMacA, frames::kMacB, "10.0.0.1",
+                                     "10.0.0.2", 5, 6, Bytes(200, 9));
+
+  const std::vector<Bytes> in = {
+      udp4,     Bytes(10, 0xff), udp6,           truncated4,    raw,
+      arp,      truncated6,      qinq,           truncated_tag, full,
+      oversize, full_tagged,     oversize_tagged};
+  for (const Bytes& frame : in) Inject(0, frame);
+  rte_mbuf* head = MakeMbuf(Bytes(chained.begin(), chained.begin() + 60));
+  rte_mbuf* tail = MakeMbuf(Bytes(chained.begin() + 60, chained.end()));
+  ASSERT_EQ(rte_pktmbuf_chain(head, tail), 0);
+  ASSERT_EQ(testing_wire::PutOnWire(rx_[0], head), 0);
+  Poll();
+
+  const std::vector<Bytes> out = {udp4, udp6, raw,         arp,
+                                  qinq, full, full_tagged, chained};
+  EXPECT_EQ(Drain(1), out);
+  const StatsSnapshot stats = dataplane_->Snapshot();
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kRunt), 1u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kTruncated), 3u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kOversize), 2u);
+  EXPECT_EQ(Port(stats, 0).rx_packets, in.size() + 1);
+  uint64_t in_bytes = chained.size();
+  for (const Bytes& frame : in) in_bytes += frame.size();
+  EXPECT_EQ(Port(stats, 0).rx_bytes, in_bytes);
+  uint64_t out_bytes = 0;
+  for (const Bytes& frame : out) out_bytes += frame.size();
+  EXPECT_EQ(Port(stats, 1).tx_packets, out.size());
+  EXPECT_EQ(Port(stats, 1).tx_bytes, out_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(NothingInstalledOrARuleOnThePort, ForwardingPathTest,
+                         ::testing::Bool(), [](const auto& info) {
+                           return info.param ? "RuleOnThePort"
+                                             : "NothingInstalled";
+                         });
+
 }  // namespace
 }  // namespace spinnic
 

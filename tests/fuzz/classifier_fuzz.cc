@@ -5,7 +5,8 @@
 //   - a forwarded frame parses the same with extra trailing bytes (padding);
 //   - a dropped frame is still dropped with its last byte cut off;
 //   - Matches agrees with a slow bit-by-bit reference implementation;
-//   - ParseFrame's fast path agrees with the general parser.
+//   - ParseFrame's fast path agrees with the general parser, and
+//     PassthroughVerdict with ParseFrame's verdict.
 // Seeds: tests/fuzz/corpus/classifier/ (tests/fuzz/gen_corpus.py).
 
 #include <array>
@@ -191,6 +192,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ParsedFrame general;
   classifier_internal::ParseFrameGeneral(data, length, &general);
   FUZZ_CHECK(Same(frame, general));
+  // The HPU's forwarding burst decides with PassthroughVerdict alone.
+  FUZZ_CHECK(PassthroughVerdict(data, length) ==
+             (frame.frame_class == FrameClass::kDrop ? frame.drop_reason
+                                                     : DropReason::kCount));
 
   if (frame.frame_class == FrameClass::kPassthrough) {
     // Trailing bytes past what the parser used must not change anything.
