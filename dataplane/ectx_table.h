@@ -43,20 +43,18 @@ class EctxTable {
   // `ectxs` in match order (priority, then install order).
   explicit EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs);
 
-  // The first ECTX (in match order) whose rule matches, or nullptr. Ports
-  // that no rule names cost one AND. `packet` is the frame's mbuf, read
-  // only by rules with a pcap_filter (Ectx::Matches: fields first, then the
-  // filter); with nullptr such rules never match.
   // Whether any rule could match a frame from `in_port`; false lets the
   // HPU forward that port's frames without parsing them for the rules.
   bool MayMatch(uint16_t in_port) const {
     return in_port < 64 && (port_mask_ & (uint64_t{1} << in_port)) != 0;
   }
+  // The first ECTX (in match order) whose rule matches, or nullptr. Ports
+  // that no rule names cost one AND. `packet` is the frame's mbuf, read
+  // only by rules with a pcap_filter (Ectx::Matches: fields first, then the
+  // filter); with nullptr such rules never match.
   const Ectx* Match(const ParsedFrame& frame, uint16_t in_port,
                     const rte_mbuf* packet) const {
-    if (in_port >= 64 || (port_mask_ & (uint64_t{1} << in_port)) == 0) {
-      return nullptr;
-    }
+    if (!MayMatch(in_port)) return nullptr;
     if (shapes_.empty()) {
       for (const LinearRule& rule : linear_) {
         if (rule.ports_only) {
