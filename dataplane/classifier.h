@@ -166,10 +166,11 @@ inline void ParseFrame(const uint8_t* data, uint32_t length, ParsedFrame* out) {
 // installed and no transport (Hpu::ForwardBurst).
 inline DropReason PassthroughVerdict(const uint8_t* data, uint32_t length) {
   if (length < 14) return DropReason::kRunt;
-  namespace ci = classifier_internal;
-  const uint16_t ethertype = LoadBe16(data + 12);
-  if (ethertype != ci::kEtherTypeIpv4 && ethertype != ci::kEtherTypeIpv6 &&
-      ethertype != ci::kEtherTypeVlan && ethertype != ci::kEtherTypeQinQ) {
+  // The ethertype's first byte: 0x08 (IPv4), 0x81 (VLAN), 0x86 (IPv6) and
+  // 0x88 (QinQ) lie in two ranges; the few others in them (ARP, MPLS,
+  // LLDP, ...) take ParseFrame, which passes them.
+  const uint8_t high = data[12];
+  if (high < 0x08 || (high > 0x08 && high < 0x81) || high > 0x88) {
     return DropReason::kCount;
   }
   ParsedFrame frame;

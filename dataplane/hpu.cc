@@ -315,8 +315,9 @@ uint64_t Hpu::ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
       queued_bytes = batch.bytes;
       continue;
     }
-    const DropReason verdict = PassthroughVerdict(
-        rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len);
+    // One segment: data_len is pkt_len.
+    const DropReason verdict =
+        PassthroughVerdict(rte_pktmbuf_mtod(packet, const uint8_t*), length);
     if (verdict != DropReason::kCount) [[unlikely]] {
       DropPacket(in, packet, verdict);
       continue;
