@@ -160,10 +160,10 @@ inline void ParseFrame(const uint8_t* data, uint32_t length, ParsedFrame* out) {
 // What ParseFrame decides about `data` when nothing will read its layers:
 // the drop reason of a kDrop frame, or DropReason::kCount for one that
 // passes. Exactly ParseFrame's verdict (tests/fuzz/classifier_fuzz.cc checks
-// that on every input), but a frame whose ethertype announces no header
-// that could be cut short (neither IPv4, IPv6 nor a VLAN tag) is settled
-// with one load and no call: the HPU's burst for a port with nothing
-// installed and no transport (Hpu::ForwardBurst).
+// that on every input), but a frame whose ethertype cannot announce a header
+// that could be cut short is settled by its first byte, with no call: the
+// HPU's burst for a port with nothing installed and no transport
+// (Hpu::ForwardBurst).
 inline DropReason PassthroughVerdict(const uint8_t* data, uint32_t length) {
   if (length < 14) return DropReason::kRunt;
   // The ethertype's first byte: 0x08 (IPv4), 0x81 (VLAN), 0x86 (IPv6) and
