@@ -2450,6 +2450,11 @@ TEST_P(RoceDataplaneTest, CeMarksWithoutCongestionControlAreOnlyCounted) {
 std::atomic<uint64_t> fake_now_ns{0};
 uint64_t FakeNow() { return fake_now_ns.load(std::memory_order_relaxed); }
 void AdvanceFakeNow(uint64_t ns) { fake_now_ns.fetch_add(ns); }
+// The requester's clock on the stepped one, started far from zero.
+void UseFakeRequesterClock(RingDataplaneOptions& options) {
+  fake_now_ns = uint64_t{1} << 40;
+  options.roce.requester_now_ns = &FakeNow;
+}
 
 // roce.congestion on: ECT(0), CNPs at most every 50 us, DCQCN at a 10 Gb/s
 // line rate with the published defaults.
@@ -2995,8 +3000,7 @@ class RocePerftestClockTest : public RocePerftestTest {
  protected:
   void Configure(RingDataplaneOptions& options) override {
     RocePerftestTest::Configure(options);
-    fake_now_ns = uint64_t{1} << 40;
-    options.roce.requester_now_ns = &FakeNow;
+    UseFakeRequesterClock(options);
   }
   // The client's ACK, RNR NAK or NAK for our PSN on `c`.
   void ClientAeth(const Conn& c, uint32_t psn, uint8_t syndrome) {
@@ -3262,8 +3266,7 @@ class RocePerftestWriteLatTest : public RocePerftestTest {
     // The requester's clock stands still: no ACK timeout fires between our
     // write and the client's ACK, however slowly the test runs (under
     // TSan a retransmitted write came in as a third frame).
-    fake_now_ns = uint64_t{1} << 40;
-    options.roce.requester_now_ns = &FakeNow;
+    UseFakeRequesterClock(options);
   }
   // The client's own destination: our ACK and SEND on the control
   // connection, and our first write on the data connection (returned).
@@ -3468,8 +3471,7 @@ TEST_P(RoceDataplaneTest, LaunchedHpusWriteWhileRegionsComeAndGo) {
 class RoceReadPacingTest : public RoceDataplaneTest {
  protected:
   void Configure(RingDataplaneOptions& options) override {
-    fake_now_ns = uint64_t{1} << 40;
-    options.roce.requester_now_ns = &FakeNow;
+    UseFakeRequesterClock(options);
   }
   // A READ of `packets` full packets from `first`, at PSN kClientPsn + first
   // (a duplicate when first > 0: it asks again from that packet on).
