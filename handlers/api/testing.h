@@ -223,18 +223,20 @@ inline PacketLayers LayersForTest(std::span<const uint8_t> frame) {
 
 // A frame in its own storage with the PacketView a handler gets. Writes
 // through view().Bytes() land in bytes(). Not movable: the view points into
-// the storage.
+// the storage and at the layers.
 class TestPacket {
  public:
   explicit TestPacket(std::vector<uint8_t> frame, uint16_t in_port = 0)
       : bytes_(std::move(frame)),
-        view_(bytes_.data(), static_cast<uint32_t>(bytes_.size()),
-              LayersForTest(bytes_), in_port) {}
+        layers_(LayersForTest(bytes_)),
+        view_(bytes_.data(), static_cast<uint32_t>(bytes_.size()), layers_,
+              in_port) {}
   // For layers from elsewhere (the classifier) or deliberately wrong ones.
   TestPacket(std::vector<uint8_t> frame, const PacketLayers& layers,
              uint16_t in_port = 0)
       : bytes_(std::move(frame)),
-        view_(bytes_.data(), static_cast<uint32_t>(bytes_.size()), layers,
+        layers_(layers),
+        view_(bytes_.data(), static_cast<uint32_t>(bytes_.size()), layers_,
               in_port) {}
   TestPacket(const TestPacket&) = delete;
   TestPacket& operator=(const TestPacket&) = delete;
@@ -244,6 +246,7 @@ class TestPacket {
 
  private:
   std::vector<uint8_t> bytes_;
+  PacketLayers layers_;
   PacketView view_;
 };
 

@@ -15,6 +15,10 @@
 namespace spinnic {
 namespace {
 
+// Layers of a frame with none the classifier found; a view reads them in
+// place, so they must outlive it.
+const PacketLayers kNoLayers;
+
 // What the scripted handlers return next, and the calls they saw.
 struct Script {
   HandlerResult header = HandlerResult::kProcessData;
@@ -117,7 +121,7 @@ class SpinEngineTest : public ::testing::Test {
     std::vector<Disposition> out;
     for (size_t i = 0; i < lengths.size(); ++i) {
       std::vector<uint8_t> bytes(lengths[i]);
-      PacketView packet(bytes.data(), lengths[i], PacketLayers(), 0);
+      PacketView packet(bytes.data(), lengths[i], kNoLayers, 0);
       engine_.Deliver(ectx, message, packet, i == 0, i + 1 == lengths.size());
       out.push_back(packet.GetDisposition());
     }
@@ -151,7 +155,7 @@ TEST_F(SpinEngineTest, HeaderThenEveryPayloadThenCompletion) {
 TEST_F(SpinEngineTest, SinglePacketMessageRunsAllThreeInOrder) {
   auto ectx = Make("test_scripted");
   std::vector<uint8_t> bytes(64);
-  PacketView packet(bytes.data(), 64, PacketLayers(), 0);
+  PacketView packet(bytes.data(), 64, kNoLayers, 0);
   engine_.RunSinglePacketMessage(*ectx, packet);
   EXPECT_EQ(script_.calls, (std::vector<std::string>{"header:64", "payload:64",
                                                      "completion"}));
@@ -228,11 +232,11 @@ TEST_F(SpinEngineTest, InvalidCodesAreCountedAndTreatedAsFail) {
 TEST_F(SpinEngineTest, SinglePacketMessageReportsInvalidCodes) {
   auto ectx = Make("test_scripted");
   std::vector<uint8_t> bytes(10);
-  PacketView ok(bytes.data(), 10, PacketLayers(), 0);
+  PacketView ok(bytes.data(), 10, kNoLayers, 0);
   EXPECT_FALSE(engine_.RunSinglePacketMessage(*ectx, ok).invalid);
   script_ = Script();
   script_.payload = {R::kProcessData};
-  PacketView bad(bytes.data(), 10, PacketLayers(), 0);
+  PacketView bad(bytes.data(), 10, kNoLayers, 0);
   EXPECT_TRUE(engine_.RunSinglePacketMessage(*ectx, bad).invalid);
   EXPECT_EQ(bad.GetDisposition(), D::kDrop);
 }
@@ -293,7 +297,7 @@ TEST_F(SpinEngineTest, AbortRunsCompletionOnce) {
   auto ectx = Make("test_scripted");
   MessageState message;
   std::vector<uint8_t> bytes(10);
-  PacketView packet(bytes.data(), 10, PacketLayers(), 0);
+  PacketView packet(bytes.data(), 10, kNoLayers, 0);
   engine_.Deliver(*ectx, message, packet, true, false);
   engine_.Abort(*ectx, message, /*flow_control_triggered=*/true);
   EXPECT_EQ(script_.calls, (std::vector<std::string>{"header:10", "payload:10",

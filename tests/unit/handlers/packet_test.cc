@@ -166,8 +166,9 @@ TEST(PacketViewMessageTest, TransportMessageIsKeptAndCanBeReplaced) {
                           .offset = 1398,
                           .length = 4000,
                           .address = 0x10000576};
-  PacketView view(frame.data(), static_cast<uint32_t>(frame.size()),
-                  ClassifierLayers(frame), 0, write);
+  const PacketLayers layers = ClassifierLayers(frame);
+  PacketView view(frame.data(), static_cast<uint32_t>(frame.size()), layers, 0,
+                  write);
   EXPECT_EQ(view.Message().transport, MessageTransport::kDiadWrite);
   EXPECT_EQ(view.Message().source, 3u);
   EXPECT_EQ(view.Message().offset, 1398u);
