@@ -35,6 +35,17 @@ EctxTable::EctxTable(std::vector<std::shared_ptr<const Ectx>> ectxs)
                          .in_port_mask = rule.in_port_mask,
                          .ports_only = ports_only});
     }
+    // A port's first rule decides EveryFrameOn: if it names only ports, no
+    // later rule ever sees the port's frames.
+    uint64_t decided = 0;
+    for (const LinearRule& rule : linear_) {
+      const uint64_t fresh = rule.in_port_mask & ~decided;
+      decided |= rule.in_port_mask;
+      if (!rule.ports_only) continue;
+      for (uint32_t port = 0; port < every_frame_.size(); ++port) {
+        if ((fresh >> port) & 1) every_frame_[port] = rule.ectx;
+      }
+    }
     return;
   }
   for (uint32_t i = 0; i < matched_.size(); ++i) {

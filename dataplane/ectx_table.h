@@ -48,6 +48,12 @@ class EctxTable {
   bool MayMatch(uint16_t in_port) const {
     return in_port < 64 && (port_mask_ & (uint64_t{1} << in_port)) != 0;
   }
+  // The ECTX that takes every frame from `in_port` the classifier does not
+  // drop (the first rule naming the port names nothing else: a handler on
+  // every frame), or nullptr. Lets the HPU match a burst once.
+  const Ectx* EveryFrameOn(uint16_t in_port) const {
+    return in_port < every_frame_.size() ? every_frame_[in_port] : nullptr;
+  }
   // The first ECTX (in match order) whose rule matches, or nullptr. Ports
   // that no rule names cost one AND. `packet` is the frame's mbuf, read
   // only by rules with a pcap_filter (Ectx::Matches: fields first, then the
@@ -157,6 +163,8 @@ class EctxTable {
   static uint64_t NextVersion();
   uint64_t version_ = NextVersion();
   uint64_t port_mask_ = 0;
+  // EveryFrameOn's answers, by ingress port (the linear walk only).
+  std::array<const Ectx*, 64> every_frame_{};
   // By `first`, so that the search can stop at the first shape that cannot
   // beat what it found.
   std::vector<ShapeTable> shapes_;

@@ -341,12 +341,54 @@ uint64_t Hpu::ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
   return bytes;
 }
 
+const Ectx* Hpu::HandlesEveryFrame(uint16_t in, const EctxTable& table) const {
+  const HpuPort& port = ports_[in];
+  if (port.scheduled || port.pair == kNoPort) return nullptr;
+  const Ectx* ectx = table.EveryFrameOn(in);
+  return ectx != nullptr && ectx->payload_only() ? ectx : nullptr;
+}
+
+// ProcessReceived and ProcessPacket for a port one payload-only ECTX takes
+// whole: each frame is parsed (the handler sees its layers) and offered to
+// the transports, and the rest runs the handler without a match.
+uint64_t Hpu::HandlerBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
+                           const EctxTable& table, const Ectx& ectx) {
+  const uint16_t pair = ports_[in].pair;
+  const uint32_t max_frame = ports_[pair].max_frame;
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < count; ++i) {
+    rte_mbuf* packet = packets[i];
+    if (i + 1 < count) rte_prefetch0(rte_pktmbuf_mtod(packets[i + 1], void*));
+    bytes += packet->pkt_len;
+    if (packet->nb_segs != 1) [[unlikely]] {
+      ProcessReceivedSlowly(in, packet, table);
+      continue;
+    }
+    ParsedFrame frame;
+    ParseFrame(rte_pktmbuf_mtod(packet, const uint8_t*), packet->data_len,
+               &frame);
+    if (frame.frame_class == FrameClass::kDrop) [[unlikely]] {
+      DropPacket(in, packet, frame.drop_reason);
+      continue;
+    }
+    if (DeliverToTransport(packet, frame, in, table)) continue;
+    if (packet->pkt_len > max_frame + 4 * frame.layers.vlan_tags) [[unlikely]] {
+      DropPacket(in, packet, DropReason::kOversize);
+      continue;
+    }
+    RunMatchedPayloadOnly(in, pair, packet, frame, ectx);
+  }
+  return bytes;
+}
+
 void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                        const EctxTable& table) {
   PortCounters& in_counters = port_counters_[in];
   uint64_t rx_bytes = 0;
   if (ForwardsUnprocessed(in, table)) {
     rx_bytes = ForwardBurst(in, packets, count, table);
+  } else if (const Ectx* every = HandlesEveryFrame(in, table)) {
+    rx_bytes = HandlerBurst(in, packets, count, table, *every);
   } else {
     for (uint16_t i = 0; i < count; ++i) {
       rte_mbuf* packet = packets[i];

@@ -205,6 +205,14 @@ class Hpu final : public ActionSink {
   bool ForwardsUnprocessed(uint16_t in, const EctxTable& table) const;
   uint64_t ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                         const EctxTable& table);
+  // The payload-only ECTX that takes every frame of `in` no transport
+  // claims (EctxTable::EveryFrameOn), when the port is not scheduled and
+  // has a pair; else nullptr.
+  const Ectx* HandlesEveryFrame(uint16_t in, const EctxTable& table) const;
+  // ProcessReceived for a burst of such a port: the match, the ECTX's
+  // checks and the handler's context once per burst, not per frame.
+  uint64_t HandlerBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
+                        const EctxTable& table, const Ectx& ectx);
   // Hands the frame to the transport it is addressed to (the only place
   // the HPU looks at transports per frame); false if none claims it.
   bool DeliverToTransport(rte_mbuf* packet, const ParsedFrame& frame,

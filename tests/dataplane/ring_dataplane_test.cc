@@ -737,19 +737,33 @@ TEST(InstanceSuffixTest, SuffixThatDpdkCannotNameIsRefused) {
 
 // Frames from a port that no rule, transport or scheduler wants take the
 // HPU's forwarding burst (Hpu::ForwardBurst: the classifier's verdict, no
-// layers); with a rule on the port they take the whole way. Both must
-// forward, drop and count exactly alike: the same frames out, byte-exact
-// and in order, and the same drops by reason.
+// layers); a port one payload-only handler takes whole takes the handler
+// burst (Hpu::HandlerBurst: no match per frame); with any other rule on the
+// port they take the whole way. All three must forward, drop and count
+// exactly alike: the same frames out, byte-exact and in order, and the same
+// drops by reason.
+enum class WireZeroRules {
+  kNothingInstalled,
+  kRuleOnThePort,
+  kHandlerOnEveryFrame
+};
+
 class ForwardingPathTest : public RingDataplaneTest,
-                           public ::testing::WithParamInterface<bool> {};
+                           public ::testing::WithParamInterface<WireZeroRules> {
+};
 
 TEST_P(ForwardingPathTest, ForwardsDropsAndCountsLikeTheFullPath) {
-  const bool rule_on_the_port = GetParam();
   std::vector<HandlerConfig> handlers;
-  // Installed, it sends every frame from wire0 through the rules, and it
-  // matches none of them.
-  if (rule_on_the_port) {
+  if (GetParam() == WireZeroRules::kRuleOnThePort) {
+    // It sends every frame from wire0 through the rules, and matches none.
     handlers.push_back(Handler("none", "count", UdpToPort(9)));
+  } else if (GetParam() == WireZeroRules::kHandlerOnEveryFrame) {
+    // Every frame the classifier keeps, counted by IP protocol: the handler
+    // reads the layers the burst parsed.
+    MatchRule wire0;
+    wire0.in_port_mask = uint64_t{1} << 0;
+    handlers.push_back(Handler("every", "count", wire0,
+                               {{"by", "ip_proto"}, {"buckets", "32"}}));
   }
   Start(std::move(handlers));
   const uint32_t max_frame = dataplane_->port(1).max_frame();
@@ -808,12 +822,36 @@ TEST_P(ForwardingPathTest, ForwardsDropsAndCountsLikeTheFullPath) {
   for (const Bytes& frame : out) out_bytes += frame.size();
   EXPECT_EQ(Port(stats, 1).tx_packets, out.size());
   EXPECT_EQ(Port(stats, 1).tx_bytes, out_bytes);
+  if (GetParam() != WireZeroRules::kHandlerOnEveryFrame) return;
+  // What the handler saw: every frame that went out, by protocol (UDP 17:
+  // udp4, udp6, qinq, full, full_tagged, chained; none, 0: raw, arp).
+  ASSERT_EQ(stats.ectxs.size(), 1u);
+  EXPECT_EQ(stats.ectxs[0].packets, out.size());
+  const std::vector<uint8_t>& state = stats.ectxs[0].state;
+  ASSERT_GE(state.size(), 32u * 16);
+  auto bucket_packets = [&](size_t bucket) {
+    uint64_t packets;
+    std::memcpy(&packets, state.data() + 16 * bucket, 8);
+    return packets;
+  };
+  EXPECT_EQ(bucket_packets(17), 6u);
+  EXPECT_EQ(bucket_packets(0), 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(NothingInstalledOrARuleOnThePort, ForwardingPathTest,
-                         ::testing::Bool(), [](const auto& info) {
-                           return info.param ? "RuleOnThePort"
-                                             : "NothingInstalled";
+INSTANTIATE_TEST_SUITE_P(ThreeWaysThroughTheHpu, ForwardingPathTest,
+                         ::testing::Values(WireZeroRules::kNothingInstalled,
+                                           WireZeroRules::kRuleOnThePort,
+                                           WireZeroRules::kHandlerOnEveryFrame),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case WireZeroRules::kNothingInstalled:
+                               return "NothingInstalled";
+                             case WireZeroRules::kRuleOnThePort:
+                               return "RuleOnThePort";
+                             case WireZeroRules::kHandlerOnEveryFrame:
+                               return "HandlerOnEveryFrame";
+                           }
+                           return "";
                          });
 
 }  // namespace

@@ -187,6 +187,7 @@ TEST(EctxTableTest, FlatLookupAgreesWithFirstMatchWalk) {
 // dropped frames and ingress masks included.
 TEST(EctxTableTest, LinearWalkAgreesWithFirstMatchWalk) {
   uint64_t matched = 0;
+  uint64_t taken_whole = 0;
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     Generator gen(seed);
     size_t count = 1 + gen.Pick(EctxTable::kLinearMax);
@@ -212,9 +213,39 @@ TEST(EctxTableTest, LinearWalkAgreesWithFirstMatchWalk) {
       ASSERT_EQ(table.Match(frame, in_port, nullptr), expected)
           << "seed " << seed << " frame " << f;
       matched += expected != nullptr;
+      // The HPU's handler burst takes EveryFrameOn's ECTX for every frame
+      // the classifier keeps, without Match.
+      const Ectx* every = table.EveryFrameOn(in_port);
+      if (every != nullptr && frame.frame_class != FrameClass::kDrop) {
+        ASSERT_EQ(every, expected) << "seed " << seed << " frame " << f;
+        ++taken_whole;
+      }
     }
   }
   EXPECT_GT(matched, 0u);
+  EXPECT_GT(taken_whole, 0u);
+}
+
+TEST(EctxTableTest, EveryFrameOnIsThePortsFirstRuleIfItNamesOnlyPorts) {
+  std::vector<MatchRule> rules(3);
+  rules[0].in_port_mask = 0b10;  // port 1: UDP to 53
+  rules[0].match_ip_proto = true;
+  rules[0].ip_proto = 17;
+  rules[0].dst_port_first = rules[0].dst_port_last = 53;
+  rules[1].in_port_mask = 0b11;  // ports 0 and 1, every frame
+  // rules[2]: every port, every frame
+  std::vector<std::shared_ptr<const Ectx>> ectxs = MakeEctxs(rules);
+  EctxTable table(ectxs);
+  EXPECT_EQ(table.EveryFrameOn(0), ectxs[1].get());
+  EXPECT_EQ(table.EveryFrameOn(1), nullptr) << "rule 0 sees port 1 first";
+  EXPECT_EQ(table.EveryFrameOn(2), ectxs[2].get());
+  EXPECT_EQ(table.EveryFrameOn(63), ectxs[2].get());
+  EXPECT_EQ(table.EveryFrameOn(64), nullptr);
+
+  // Above kLinearMax the table hashes, and the HPU matches frame by frame.
+  std::vector<MatchRule> many(EctxTable::kLinearMax + 1);
+  std::vector<std::shared_ptr<const Ectx>> hashed = MakeEctxs(many);
+  EXPECT_EQ(EctxTable(hashed).EveryFrameOn(0), nullptr);
 }
 
 TEST(EctxTableTest, ManyExactRulesShareOneShape) {
