@@ -560,6 +560,9 @@ int Run(int argc, char** argv) {
         exit_code = kExitFailure;
       }
     }
+    // The final counters' rates are over the HPUs' whole run: from here to
+    // the end of Stop.
+    const absl::Time hpus_started = absl::Now();
     if (absl::Status status = dp.Start(); !status.ok()) {
       LogError(status.message());
       rte_eal_cleanup();
@@ -618,15 +621,15 @@ int Run(int argc, char** argv) {
     if (int signal = g_signal.load(); signal != 0) {
       Log(absl::StrCat("signal ", signal, ": stopping"));
     }
-    const double run_s = absl::ToDoubleSeconds(absl::Now() - start);
     metrics.reset();
     if (control != nullptr) control->Shutdown();
     AttachTelemetry(nullptr);
     dp.Stop();
+    const double run_s = absl::ToDoubleSeconds(absl::Now() - hpus_started);
     ForwardEvents(dp, nullptr, events);
     // Read with the HPUs stopped, so that the counters add up.
     StatsSnapshot final_stats = dp.Snapshot();
-    std::printf("--- final counters after %.1f s\n%s", run_s,
+    std::printf("--- final counters after %.3f s\n%s", run_s,
                 FormatStatsText(final_stats, nullptr, run_s).c_str());
     std::fflush(stdout);
     std::string json_path = absl::GetFlag(FLAGS_stats_json);
