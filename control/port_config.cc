@@ -298,6 +298,7 @@ void ConvertPorts(const v1::Config& config, DataplaneConfig* out) {
         static_cast<uint16_t>(port.tx_descriptors() != 0 ? port.tx_descriptors()
                                                          : kDefaultDescriptors);
     p.promiscuous = port.has_promiscuous() ? port.promiscuous() : true;
+    p.forward_unchecked = port.forward_unchecked();
     if (port.has_transport_pacer()) {
       const v1::TransportPacer& pacer = port.transport_pacer();
       p.transport_pacer.enabled = true;

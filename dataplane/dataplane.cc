@@ -313,6 +313,7 @@ absl::Status Dataplane::CreateHpus(const DataplaneConfig& config) {
       hp.pair = pair[p];
       hp.max_frame = port.max_frame();
       hp.pacer = config.ports[p].transport_pacer;
+      hp.forward_unchecked = config.ports[p].forward_unchecked;
     }
     std::string ring_name =
         ResourceName(absl::StrCat("spinnic_ev", w), config.instance_suffix);

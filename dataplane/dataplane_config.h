@@ -45,6 +45,8 @@ struct PortConfig {
   uint16_t tx_descriptors = 1024;
   bool promiscuous = true;
   TxPacerConfig transport_pacer;
+  // v1::Port.forward_unchecked.
+  bool forward_unchecked = false;
 };
 
 struct HandlerConfig {

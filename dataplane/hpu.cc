@@ -288,6 +288,7 @@ bool Hpu::ForwardsUnprocessed(uint16_t in, const EctxTable& table) const {
 // frames that need more (chains, ones beyond the pair's frame size, whose
 // VLAN allowance takes the parse) take ProcessReceived's way. Returns the
 // burst's bytes.
+template <bool kCheckFrames>
 uint64_t Hpu::ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                            const EctxTable& table) {
   const uint16_t pair = ports_[in].pair;
@@ -315,12 +316,14 @@ uint64_t Hpu::ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
       queued_bytes = batch.bytes;
       continue;
     }
-    // One segment: data_len is pkt_len.
-    const DropReason verdict =
-        PassthroughVerdict(rte_pktmbuf_mtod(packet, const uint8_t*), length);
-    if (verdict != DropReason::kCount) [[unlikely]] {
-      DropPacket(in, packet, verdict);
-      continue;
+    if constexpr (kCheckFrames) {
+      // One segment: data_len is pkt_len.
+      const DropReason verdict =
+          PassthroughVerdict(rte_pktmbuf_mtod(packet, const uint8_t*), length);
+      if (verdict != DropReason::kCount) [[unlikely]] {
+        DropPacket(in, packet, verdict);
+        continue;
+      }
     }
     if (!to_batch) [[unlikely]] {
       SendThroughRing(pair, packet);
@@ -386,7 +389,9 @@ void Hpu::ProcessBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
   PortCounters& in_counters = port_counters_[in];
   uint64_t rx_bytes = 0;
   if (ForwardsUnprocessed(in, table)) {
-    rx_bytes = ForwardBurst(in, packets, count, table);
+    rx_bytes = ports_[in].forward_unchecked
+                   ? ForwardBurst<false>(in, packets, count, table)
+                   : ForwardBurst<true>(in, packets, count, table);
   } else if (const Ectx* every = HandlesEveryFrame(in, table)) {
     rx_bytes = HandlerBurst(in, packets, count, table, *every);
   } else {

@@ -89,6 +89,8 @@ struct HpuPort {
   uint16_t pair = kNoPort;      // our index of the paired port
   uint32_t max_frame = 0;       // bytes, without VLAN tags
   bool scheduled = false;       // fewer queues than HPUs: see above
+  // PortConfig::forward_unchecked: ForwardBurst reads no frame's bytes.
+  bool forward_unchecked = false;
   rte_ring* tx_ring = nullptr;  // MP/SC, when scheduled
   TxPacerConfig pacer;          // the port's transport pacer
 };
@@ -203,6 +205,9 @@ class Hpu final : public ActionSink {
   // Whether `in`'s frames can skip the rules, transports and scheduler:
   // nothing installed for it, no transport on this HPU, no scheduling.
   bool ForwardsUnprocessed(uint16_t in, const EctxTable& table) const;
+  // kCheckFrames false: the port forwards unchecked (HpuPort), no frame's
+  // bytes are read.
+  template <bool kCheckFrames>
   uint64_t ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                         const EctxTable& table);
   // The payload-only ECTX that takes every frame of `in` no transport

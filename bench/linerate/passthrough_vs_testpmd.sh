@@ -8,6 +8,11 @@
 # the PMD as a NIC's DMA would), paired; one forwarding lcore on core 1, the
 # main lcore on core 0, no hugepages.
 #
+# spinnicd runs twice per round: as configured by default (every frame's
+# ethertype read, runts and truncated headers dropped and counted), and with
+# both ports' forward_unchecked (no frame's bytes read: the work testpmd's io
+# forwarding does).
+#
 # usage: bench/linerate/passthrough_vs_testpmd.sh [BUILD_DIR] [SECONDS] [ROUNDS]
 set -euo pipefail
 build=${1:-build}
@@ -23,8 +28,8 @@ eal=(--no-huge -m 512 --no-pci)
 # shellcheck source=bench/linerate/null_passthrough.sh
 source "$(dirname "${BASH_SOURCE[0]}")/null_passthrough.sh"
 
-run_spinnicd() {  # size -> Mpps (both directions)
-  null_passthrough_mpps "$spinnicd" "$work" bench-spinnicd "$1" "$seconds" 1 16384
+run_spinnicd() {  # size [port fields] -> Mpps (both directions)
+  null_passthrough_mpps "$spinnicd" "$work" bench-spinnicd "$1" "$seconds" 1 16384 "${2:-}"
 }
 
 run_testpmd() {  # size -> Mpps (both directions)
@@ -44,16 +49,21 @@ PY
 
 echo "# passthrough, net_null x2 (copy=1), 1 forwarding lcore, ${seconds}s x ${rounds} rounds"
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')"
-printf "%-6s %-6s %12s %12s %8s\n" size round spinnicd testpmd ratio
+printf "%-6s %-6s %12s %12s %12s %8s %10s\n" size round spinnicd unchecked testpmd ratio unchecked
 for size in 64 1500; do
   ratios=()
+  unchecked_ratios=()
   for round in $(seq 1 "$rounds"); do
     s=$(run_spinnicd "$size")
+    u=$(run_spinnicd "$size" "forward_unchecked: true")
     t=$(run_testpmd "$size")
     r=$(python3 -c "print('%.3f' % ($s / $t))")
+    ru=$(python3 -c "print('%.3f' % ($u / $t))")
     ratios+=("$r")
-    printf "%-6s %-6s %12s %12s %8s\n" "$size" "$round" "$s" "$t" "$r"
+    unchecked_ratios+=("$ru")
+    printf "%-6s %-6s %12s %12s %12s %8s %10s\n" "$size" "$round" "$s" "$u" "$t" "$r" "$ru"
   done
-  median=$(printf "%s\n" "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  printf "%-6s median ratio spinnicd/testpmd: %s\n" "$size" "$median"
+  median() { printf "%s\n" "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  printf "%-6s median ratio spinnicd/testpmd: %s; forward_unchecked: %s\n" "$size" \
+    "$(median "${ratios[@]}")" "$(median "${unchecked_ratios[@]}")"
 done

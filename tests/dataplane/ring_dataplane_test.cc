@@ -110,6 +110,7 @@ class RingDataplaneTest : public ::testing::Test {
       port.role = side ? PortRole::kHost : PortRole::kWire;
       port.rx_descriptors = 128;
       port.tx_descriptors = 128;
+      port.forward_unchecked = side == 0 && wire_forward_unchecked_;
       config.ports.push_back(port);
     }
     config.port_pairs = {{0, 1}};
@@ -170,6 +171,8 @@ class RingDataplaneTest : public ::testing::Test {
 
   unsigned tx_ring_size_ = kRingSize;
   size_t hpus_ = 1;
+  // wire0's PortConfig::forward_unchecked.
+  bool wire_forward_unchecked_ = false;
   rte_ring* rx_[2];
   rte_ring* tx_[2];
   std::string names_[2];
@@ -741,11 +744,13 @@ TEST(InstanceSuffixTest, SuffixThatDpdkCannotNameIsRefused) {
 // burst (Hpu::HandlerBurst: no match per frame); with any other rule on the
 // port they take the whole way. All three must forward, drop and count
 // exactly alike: the same frames out, byte-exact and in order, and the same
-// drops by reason.
+// drops by reason. A port that forwards unchecked passes the runts and
+// truncated frames too.
 enum class WireZeroRules {
   kNothingInstalled,
   kRuleOnThePort,
-  kHandlerOnEveryFrame
+  kHandlerOnEveryFrame,
+  kForwardUnchecked,
 };
 
 class ForwardingPathTest : public RingDataplaneTest,
@@ -753,6 +758,7 @@ class ForwardingPathTest : public RingDataplaneTest,
 };
 
 TEST_P(ForwardingPathTest, ForwardsDropsAndCountsLikeTheFullPath) {
+  wire_forward_unchecked_ = GetParam() == WireZeroRules::kForwardUnchecked;
   std::vector<HandlerConfig> handlers;
   if (GetParam() == WireZeroRules::kRuleOnThePort) {
     // It sends every frame from wire0 through the rules, and matches none.
@@ -807,12 +813,22 @@ TEST_P(ForwardingPathTest, ForwardsDropsAndCountsLikeTheFullPath) {
   ASSERT_EQ(testing_wire::PutOnWire(rx_[0], head), 0);
   Poll();
 
-  const std::vector<Bytes> out = {udp4, udp6, raw,         arp,
-                                  qinq, full, full_tagged, chained};
+  const bool unchecked = GetParam() == WireZeroRules::kForwardUnchecked;
+  // Chains and frames above the pair's frame size take the whole way, and
+  // its checks, on every port.
+  const std::vector<Bytes> out =
+      unchecked ? std::vector<Bytes>{udp4,          Bytes(10, 0xff),
+                                     udp6,          truncated4,
+                                     raw,           arp,
+                                     truncated6,    qinq,
+                                     truncated_tag, full,
+                                     full_tagged,   chained}
+                : std::vector<Bytes>{udp4, udp6, raw,         arp,
+                                     qinq, full, full_tagged, chained};
   EXPECT_EQ(Drain(1), out);
   const StatsSnapshot stats = dataplane_->Snapshot();
-  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kRunt), 1u);
-  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kTruncated), 3u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kRunt), unchecked ? 0u : 1u);
+  EXPECT_EQ(Drops(Port(stats, 0), DropReason::kTruncated), unchecked ? 0u : 3u);
   EXPECT_EQ(Drops(Port(stats, 0), DropReason::kOversize), 2u);
   EXPECT_EQ(Port(stats, 0).rx_packets, in.size() + 1);
   uint64_t in_bytes = chained.size();
@@ -838,10 +854,11 @@ TEST_P(ForwardingPathTest, ForwardsDropsAndCountsLikeTheFullPath) {
   EXPECT_EQ(bucket_packets(0), 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(ThreeWaysThroughTheHpu, ForwardingPathTest,
+INSTANTIATE_TEST_SUITE_P(WaysThroughTheHpu, ForwardingPathTest,
                          ::testing::Values(WireZeroRules::kNothingInstalled,
                                            WireZeroRules::kRuleOnThePort,
-                                           WireZeroRules::kHandlerOnEveryFrame),
+                                           WireZeroRules::kHandlerOnEveryFrame,
+                                           WireZeroRules::kForwardUnchecked),
                          [](const auto& info) {
                            switch (info.param) {
                              case WireZeroRules::kNothingInstalled:
@@ -850,6 +867,8 @@ INSTANTIATE_TEST_SUITE_P(ThreeWaysThroughTheHpu, ForwardingPathTest,
                                return "RuleOnThePort";
                              case WireZeroRules::kHandlerOnEveryFrame:
                                return "HandlerOnEveryFrame";
+                             case WireZeroRules::kForwardUnchecked:
+                               return "ForwardUnchecked";
                            }
                            return "";
                          });

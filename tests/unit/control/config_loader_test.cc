@@ -424,6 +424,20 @@ TEST(PortsTest, TransportPacerConverted) {
   EXPECT_FALSE(dp->ports[1].transport_pacer.enabled);  // no block: no pacer
 }
 
+TEST(PortsTest, ForwardUncheckedConverted) {
+  absl::StatusOr<ParsedConfig> parsed = ParseConfigText(
+      Lines({kWorker,
+             R"(ports { name: "wire0" vdev: "net_ring0" role: PORT_ROLE_WIRE)",
+             "  forward_unchecked: true", "}", kHost, kPair}),
+      kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(ValidateConfig(parsed->config, &parsed->locations).ok());
+  absl::StatusOr<DataplaneConfig> dp = ToDataplaneConfig(parsed->config);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_TRUE(dp->ports[0].forward_unchecked);
+  EXPECT_FALSE(dp->ports[1].forward_unchecked);  // unset: checked
+}
+
 // --- Port pairs.
 
 TEST(PortPairsTest, UnknownPort) {
