@@ -286,8 +286,9 @@ bool Hpu::ForwardsUnprocessed(uint16_t in, const EctxTable& table) const {
 // with the checks ProcessReceived would make and nothing else: the
 // classifier's verdict without its layers (PassthroughVerdict), and the
 // frames that need more (chains, ones beyond the pair's frame size, whose
-// VLAN allowance takes the parse) take ProcessReceived's way. Returns the
-// burst's bytes.
+// VLAN allowance takes the parse) take ProcessReceived's way. Without
+// kCheckFrames (the port's forward_unchecked) the verdict goes too: no byte
+// of a frame is read. Returns the burst's bytes.
 template <bool kCheckFrames>
 uint64_t Hpu::ForwardBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                            const EctxTable& table) {

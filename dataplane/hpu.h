@@ -214,8 +214,8 @@ class Hpu final : public ActionSink {
   // claims (EctxTable::EveryFrameOn), when the port is not scheduled and
   // has a pair; else nullptr.
   const Ectx* HandlesEveryFrame(uint16_t in, const EctxTable& table) const;
-  // ProcessReceived for a burst of such a port: the match, the ECTX's
-  // checks and the handler's context once per burst, not per frame.
+  // ProcessReceived for a burst of such a port: the ECTX is known for the
+  // whole burst, so no frame is matched.
   uint64_t HandlerBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                         const EctxTable& table, const Ectx& ectx);
   // Hands the frame to the transport it is addressed to (the only place
