@@ -354,7 +354,9 @@ const Ectx* Hpu::HandlesEveryFrame(uint16_t in, const EctxTable& table) const {
 
 // ProcessReceived and ProcessPacket for a port one payload-only ECTX takes
 // whole: each frame is parsed (the handler sees its layers) and offered to
-// the transports, and the rest runs the handler without a match.
+// the transports, and the rest runs the handler without a match. A loop of
+// its own, not the ECTX passed down the general one: that cost 2.4 cycles
+// more per frame (BM_NullHandler 35.0 against 32.6, alternating builds).
 uint64_t Hpu::HandlerBurst(uint16_t in, rte_mbuf** packets, uint16_t count,
                            const EctxTable& table, const Ectx& ectx) {
   const uint16_t pair = ports_[in].pair;
