@@ -49,6 +49,8 @@ PY
 
 echo "# passthrough, net_null x2 (copy=1), 1 forwarding lcore, ${seconds}s x ${rounds} rounds"
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')"
+median() { printf "%s\n" "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
 printf "%-6s %-6s %12s %12s %12s %8s %10s\n" size round spinnicd unchecked testpmd ratio unchecked
 for size in 64 1500; do
   ratios=()
@@ -63,7 +65,6 @@ for size in 64 1500; do
     unchecked_ratios+=("$ru")
     printf "%-6s %-6s %12s %12s %12s %8s %10s\n" "$size" "$round" "$s" "$u" "$t" "$r" "$ru"
   done
-  median() { printf "%s\n" "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   printf "%-6s median ratio spinnicd/testpmd: %s; forward_unchecked: %s\n" "$size" \
     "$(median "${ratios[@]}")" "$(median "${unchecked_ratios[@]}")"
 done
